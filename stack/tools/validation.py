@@ -1,0 +1,119 @@
+"""Arguments against a tool's JSON schema: parse, coerce what is safe, validate, explain.
+
+A small model learns from the error it gets back, so an error says where the arguments are wrong,
+shows the schema and gives an example call that would pass. Coercion is limited to changes that
+cannot alter meaning: "42" to 42 for a number, "true" to true for a boolean, 42 to "42" for a string.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import jsonschema
+
+from .base import ToolError
+
+_INTEGER = re.compile(r"^[+-]?\d+$")
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """The arguments of a call as an object. OpenAI encodes them as a JSON string; some models send
+    an object, a string that holds JSON of a string, or broken JSON."""
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str):
+        raise ToolError(f"arguments must be a JSON object, got {type(raw).__name__}")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ToolError(
+            f"arguments are not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    if isinstance(value, str):
+        raise ToolError(
+            "arguments must be a JSON object, not a string that contains JSON: "
+            'send {"key": value}, not "{\\"key\\": value}"'
+        )
+    if not isinstance(value, dict):
+        raise ToolError(f"arguments must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def validate_arguments(name: str, schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments, safely coerced, or ToolError with the schema, the error path and an example."""
+    coerced = coerce(schema, arguments)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(coerced), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return coerced
+    first = errors[0]
+    where = "/".join(str(p) for p in first.absolute_path) or "(top level)"
+    raise ToolError(
+        f"invalid arguments for {name} at {where}: {first.message}\n"
+        f"schema: {json.dumps(schema, separators=(',', ':'))}\n"
+        f"example: {json.dumps({'name': name, 'arguments': example_arguments(schema)})}"
+    )
+
+
+def explain_schema(name: str, schema: dict[str, Any]) -> str:
+    """The schema and an example, for errors raised before validation (broken JSON)."""
+    return (
+        f"schema of {name}: {json.dumps(schema, separators=(',', ':'))}\n"
+        f"example: {json.dumps({'name': name, 'arguments': example_arguments(schema)})}"
+    )
+
+
+def coerce(schema: dict[str, Any], value: Any) -> Any:
+    kinds = _types(schema)
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        return {k: coerce(props[k], v) if k in props else v for k, v in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [coerce(schema["items"], item) for item in value]
+    if isinstance(value, str):
+        text = value.strip()
+        if "integer" in kinds and _INTEGER.match(text):
+            return int(text)
+        if "number" in kinds and _NUMBER.match(text):
+            return float(text) if any(c in text for c in ".eE") else int(text)
+        if "boolean" in kinds and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+    if kinds == {"string"} and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    props = schema.get("properties") or {}
+    required = schema.get("required") or list(props)[:1]
+    return {key: _example_value(key, props.get(key, {})) for key in required}
+
+
+def _example_value(key: str, schema: dict[str, Any]) -> Any:
+    if "enum" in schema and schema["enum"]:
+        return schema["enum"][0]
+    if "default" in schema:
+        return schema["default"]
+    kind = next(iter(sorted(_types(schema))), "string")
+    return {
+        "integer": 1,
+        "number": 1,
+        "boolean": True,
+        "array": [],
+        "object": {},
+        "null": None,
+    }.get(kind, f"<{key}>")
+
+
+def _types(schema: dict[str, Any]) -> set[str]:
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return set(kind)
+    return set()

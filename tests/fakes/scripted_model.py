@@ -1,0 +1,204 @@
+"""A scripted OpenAI-compatible model server for deterministic tests.
+
+It speaks real HTTP on loopback (stream and non-stream chat completions, /v1/models), so the shim
+under test goes through its real client, timeouts and cancellation. A script is a list of Replies
+served in order, or a function from the request body to a Reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+
+@dataclass
+class Reply:
+    content: str | None = None
+    # [{"name": ..., "arguments": dict or raw string}] written as native tool_calls
+    tool_calls: list[dict[str, Any]] | None = None
+    # stream tokens forever (one every 20 ms) until the client goes away
+    hang: bool = False
+    delay_s: float = 0.0
+    finish_reason: str | None = None
+
+
+Script = list[Reply] | Callable[[dict[str, Any]], Reply]
+
+
+def text(content: str) -> Reply:
+    return Reply(content=content)
+
+
+def call(name: str, arguments: dict[str, Any] | str, **more: Any) -> Reply:
+    return Reply(tool_calls=[{"name": name, "arguments": arguments}], **more)
+
+
+@dataclass
+class ScriptedModel:
+    script: Script
+    model_name: str = "scripted-model"
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    disconnects: int = 0
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._served = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def next_reply(self, body: dict[str, Any]) -> Reply:
+        if callable(self.script):
+            return self.script(body)
+        if self._served >= len(self.script):
+            return Reply(content="(script exhausted)")
+        reply = self.script[self._served]
+        self._served += 1
+        return reply
+
+    def app(self) -> FastAPI:
+        app = FastAPI()
+
+        @app.get("/v1/models")
+        async def models() -> dict[str, Any]:
+            return {"object": "list", "data": [{"id": self.model_name, "object": "model"}]}
+
+        @app.get("/health")
+        async def health() -> dict[str, str]:
+            return {"status": "ok"}
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request) -> Any:
+            body = await request.json()
+            self.requests.append(body)
+            reply = self.next_reply(body)
+            if reply.delay_s:
+                await asyncio.sleep(reply.delay_s)
+            usage = _usage(body, reply)
+            if body.get("stream"):
+                return StreamingResponse(self._stream(reply, usage), media_type="text/event-stream")
+            if reply.hang:
+                while not await request.is_disconnected():
+                    await asyncio.sleep(0.02)
+                self.disconnects += 1
+                return JSONResponse({})
+            return _completion(self.model_name, reply, usage)
+
+        return app
+
+    async def _stream(self, reply: Reply, usage: dict[str, int]):
+        chunk_id = "chatcmpl-" + uuid.uuid4().hex[:12]
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+            payload = {
+                "id": chunk_id,
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": self.model_name,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                **extra,
+            }
+            return f"data: {json.dumps(payload)}\n\n"
+
+        try:
+            yield chunk({"role": "assistant"})
+            if reply.hang:
+                while True:
+                    yield chunk({"content": "and on "})
+                    await asyncio.sleep(0.02)
+            if reply.content:
+                for start in range(0, len(reply.content), 16):
+                    yield chunk({"content": reply.content[start:start + 16]})
+            for index, item in enumerate(reply.tool_calls or []):
+                yield chunk({"tool_calls": [{
+                    "index": index,
+                    "id": f"call_{uuid.uuid4().hex[:8]}",
+                    "type": "function",
+                    "function": {"name": item["name"], "arguments": ""},
+                }]})
+                yield chunk({"tool_calls": [{
+                    "index": index, "function": {"arguments": _raw_arguments(item)},
+                }]})
+            yield chunk({}, _finish(reply))
+            payload = {"id": chunk_id, "object": "chat.completion.chunk", "choices": [],
+                       "usage": usage}
+            yield f"data: {json.dumps(payload)}\n\n"
+            yield "data: [DONE]\n\n"
+        except (asyncio.CancelledError, GeneratorExit):
+            self.disconnects += 1
+            raise
+
+    def __enter__(self) -> "ScriptedModel":
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", self.port))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self.app(), log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("scripted model did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server and self._thread
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+
+
+def _raw_arguments(item: dict[str, Any]) -> str:
+    arguments = item["arguments"]
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)
+
+
+def _finish(reply: Reply) -> str:
+    return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+
+def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
+    prompt = len(json.dumps(body.get("messages", []))) + len(json.dumps(body.get("tools", [])))
+    completion = len(reply.content or "") + len(json.dumps(reply.tool_calls or []))
+    return {
+        "prompt_tokens": prompt // 4,
+        "completion_tokens": max(1, completion // 4),
+        "total_tokens": prompt // 4 + max(1, completion // 4),
+    }
+
+
+def _completion(model: str, reply: Reply, usage: dict[str, int]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{uuid.uuid4().hex[:8]}",
+                "type": "function",
+                "function": {"name": item["name"], "arguments": _raw_arguments(item)},
+            }
+            for item in reply.tool_calls
+        ]
+    return {
+        "id": "chatcmpl-" + uuid.uuid4().hex[:12],
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply)}],
+        "usage": usage,
+    }
