@@ -1,0 +1,42 @@
+"""Stored messages to the messages of a model request, within a token budget.
+
+The store keeps everything; the model gets the newest exchanges that fit. Cuts fall on user
+messages, so a tool result is never sent without the call that asked for it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def openai_message(row: dict[str, Any]) -> dict[str, Any]:
+    role = row["role"]
+    if role == "tool":
+        return {"role": "tool", "tool_call_id": row["tool_call_id"] or "",
+                "content": row["content"] or ""}
+    message: dict[str, Any] = {"role": role, "content": row["content"] or ""}
+    if role == "assistant" and row.get("tool_calls"):
+        calls = [{k: v for k, v in call.items() if k != "origin"} for call in row["tool_calls"]]
+        message["tool_calls"] = calls
+        if any(call.get("origin") == "content" for call in row["tool_calls"]):
+            # The text was the call; it is in tool_calls now, and repeating it teaches nothing.
+            message["content"] = ""
+    return message
+
+
+def conversation(rows: list[dict[str, Any]], budget_tokens: int) -> list[dict[str, Any]]:
+    """The stored conversation (the lane's own system prompts left out), newest exchanges first
+    to be kept when the whole does not fit."""
+    messages = [openai_message(row) for row in rows if not row.get("lane_prompt")]
+    starts = [i for i, m in enumerate(messages) if m["role"] == "user"] or [0]
+    for start in starts:
+        kept = messages[start:]
+        if estimate_tokens(kept) <= budget_tokens or start == starts[-1]:
+            system = [m for m in messages[:start] if m["role"] == "system"]
+            return system + kept
+    return messages
+
+
+def estimate_tokens(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False)) // 4

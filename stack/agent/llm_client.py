@@ -1,0 +1,185 @@
+"""The shim's client for the OpenAI-compatible llm service.
+
+It always streams upstream, even when the shim's own client did not ask for a stream: a streamed
+call is one that can be abandoned, and llama.cpp servers stop generating when a stream's connection
+closes. On timeout or cancellation the `async with` closes the connection, so the llm service is
+free for the next call instead of finishing a monologue nobody will read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+log = logging.getLogger("lane.llm_client")
+
+
+class LlmError(Exception):
+    """The llm service is unreachable or answered something that is not a chat completion."""
+
+
+class LlmTimeout(LlmError):
+    """A model call ran past its time limit and was cancelled."""
+
+
+@dataclass
+class NativeCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class ModelReply:
+    content: str
+    tool_calls: list[NativeCall] = field(default_factory=list)
+    finish_reason: str = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class LlmClient:
+    def __init__(self, base_url: str, *, model: str | None, timeout_s: float,
+                 api_key: str | None = None):
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+        self._model = model
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.AsyncClient(
+            headers=headers, timeout=httpx.Timeout(timeout_s, connect=10.0)
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def model_name(self) -> str:
+        if self._model is None:
+            try:
+                response = await self._http.get(f"{self.base_url}/models", timeout=10.0)
+                response.raise_for_status()
+                self._model = str(response.json()["data"][0]["id"])
+            except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
+                raise LlmError(f"cannot read the model name from {self.base_url}/models: {exc}")
+        return self._model
+
+    async def healthy(self) -> bool:
+        try:
+            response = await self._http.get(f"{self.base_url}/models", timeout=5.0)
+            return response.status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
+                   max_tokens: int, temperature: float | None = None) -> ModelReply:
+        body: dict[str, Any] = {
+            "model": await self.model_name(),
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            body["tools"] = tools
+        if temperature is not None:
+            body["temperature"] = temperature
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                reply = await self._stream(body)
+        except TimeoutError:
+            raise LlmTimeout(f"the model did not finish within {self.timeout_s:g} s") from None
+        except httpx.TimeoutException:
+            raise LlmTimeout(f"the llm service did not answer within {self.timeout_s:g} s") from None
+        except httpx.HTTPError as exc:
+            raise LlmError(f"llm service at {self.base_url} failed: {exc}") from None
+        if not reply.prompt_tokens:
+            reply.prompt_tokens = _estimate_tokens(body)
+        return reply
+
+    async def _stream(self, body: dict[str, Any]) -> ModelReply:
+        async with self._http.stream("POST", f"{self.base_url}/chat/completions", json=body) as r:
+            if r.status_code >= 400:
+                detail = (await r.aread()).decode(errors="replace")[:500]
+                raise LlmError(f"llm service answered {r.status_code}: {detail}")
+            if "text/event-stream" not in r.headers.get("content-type", ""):
+                return _from_completion(json.loads(await r.aread()))
+            builder = _ReplyBuilder()
+            async for line in r.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                try:
+                    builder.add(json.loads(data))
+                except json.JSONDecodeError:
+                    raise LlmError(f"llm service sent a malformed stream chunk: {data[:200]}")
+            return builder.reply()
+
+
+class _ReplyBuilder:
+    """Joins streamed deltas: content pieces, and tool calls whose arguments arrive in pieces."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.finish_reason = "stop"
+        self.usage: dict[str, Any] = {}
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        if chunk.get("error"):
+            raise LlmError(f"llm service error: {chunk['error']}")
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                self.content.append(delta["content"])
+            for piece in delta.get("tool_calls") or []:
+                call = self.calls.setdefault(piece.get("index", 0),
+                                             {"id": "", "name": "", "arguments": ""})
+                call["id"] = piece.get("id") or call["id"]
+                function = piece.get("function") or {}
+                call["name"] += function.get("name") or ""
+                call["arguments"] += function.get("arguments") or ""
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+
+    def reply(self) -> ModelReply:
+        return ModelReply(
+            content="".join(self.content),
+            tool_calls=[NativeCall(c["id"], c["name"], c["arguments"])
+                        for _, c in sorted(self.calls.items())],
+            finish_reason=self.finish_reason,
+            prompt_tokens=int(self.usage.get("prompt_tokens") or 0),
+            completion_tokens=int(self.usage.get("completion_tokens") or 0),
+        )
+
+
+def _from_completion(payload: dict[str, Any]) -> ModelReply:
+    try:
+        choice = payload["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError):
+        raise LlmError(f"llm service sent no choices: {str(payload)[:200]}") from None
+    calls = [
+        NativeCall(c.get("id", ""), c["function"]["name"], c["function"].get("arguments") or "")
+        for c in message.get("tool_calls") or []
+    ]
+    usage = payload.get("usage") or {}
+    return ModelReply(
+        content=message.get("content") or "",
+        tool_calls=calls,
+        finish_reason=choice.get("finish_reason") or "stop",
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+    )
+
+
+def _estimate_tokens(body: dict[str, Any]) -> int:
+    """chars/4 of what was sent, for servers that report no usage."""
+    return len(json.dumps(body["messages"])) // 4 + len(json.dumps(body.get("tools", []))) // 4

@@ -1,0 +1,27 @@
+"""The lane's system prompt: short, because a 4B model pays attention per token.
+
+It says who the assistant is, how to use tools (the bridge protocol only when bridges are offered),
+that only tools whose results it saw count as used, and what it remembers.
+"""
+
+from __future__ import annotations
+
+BASE = (
+    "You are a helpful assistant running on a local model. "
+    "Use a tool when the task needs one; call it with the tool-calling format, never describe the "
+    "call in prose. Only say a tool was used if you saw its result. Keep answers short."
+)
+
+BRIDGE = (
+    "Tools not listed are hidden: find them with tool_search, then run one with "
+    'tool_call(name, arguments).'
+)
+
+
+def system_prompt(memory: str, *, bridged: bool) -> str:
+    parts = [BASE]
+    if bridged:
+        parts.append(BRIDGE)
+    if memory.strip():
+        parts.append("What you remember (from the memory tool):\n" + memory.strip())
+    return "\n\n".join(parts)

@@ -1,0 +1,126 @@
+"""Tool calls a small model wrote as text instead of `tool_calls`.
+
+Recovered forms: Hermes/Qwen `<tool_call>{...}</tool_call>` (a missing closing tag at the very end is
+forgiven), a fenced ```json block, and a bare JSON object `{"name": ..., "arguments": ...}` in prose;
+several in one message. A call only counts when its name is an offered tool. A `<tool_call>` tag is
+an unmistakable attempt, so its call goes through even with bad arguments and the model gets the
+validation error back; untagged JSON must also validate against the tool's schema, otherwise it is
+just text (a model explaining JSON is not calling anything).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..tools.base import ToolError
+from ..tools.validation import parse_arguments, validate_arguments
+
+_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+_FENCED = re.compile(r"```(?:json|tool_call|tool)?\s*\n?(.*?)```", re.DOTALL)
+
+SchemaLookup = Callable[[str], "dict[str, Any] | None"]
+
+
+@dataclass(frozen=True)
+class TextCall:
+    id: str
+    name: str
+    arguments: Any  # an object, or the raw text the model wrote for a tagged call
+
+
+def extract_calls(text: str, parameters_of: SchemaLookup) -> list[TextCall]:
+    if not text or "{" not in text:
+        return []
+    tagged = [m.group(1) for m in _TAGGED.finditer(text)]
+    if tagged:
+        return [call for body in tagged for call in _tagged_calls(body, parameters_of)]
+    fenced = [m.group(1) for m in _FENCED.finditer(text)]
+    sources = fenced if fenced else [text]
+    return [call for source in sources for call in _json_calls(source, parameters_of)]
+
+
+def _tagged_calls(body: str, parameters_of: SchemaLookup) -> list[TextCall]:
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError:
+        name = _name_in_broken_json(body)
+        if name and parameters_of(name) is not None:
+            return [TextCall(new_call_id(), name, _raw_arguments_text(body))]
+        return []
+    calls = []
+    for item in value if isinstance(value, list) else [value]:
+        shape = _call_shape(item)
+        if shape and parameters_of(shape[0]) is not None:
+            calls.append(TextCall(new_call_id(), shape[0], shape[1]))
+    return calls
+
+
+def _json_calls(text: str, parameters_of: SchemaLookup) -> list[TextCall]:
+    calls = []
+    for value in _json_values(text):
+        for item in value if isinstance(value, list) else [value]:
+            shape = _call_shape(item)
+            if not shape:
+                continue
+            name, raw_arguments = shape
+            schema = parameters_of(name)
+            if schema is None:
+                continue
+            try:
+                arguments = validate_arguments(name, schema, parse_arguments(raw_arguments))
+            except ToolError:
+                continue
+            calls.append(TextCall(new_call_id(), name, arguments))
+    return calls
+
+
+def _json_values(text: str) -> list[Any]:
+    """Every top-level JSON object or array embedded in text, left to right."""
+    decoder = json.JSONDecoder()
+    values, position = [], 0
+    while True:
+        starts = [i for i in (text.find("{", position), text.find("[", position)) if i >= 0]
+        if not starts:
+            return values
+        start = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            position = start + 1
+            continue
+        values.append(value)
+        position = end
+
+
+def _call_shape(item: Any) -> tuple[str, Any] | None:
+    """(name, arguments) of the shapes models use: {name, arguments|parameters} or
+    {function: {name, arguments}}."""
+    if not isinstance(item, dict):
+        return None
+    if isinstance(item.get("function"), dict):
+        item = item["function"]
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    extra = set(item) - {"name", "arguments", "parameters", "id", "type"}
+    if extra:
+        return None
+    return name, item.get("arguments", item.get("parameters", {}))
+
+
+def _name_in_broken_json(body: str) -> str | None:
+    match = re.search(r'"name"\s*:\s*"([^"]+)"', body)
+    return match.group(1) if match else None
+
+
+def _raw_arguments_text(body: str) -> str:
+    match = re.search(r'"(?:arguments|parameters)"\s*:\s*(.*)', body, re.DOTALL)
+    return match.group(1).rstrip().rstrip("}").strip() if match else body
+
+
+def new_call_id() -> str:
+    return "call_" + uuid.uuid4().hex[:12]

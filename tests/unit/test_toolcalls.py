@@ -1,0 +1,108 @@
+"""Recovering tool calls that a small model wrote as text."""
+
+from stack.agent.toolcalls import extract_calls
+
+SCHEMAS = {
+    "memory": {
+        "type": "object",
+        "properties": {"action": {"type": "string", "enum": ["add", "read"]},
+                       "content": {"type": "string"}},
+        "required": ["action"],
+        "additionalProperties": False,
+    },
+    "terminal": {
+        "type": "object",
+        "properties": {"command": {"type": "string"}, "timeout": {"type": "integer"}},
+        "required": ["command"],
+        "additionalProperties": False,
+    },
+}
+
+
+def offered(name):
+    return SCHEMAS.get(name)
+
+
+def names_and_args(text):
+    return [(c.name, c.arguments) for c in extract_calls(text, offered)]
+
+
+def test_hermes_tagged_call():
+    text = 'Sure.\n<tool_call>\n{"name": "memory", "arguments": {"action": "add", "content": "x"}}\n</tool_call>'
+    assert names_and_args(text) == [("memory", {"action": "add", "content": "x"})]
+
+
+def test_tagged_call_without_closing_tag_at_end():
+    text = '<tool_call>{"name": "terminal", "arguments": {"command": "ls"}}'
+    assert names_and_args(text) == [("terminal", {"command": "ls"})]
+
+
+def test_several_tagged_calls_in_one_message():
+    text = ('<tool_call>{"name": "terminal", "arguments": {"command": "echo 1"}}</tool_call>'
+            '<tool_call>{"name": "memory", "arguments": {"action": "read"}}</tool_call>')
+    assert [n for n, _ in names_and_args(text)] == ["terminal", "memory"]
+
+
+def test_bare_json_object_in_prose():
+    text = 'I will run it: {"name": "terminal", "arguments": {"command": "echo $((6*7))"}} now.'
+    assert names_and_args(text) == [("terminal", {"command": "echo $((6*7))"})]
+
+
+def test_fenced_json_block_and_parameters_key():
+    text = 'Calling:\n```json\n{"name": "memory", "parameters": {"action": "read"}}\n```'
+    assert names_and_args(text) == [("memory", {"action": "read"})]
+
+
+def test_list_of_calls_in_a_fence():
+    text = ('```json\n[{"name": "terminal", "arguments": {"command": "date"}},'
+            ' {"name": "memory", "arguments": {"action": "read"}}]\n```')
+    assert [n for n, _ in names_and_args(text)] == ["terminal", "memory"]
+
+
+def test_openai_function_wrapper_shape():
+    text = '{"type": "function", "function": {"name": "terminal", "arguments": {"command": "ls"}}}'
+    assert names_and_args(text) == [("terminal", {"command": "ls"})]
+
+
+def test_safe_coercion_in_untagged_call():
+    text = '{"name": "terminal", "arguments": {"command": "sleep 1", "timeout": "5"}}'
+    assert names_and_args(text) == [("terminal", {"command": "sleep 1", "timeout": 5})]
+
+
+def test_unknown_tool_name_is_plain_content():
+    text = '<tool_call>{"name": "web_browser", "arguments": {"url": "x"}}</tool_call>'
+    assert names_and_args(text) == []
+
+
+def test_untagged_json_with_invalid_arguments_is_plain_content():
+    text = 'Example: {"name": "terminal", "arguments": {"cmd": "ls"}}'
+    assert names_and_args(text) == []
+
+
+def test_json_that_is_not_a_call_is_plain_content():
+    text = 'The config is {"name": "terminal", "color": "blue"} and {"a": 1}.'
+    assert names_and_args(text) == []
+
+
+def test_prose_mentioning_a_tool_is_not_a_call():
+    assert names_and_args("I used the terminal tool and memory to do it.") == []
+
+
+def test_tagged_call_with_broken_json_is_kept_for_an_error_reply():
+    text = '<tool_call>{"name": "terminal", "arguments": {"command": "ls"</tool_call>'
+    calls = extract_calls(text, offered)
+    assert [c.name for c in calls] == ["terminal"]
+    assert isinstance(calls[0].arguments, str)
+
+
+def test_tagged_call_with_wrong_arguments_is_kept_for_an_error_reply():
+    text = '<tool_call>{"name": "terminal", "arguments": "{\\"command\\": \\"ls\\"}"}</tool_call>'
+    calls = extract_calls(text, offered)
+    assert [(c.name, c.arguments) for c in calls] == [("terminal", '{"command": "ls"}')]
+
+
+def test_each_call_gets_a_distinct_id():
+    text = ('<tool_call>{"name": "memory", "arguments": {"action": "read"}}</tool_call>'
+            '<tool_call>{"name": "memory", "arguments": {"action": "read"}}</tool_call>')
+    ids = [c.id for c in extract_calls(text, offered)]
+    assert len(set(ids)) == 2
