@@ -1,0 +1,209 @@
+"""Ranking tools for a natural-language query: BM25, optional embeddings, and their fusion.
+
+BM25 (bm25s) sees each tool as one bag of words in which the name counts three times, then the
+source (server) and parameter names once and the description once: names are short and precise,
+descriptions long and chatty. Two corrections sit on top of plain BM25:
+
+* name coverage: the share of a tool's name words that the query contains, so `get_accounts`
+  beats `get_accounts_list` for "get accounts" (BM25's length normalisation alone can't see that
+  the longer name has a word the user never asked for);
+* an exact name in the query ("call github__create_issue") wins outright.
+
+Paraphrases with no word in common with the tool need meaning, not words: `method="embed"`
+ranks by cosine similarity of sentence embeddings and `method="hybrid"` fuses both. Without an
+embedder installed the hybrid is plain BM25 (and says so once in the log).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Literal, Mapping, Sequence
+
+import bm25s
+import numpy as np
+
+from .embedding import Embedder
+from .embedding import default_embedder as _default_embedder
+from .tokens import expansions, split_words, tokens
+
+log = logging.getLogger("lane.toolsearch")
+
+Method = Literal["bm25", "embed", "hybrid"]
+
+NAME_REPEAT = 3
+EXPANSION_WEIGHT = 0.35
+COVERAGE_WEIGHT = 0.35
+EXACT_NAME_BONUS = 2.0
+# Reciprocal rank fusion constant: small enough that a first place counts clearly more than a
+# fifth, large enough that a tool both rankers like beats one that only one ranker loves.
+RRF_K = 10
+_IDENTIFIER = re.compile(r"[A-Za-z0-9][\w.\-]*")
+# Paging and formatting knobs that half of all tools take: they say nothing about what a tool does.
+GENERIC_PARAMETERS = frozenset({"page", "per_page", "perpage", "limit", "offset", "cursor",
+                                "page_size", "pagesize", "after", "before", "format"})
+
+
+@dataclass(frozen=True)
+class ToolDoc:
+    """What retrieval needs to know of a tool: its name, words and parameters."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    @classmethod
+    def from_definition(cls, item: Mapping[str, Any]) -> "ToolDoc":
+        """An OpenAI tool (`{"type":"function","function":{...}}`), a bare function object or an
+        MCP `tools/list` item (`{"name","description","inputSchema"}`); other keys are ignored."""
+        if not isinstance(item, Mapping):
+            raise ValueError(f"a tool definition must be an object, got {type(item).__name__}")
+        function = item.get("function") if isinstance(item.get("function"), Mapping) else item
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError("a tool definition has no name")
+        params = function.get("parameters", function.get("inputSchema")) or {}
+        source = item.get("x-server") or item.get("server") or ""
+        return cls(name, str(function.get("description") or ""),
+                   params if isinstance(params, Mapping) else {}, str(source))
+
+    @property
+    def parameter_names(self) -> list[str]:
+        props = self.parameters.get("properties")
+        return list(props) if isinstance(props, Mapping) else []
+
+    def embedding_text(self) -> str:
+        """The text an embedder sees: readable name words, then the description's opening."""
+        words = " ".join(split_words(self.name))
+        first = " ".join(self.description.split()[:60])
+        return f"{words}: {first}" if first else words
+
+
+@dataclass(frozen=True)
+class Hit:
+    name: str
+    score: float
+
+
+def name_terms(name: str, source: str = "") -> list[str]:
+    """Name words without the server prefix ("github__create_issue" -> create, issue)."""
+    own = name.split("__", 1)[1] if "__" in name else name
+    terms = tokens(own)
+    prefix = set(tokens(source))
+    return [t for t in terms if t not in prefix] or terms
+
+
+def document_terms(doc: ToolDoc) -> list[str]:
+    terms = tokens(doc.name) * NAME_REPEAT
+    terms += tokens(doc.source)
+    terms += tokens(" ".join(p for p in doc.parameter_names if p.lower() not in GENERIC_PARAMETERS))
+    terms += tokens(doc.description)
+    return terms
+
+
+class ToolIndex:
+    """A searchable snapshot of a list of tools. Cheap to build (about 10 ms per 1,000 tools for
+    BM25), so callers rebuild it whenever the tool list may have changed."""
+
+    def __init__(self, docs: Sequence[ToolDoc], *, method: Method = "bm25",
+                 embedder: Embedder | None = None):
+        if method not in ("bm25", "embed", "hybrid"):
+            raise ValueError(f"unknown retrieval method {method!r}")
+        self.docs = list(docs)
+        self.names = [d.name for d in self.docs]
+        self._by_name = {d.name.lower(): i for i, d in enumerate(self.docs)}
+        self._bm25 = bm25s.BM25()
+        if self.docs:
+            self._bm25.index([document_terms(d) or ["_"] for d in self.docs], show_progress=False)
+        self._name_postings, self._name_length = self._name_index()
+        self.embedder = embedder
+        if method != "bm25" and embedder is None:
+            embedder = _default_embedder()
+            self.embedder = embedder
+        if method != "bm25" and embedder is None:
+            log.info("no embedder installed: %s retrieval falls back to BM25", method)
+            method = "bm25"
+        self.method: Method = method
+        self._vectors = embedder.embed([d.embedding_text() for d in self.docs]) if (
+            embedder is not None and method != "bm25" and self.docs) else None
+
+    @classmethod
+    def from_openai(cls, tools: Iterable[Mapping[str, Any]], method: Method = "bm25",
+                    embedder: Embedder | None = None) -> "ToolIndex":
+        return cls([ToolDoc.from_definition(t) for t in tools], method=method, embedder=embedder)
+
+    def __len__(self) -> int:
+        return len(self.docs)
+
+    def search(self, query: str, limit: int = 5) -> list[Hit]:
+        """The best `limit` tools for the query, best first; only tools with some evidence."""
+        if not self.docs or limit <= 0:
+            return []
+        if self.method == "bm25":
+            scores = self.lexical_scores(query)
+        elif self.method == "embed":
+            scores = self.semantic_scores(query)
+        else:
+            scores = self._fused(query)
+        order = np.argsort(-scores, kind="stable")[:limit]
+        return [Hit(self.names[i], float(scores[i])) for i in order if scores[i] > 0]
+
+    def lexical_scores(self, query: str) -> np.ndarray:
+        """BM25 on the query's words (plus weaker synonyms), normalised to the best document,
+        plus name coverage and the exact-name bonus."""
+        terms = tokens(query)
+        scores = self._bm25.get_scores(terms).astype(np.float64) if terms else np.zeros(len(self))
+        extra = expansions(terms)
+        if extra:
+            scores += EXPANSION_WEIGHT * self._bm25.get_scores(extra)
+        top = scores.max(initial=0.0)
+        if top > 0:
+            scores /= top
+        scores += COVERAGE_WEIGHT * self._coverage(terms) * (scores > 0)
+        for word in _IDENTIFIER.findall(query):
+            exact = self._by_name.get(word.lower())
+            if exact is not None:
+                scores[exact] += EXACT_NAME_BONUS
+        return scores
+
+    def semantic_scores(self, query: str) -> np.ndarray:
+        """Cosine similarity of the query to each tool, clipped at zero."""
+        assert self.embedder is not None and self._vectors is not None
+        vector = self.embedder.embed([query])[0]
+        return np.clip(self._vectors @ vector, 0.0, None)
+
+    def _fused(self, query: str) -> np.ndarray:
+        lexical = self.lexical_scores(query)
+        semantic = self.semantic_scores(query)
+        fused = _rrf(lexical) + _rrf(semantic)
+        # An exact name typed by the user stays on top whatever the embedder thinks.
+        fused += (lexical >= EXACT_NAME_BONUS) * 1.0
+        return fused
+
+    def _coverage(self, terms: list[str]) -> np.ndarray:
+        counts = np.zeros(len(self), dtype=np.float64)
+        for term in set(terms):
+            postings = self._name_postings.get(term)
+            if postings is not None:
+                counts[postings] += 1.0
+        return counts / self._name_length
+
+    def _name_index(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        postings: dict[str, list[int]] = {}
+        lengths = np.ones(len(self.docs), dtype=np.float64)
+        for i, doc in enumerate(self.docs):
+            unique = set(name_terms(doc.name, doc.source))
+            lengths[i] = max(len(unique), 1)
+            for term in unique:
+                postings.setdefault(term, []).append(i)
+        return {t: np.array(ids, dtype=np.int64) for t, ids in postings.items()}, lengths
+
+
+def _rrf(scores: np.ndarray) -> np.ndarray:
+    """Reciprocal-rank scores; tools with no evidence get nothing."""
+    ranks = np.empty(len(scores), dtype=np.float64)
+    ranks[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
+    return np.where(scores > 0, 1.0 / (RRF_K + ranks), 0.0)
+

@@ -1,0 +1,112 @@
+"""Turning tool definitions and queries into the words BM25 compares.
+
+Tool names are code (`get_accounts_list`, `createIssue`, `github__search_code`), queries are
+speech ("find the open tickets"), so both go through one pipeline: split snake and camel case,
+lower-case, drop filler words, strip common English suffixes. Stemming here is a deliberately
+small suffix stripper: it only has to map a query's word and a description's word onto the same
+form, not produce linguistic stems, and it keeps the default install free of extra packages.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_WORD = re.compile(r"[^\W_]+")
+
+STOPWORDS = frozenset(
+    """a an the and or but if then of to in on at by for from with without into onto as is are was
+    were be been being it its this that these those there here i me my mine we us our you your
+    yours he she they them their what which who whom whose how when where why do does did done can
+    could would should will shall may might must please want wanted need needs some any all each
+    every via using use so just also very too not no yes than like about up out over under again
+    let lets thing things something stuff tool tools""".split()
+)
+
+# Verbs that a tool name or a query may put in any of these words. Expansion is weighted below
+# the words the user typed, so it widens recall without burying an exact match.
+_SYNONYM_GROUPS = (
+    "create make new add open start generate build compose write insert register",
+    "delete remove erase destroy drop discard trash purge",
+    "update edit modify change alter rename patch set",
+    "list enumerate browse show display",
+    "get fetch retrieve read obtain view show lookup look",
+    "search find query locate lookup seek grep filter",
+    "send post publish message notify dm",
+    "close resolve finish complete done",
+    "run execute invoke trigger launch start",
+    "stop cancel abort halt kill terminate",
+    "comment reply respond note",
+    "issue ticket bug task",
+    "repository repo project codebase",
+    "pull pr merge",
+    "file document doc",
+    "folder directory dir",
+    "user member person people account",
+    "channel room conversation chat",
+    "email mail inbox",
+    "schedule calendar event meeting appointment",
+    "payment charge invoice bill",
+    "customer client",
+    "page website site url web",
+    "screenshot capture snapshot",
+    "click press tap",
+    "download save export",
+    "upload attach import",
+    "log logs trace",
+    "error exception crash failure",
+    "deploy release ship rollout",
+    "pod container",
+    "image picture photo",
+    "table database db sql",
+    "note memo",
+    "label tag",
+)
+
+_SUFFIXES = (("sses", "ss"), ("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))
+
+
+def split_words(text: str) -> list[str]:
+    """Words of any text, code identifiers split into their parts, lower-cased."""
+    return [w.lower() for w in _WORD.findall(_CAMEL.sub(" ", text))]
+
+
+def stem(word: str) -> str:
+    if len(word) <= 3 or not word.isascii():
+        return word
+    for suffix, replacement in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            if suffix == "s" and word.endswith(("ss", "us", "is")):
+                return word
+            if suffix == "es" and not word.endswith(("shes", "ches", "xes", "zes")):
+                continue
+            return word[: -len(suffix)] + replacement
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """The BM25 terms of a text: split, filler words dropped, stemmed."""
+    return [stem(w) for w in split_words(text) if w not in STOPWORDS]
+
+
+def _synonym_table() -> dict[str, frozenset[str]]:
+    table: dict[str, set[str]] = {}
+    for group in _SYNONYM_GROUPS:
+        members = {stem(w) for w in group.split()}
+        for member in members:
+            table.setdefault(member, set()).update(members)
+    return {word: frozenset(others - {word}) for word, others in table.items()}
+
+
+SYNONYMS = _synonym_table()
+
+
+def expansions(terms: list[str]) -> list[str]:
+    """Related terms of a query's terms that the query does not already contain."""
+    present = set(terms)
+    extra: dict[str, None] = {}
+    for term in terms:
+        for other in SYNONYMS.get(term, ()):
+            if other not in present:
+                extra[other] = None
+    return list(extra)
