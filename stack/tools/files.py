@@ -1,0 +1,314 @@
+"""The file tools: read_file, write_file, search_files and patch, all confined to the workspace.
+
+Every path goes through `resolve_path`, which is the only place that decides what is inside the
+workspace: a path is checked once as written (so `..` cannot climb out) and once with symlinks
+resolved (so a link inside the workspace cannot lead out). The workspace folder is created on first
+use, so a fresh LANE_HOME needs no set-up.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..config import Settings
+from .base import Tool, ToolContext, ToolError, ToolRefused, object_schema
+
+READ_DEFAULT_LINES = 2000
+SEARCH_MAX_RESULTS = 50
+SEARCH_LINE_CHARS = 200
+SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
+_BINARY_PROBE = 8192
+
+
+def workspace_root(settings: Settings) -> Path:
+    """The workspace as a real, existing path (symlinks in its own location resolved)."""
+    root = settings.workspace
+    root.mkdir(parents=True, exist_ok=True)
+    return root.resolve()
+
+
+def resolve_path(raw: str, settings: Settings) -> Path:
+    """The real path `raw` names inside the workspace, or ToolRefused saying why it is not."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise ToolError("path must be a non-empty string")
+    if "\0" in raw:
+        raise ToolRefused("path contains a NUL byte")
+    root = workspace_root(settings)
+    given = Path(raw)
+    if given.is_absolute():
+        # The workspace may itself sit behind a symlink (/tmp on some systems): accept an absolute
+        # path written against either spelling of it.
+        lexical = Path(os.path.normpath(given))
+        spelled = Path(os.path.normpath(os.path.abspath(settings.workspace)))
+        if _inside(lexical, spelled):
+            lexical = root / lexical.relative_to(spelled)
+    else:
+        lexical = Path(os.path.normpath(root / given))
+    if not _inside(lexical, root):
+        raise ToolRefused(
+            f"path {raw!r} is outside the workspace ({root}); use a path relative to it"
+        )
+    real = lexical.resolve()
+    if not _inside(real, root):
+        raise ToolRefused(f"path {raw!r} goes through a symlink that leads outside the workspace")
+    return real
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _shown(path: Path, settings: Settings) -> str:
+    """A path as the model should write it back: relative to the workspace."""
+    relative = path.relative_to(workspace_root(settings))
+    return str(relative) if str(relative) != "." else "."
+
+
+def _is_binary(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return b"\0" in handle.read(_BINARY_PROBE)
+
+
+def _existing_file(raw: str, settings: Settings) -> Path:
+    path = resolve_path(raw, settings)
+    if not path.exists():
+        raise ToolError(f"file not found: {raw}")
+    if path.is_dir():
+        raise ToolError(f"{raw} is a directory; use search_files to list files")
+    return path
+
+
+# read_file
+
+
+def _read_file(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    path = _existing_file(arguments["path"], ctx.settings)
+    offset = arguments.get("offset", 1)
+    limit = arguments.get("limit", READ_DEFAULT_LINES)
+    if _is_binary(path):
+        raise ToolError(f"{arguments['path']} is a binary file; read_file shows text only")
+    cap = ctx.settings.read_file_bytes
+    shown: list[str] = []
+    used = 0
+    stop: str | None = None  # why reading stopped early: "limit", "bytes" or "long line"
+    number = 0
+    with path.open("r", encoding="utf-8", errors="replace", newline="") as handle:
+        for number, line in enumerate(handle, start=1):
+            if number < offset:
+                continue
+            if len(shown) >= limit:
+                stop = "limit"
+                break
+            size = len(line.encode("utf-8"))
+            if used + size > cap:
+                stop = "bytes"
+                if not shown:  # a single line longer than the cap: show its start
+                    shown.append(line.encode("utf-8")[:cap].decode("utf-8", "ignore"))
+                    stop = "long line"
+                break
+            shown.append(line)
+            used += size
+    if offset > 1 and not shown:
+        raise ToolError(f"offset {offset} is past the end of the file ({number} lines)")
+    text = "".join(shown)
+    if stop is None:
+        return text if text else f"({arguments['path']} is empty)"
+    last = offset + len(shown) - 1
+    if stop == "long line":
+        note = f"line {last} is longer than {cap // 1024} KiB; only its start is shown"
+    else:
+        reason = f"limit={limit}" if stop == "limit" else f"the {cap // 1024} KiB read limit"
+        note = f"truncated at {reason}: showed lines {offset}-{last}; continue with offset={last + 1}"
+    return f"{text}\n[{note}]"
+
+
+# write_file
+
+
+def _write_file(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    content: str = arguments["content"]
+    data = content.encode("utf-8")
+    cap = ctx.settings.write_file_bytes
+    if len(data) > cap:
+        raise ToolError(f"content is {len(data)} bytes; write_file takes at most {cap} bytes per call")
+    path = resolve_path(arguments["path"], ctx.settings)
+    if path.is_dir():
+        raise ToolError(f"{arguments['path']} is a directory")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return f"wrote {len(data)} bytes to {_shown(path, ctx.settings)}"
+
+
+# search_files
+
+
+def _search_files(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    pattern: str | None = arguments.get("pattern") or None
+    glob: str | None = arguments.get("glob") or None
+    if pattern is None and glob is None:
+        raise ToolError("give a pattern (to search contents), a glob (to match names), or both")
+    base = resolve_path(arguments.get("path") or ".", ctx.settings)
+    if not base.exists():
+        raise ToolError(f"path not found: {arguments.get('path')}")
+    root = workspace_root(ctx.settings)
+    matcher = _compile(pattern) if pattern is not None else None
+    results: list[str] = []
+    more = False
+    for path in _walk(base, root):
+        relative = str(path.relative_to(root))
+        if glob is not None and not _glob_matches(glob, relative):
+            continue
+        if matcher is None:
+            results.append(relative)
+        else:
+            for number, line in _matching_lines(path, matcher):
+                results.append(f"{relative}:{number}: {line}")
+                if len(results) > SEARCH_MAX_RESULTS:
+                    break
+        if len(results) > SEARCH_MAX_RESULTS:
+            more = True
+            results = results[:SEARCH_MAX_RESULTS]
+            break
+    if not results:
+        what = f"pattern {pattern!r}" if pattern is not None else f"glob {glob!r}"
+        return f"no files match {what} under {_shown(base, ctx.settings)}"
+    if more:
+        results.append(f"[only the first {SEARCH_MAX_RESULTS} results; narrow the pattern, glob or path]")
+    return "\n".join(results)
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    """A case-insensitive regex; text that is not a valid regex is searched for literally."""
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error:
+        return re.compile(re.escape(pattern), re.IGNORECASE)
+
+
+def _glob_matches(glob: str, relative: str) -> bool:
+    """A glob with a slash matches the path from the workspace root, one without the file name."""
+    target = relative if "/" in glob else os.path.basename(relative)
+    return fnmatch.fnmatch(target, glob)
+
+
+def _walk(base: Path, root: Path) -> Iterator[Path]:
+    """Regular files under base in a stable order, never following a link out of the workspace."""
+    if base.is_file():
+        yield base
+        return
+    for folder, dirs, files in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(files):
+            path = Path(folder) / name
+            if path.is_symlink() and not _inside(path.resolve(), root):
+                continue
+            if path.is_file():
+                yield path
+
+
+def _matching_lines(path: Path, matcher: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+    try:
+        if path.stat().st_size > SEARCH_MAX_FILE_BYTES or _is_binary(path):
+            return
+        with path.open("r", encoding="utf-8", errors="replace") as handle:
+            for number, line in enumerate(handle, start=1):
+                if matcher.search(line):
+                    yield number, line.rstrip("\r\n")[:SEARCH_LINE_CHARS]
+    except OSError:
+        return
+
+
+# patch
+
+
+def _patch(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    old: str = arguments["old_string"]
+    new: str = arguments["new_string"]
+    replace_all: bool = arguments.get("replace_all", False)
+    if old == "":
+        raise ToolError("old_string is empty; give the exact text to replace")
+    if old == new:
+        raise ToolError("old_string and new_string are the same; nothing to change")
+    name = arguments["path"]
+    path = _existing_file(name, ctx.settings)
+    try:
+        # newline="" keeps \r\n as written, so the text the model copied from read_file matches.
+        with path.open("r", encoding="utf-8", newline="") as handle:
+            text = handle.read()
+    except UnicodeDecodeError:
+        raise ToolError(f"{name} is not UTF-8 text; patch edits text files only") from None
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(
+            f"old_string was not found in {name}; read_file it and copy the text exactly, "
+            "including spaces and line breaks"
+        )
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string appears {count} times in {name}; include more surrounding text to make "
+            "it unique, or set replace_all to true"
+        )
+    updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    data = updated.encode("utf-8")
+    cap = ctx.settings.write_file_bytes
+    if len(data) > cap:
+        raise ToolError(f"the patched file would be {len(data)} bytes; the limit is {cap} bytes")
+    path.write_bytes(data)
+    replaced = count if replace_all else 1
+    return f"replaced {replaced} occurrence{'s' if replaced > 1 else ''} in {_shown(path, ctx.settings)}"
+
+
+_PATH = {"type": "string", "description": "Path relative to the workspace."}
+
+TOOLS: list[Tool] = [
+    Tool(
+        name="read_file",
+        description="Read a text file from the workspace, optionally a range of lines.",
+        parameters=object_schema(
+            {
+                "path": _PATH,
+                "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Number of lines."},
+            },
+            ["path"],
+        ),
+        run=_read_file,
+    ),
+    Tool(
+        name="write_file",
+        description="Create or overwrite a file in the workspace with the given content.",
+        parameters=object_schema({"path": _PATH, "content": {"type": "string"}}, ["path", "content"]),
+        run=_write_file,
+    ),
+    Tool(
+        name="search_files",
+        description="Find files in the workspace by content (regex) and/or by name (glob).",
+        parameters=object_schema(
+            {
+                "pattern": {"type": "string", "description": "Case-insensitive regex to find in file contents."},
+                "glob": {"type": "string", "description": "File name pattern, e.g. *.py."},
+                "path": {"type": "string", "description": "Folder to search, default the whole workspace."},
+            }
+        ),
+        run=_search_files,
+    ),
+    Tool(
+        name="patch",
+        description="Replace exact text in a workspace file; old_string must match exactly once unless replace_all.",
+        parameters=object_schema(
+            {
+                "path": _PATH,
+                "old_string": {"type": "string", "description": "Exact text to find."},
+                "new_string": {"type": "string", "description": "Replacement text."},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence."},
+            },
+            ["path", "old_string", "new_string"],
+        ),
+        run=_patch,
+    ),
+]

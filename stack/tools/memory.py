@@ -1,0 +1,129 @@
+"""The `memory` tool: short facts that outlive a session and go into every new turn's prompt.
+
+The file (settings.memory_path) is plain text a person can read and edit: one entry per block,
+blocks separated by a blank line. An entry may span lines but holds no blank line (they are
+collapsed on the way in), so the format cannot be broken from inside an entry. Writes go through a
+temporary file and a rename, under a lock, so concurrent turns never leave half a file behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+from .base import Tool, ToolContext, ToolError, object_schema
+
+# Everything in memory is in every system prompt; a small model's context is the budget.
+MEMORY_MAX_CHARS = 4000
+
+_BLANK_LINES = re.compile(r"\n\s*\n")
+_lock = threading.Lock()
+
+
+def read_entries(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    return [entry.strip() for entry in _BLANK_LINES.split(text) if entry.strip()]
+
+
+def read_memory(settings: Settings) -> str:
+    """The memory as the system prompt shows it: one bullet per entry, '' when there is none."""
+    return "\n".join(_bullet(entry) for entry in read_entries(settings.memory_path))
+
+
+def _bullet(entry: str) -> str:
+    return "- " + entry.replace("\n", "\n  ")
+
+
+def _normalized(text: str | None, field: str) -> str:
+    cleaned = _BLANK_LINES.sub("\n", (text or "").replace("\r\n", "\n")).strip()
+    if not cleaned:
+        raise ToolError(f"{field} is required and must not be empty")
+    return cleaned
+
+
+def _save(path: Path, entries: list[str]) -> None:
+    size = _size(entries)
+    if size > MEMORY_MAX_CHARS:
+        raise ToolError(
+            f"memory would hold {size} characters, over its limit of {MEMORY_MAX_CHARS}; "
+            "remove or shorten entries first"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text("\n\n".join(entries) + ("\n" if entries else ""), encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def _size(entries: list[str]) -> int:
+    return len("\n\n".join(entries))
+
+
+def _find(entries: list[str], old_text: str) -> int:
+    """The index of the one entry old_text names: the entry itself, or a unique part of it."""
+    exact = [i for i, entry in enumerate(entries) if entry == old_text]
+    if exact:
+        return exact[0]
+    found = [i for i, entry in enumerate(entries) if old_text.lower() in entry.lower()]
+    if not found:
+        listing = "\n".join(_bullet(e) for e in entries) or "(memory is empty)"
+        raise ToolError(f"no memory entry contains {old_text!r}. Current entries:\n{listing}")
+    if len(found) > 1:
+        listing = "\n".join(_bullet(entries[i]) for i in found)
+        raise ToolError(
+            f"{old_text!r} matches {len(found)} entries; give more of the text to pick one:\n{listing}"
+        )
+    return found[0]
+
+
+def _memory(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    action = arguments["action"]
+    path = ctx.settings.memory_path
+    with _lock:
+        entries = read_entries(path)
+        if action == "read":
+            if not entries:
+                return "(memory is empty)"
+            return "\n".join(_bullet(entry) for entry in entries)
+        if action == "add":
+            content = _normalized(arguments.get("content"), "content")
+            if content in entries:
+                return "already in memory; nothing changed"
+            entries.append(content)
+            _save(path, entries)
+            return f"saved to memory ({len(entries)} entries, {_size(entries)}/{MEMORY_MAX_CHARS} chars)"
+        index = _find(entries, _normalized(arguments.get("old_text"), "old_text"))
+        if action == "replace":
+            previous = entries[index]
+            entries[index] = _normalized(arguments.get("content"), "content")
+            _save(path, entries)
+            return f"replaced {previous!r} with {entries[index]!r}"
+        removed = entries.pop(index)
+        _save(path, entries)
+        return f"removed {removed!r}"
+
+
+TOOLS: list[Tool] = [
+    Tool(
+        name="memory",
+        description="Long-term memory kept across sessions: add, replace or remove an entry, or read all.",
+        parameters=object_schema(
+            {
+                "action": {"type": "string", "enum": ["add", "replace", "remove", "read"]},
+                "content": {"type": "string", "description": "The entry text (add, replace)."},
+                "old_text": {
+                    "type": "string",
+                    "description": "Text of the entry to change (replace, remove).",
+                },
+            },
+            ["action"],
+        ),
+        run=_memory,
+    )
+]

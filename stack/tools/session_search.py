@@ -1,0 +1,56 @@
+"""The `session_search` tool: full-text search over past sessions (FTS5 in the session store).
+
+The calling session is left out unless asked for: the model already has its own conversation in
+context, and matching its own question would crowd out the past session it is looking for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Tool, ToolContext, ToolError, object_schema
+
+DEFAULT_LIMIT = 5
+MAX_LIMIT = 10
+
+
+def _date(created_at: str) -> str:
+    """'2025-01-31T12:34:56.789+00:00' -> '2025-01-31 12:34 UTC'."""
+    return created_at[:16].replace("T", " ") + " UTC" if len(created_at) >= 16 else created_at
+
+
+def _session_search(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    query = arguments["query"].strip()
+    if not query:
+        raise ToolError("query is empty; give words to search for")
+    include_current = arguments.get("include_current", False)
+    limit = min(arguments.get("limit", DEFAULT_LIMIT), MAX_LIMIT)
+    hits = ctx.store.search_messages(
+        query, exclude_session=None if include_current else ctx.session_id, limit=limit
+    )
+    if not hits:
+        scope = "sessions" if include_current else "past sessions"
+        return f"no {scope} match {query!r}"
+    lines = [f"{len(hits)} matching session{'s' if len(hits) > 1 else ''}:"]
+    for hit in hits:
+        title = f" \"{hit.title}\"" if hit.title else ""
+        snippet = " ".join(hit.snippet.split())
+        lines.append(f"- session {hit.session_id} ({_date(hit.created_at)}){title}, {hit.role}: {snippet}")
+    return "\n".join(lines)
+
+
+TOOLS: list[Tool] = [
+    Tool(
+        name="session_search",
+        description="Search the messages of past sessions; returns session ids, dates and snippets.",
+        parameters=object_schema(
+            {
+                "query": {"type": "string", "description": "Words or phrase to find."},
+                "include_current": {"type": "boolean", "description": "Also search this session."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+            },
+            ["query"],
+        ),
+        run=_session_search,
+    )
+]

@@ -1,0 +1,137 @@
+"""The `terminal` tool: one shell command in the workspace, with a timeout and an output cap.
+
+The command runs in its own session (process group) so that a timeout, and the end of the command,
+can kill everything it started: no orphan keeps running, or keeps the output pipe open, after the
+call returns. Output is read as it comes and only its head and tail are kept, so a command that
+prints gigabytes costs the shim a fixed amount of memory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from typing import IO, Any
+
+from .base import Tool, ToolContext, ToolError, object_schema
+from .files import workspace_root
+
+# Variables the model's commands have no business reading.
+_HIDDEN_ENV = ("LANE_API_KEY",)
+_READER_GRACE_S = 2.0
+
+
+class CappedOutput:
+    """Keeps the first and last bytes of a stream, and how many bytes were dropped between."""
+
+    def __init__(self, cap: int):
+        self.head_cap = cap // 2
+        self.tail_cap = cap - self.head_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail += chunk
+        excess = len(self.tail) - self.tail_cap
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        if not self.dropped:
+            return head + tail
+        return f"{head}\n[... {self.dropped} bytes of output cut ...]\n{tail}"
+
+
+def _pump(stream: IO[bytes], output: CappedOutput) -> None:
+    """Reads until every writer has closed the pipe; the reader owns the pipe and closes it."""
+    fd = stream.fileno()
+    try:
+        for chunk in iter(lambda: os.read(fd, 65536), b""):
+            output.feed(chunk)
+    finally:
+        stream.close()
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _shell() -> list[str]:
+    bash = shutil.which("bash")
+    return [bash, "-c"] if bash else ["/bin/sh", "-c"]
+
+
+def _terminal(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    command: str = arguments["command"]
+    if not command.strip():
+        raise ToolError("command is empty")
+    settings = ctx.settings
+    timeout = float(arguments.get("timeout", settings.terminal_timeout_s))
+    if timeout <= 0:
+        raise ToolError("timeout must be a positive number of seconds")
+    clamped = timeout > settings.terminal_max_timeout_s
+    timeout = min(timeout, settings.terminal_max_timeout_s)
+    env = {k: v for k, v in os.environ.items() if k not in _HIDDEN_ENV}
+    output = CappedOutput(settings.terminal_output_bytes)
+    try:
+        process = subprocess.Popen(
+            [*_shell(), command],
+            cwd=workspace_root(settings),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+    except OSError as exc:
+        raise ToolError(f"could not start the shell: {exc}") from exc
+    assert process.stdout is not None
+    reader = threading.Thread(target=_pump, args=(process.stdout, output), daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        # Whatever the command left running in its group goes too, or it would hold the pipe open.
+        _kill_group(process)
+        process.wait()
+        # A process that left the group (setsid) may still hold the pipe: stop waiting for it.
+        reader.join(_READER_GRACE_S)
+    text = output.text() or "(no output)"
+    if timed_out:
+        raise ToolError(f"command timed out after {timeout:g} s and was killed; output so far:\n{text}")
+    note = f" (timeout lowered to the maximum, {timeout:g} s)" if clamped else ""
+    return f"exit code: {process.returncode}{note}\n{text}"
+
+
+TOOLS: list[Tool] = [
+    Tool(
+        name="terminal",
+        description="Run a shell command in the workspace and return its exit code and output.",
+        parameters=object_schema(
+            {
+                "command": {"type": "string"},
+                "timeout": {"type": "number", "description": "Seconds before the command is killed."},
+            },
+            ["command"],
+        ),
+        run=_terminal,
+    )
+]

@@ -1,0 +1,67 @@
+"""The `todo` tool: a per-session checklist the model keeps for multi-step work.
+
+The list lives in the session store (todos table), so it survives the turn and is visible to
+`lane sessions`; each call returns the whole list so the model always sees its current state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Tool, ToolContext, ToolError, object_schema
+
+MAX_ITEMS = 50
+MAX_ITEM_CHARS = 500
+
+
+def render(items: list[tuple[str, bool]]) -> str:
+    if not items:
+        return "(the todo list is empty)"
+    return "\n".join(f"{n}. [{'x' if done else ' '}] {text}" for n, (text, done) in enumerate(items, 1))
+
+
+def _todo(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    action = arguments["action"]
+    store, session = ctx.store, ctx.session_id
+    if action == "set":
+        if "items" not in arguments:
+            raise ToolError("set needs items: the full list of tasks, in order")
+        texts = [" ".join(item.split()) for item in arguments["items"]]
+        if any(not text for text in texts):
+            raise ToolError("todo items must not be empty")
+        if len(texts) > MAX_ITEMS or any(len(text) > MAX_ITEM_CHARS for text in texts):
+            raise ToolError(f"at most {MAX_ITEMS} items of at most {MAX_ITEM_CHARS} characters")
+        store.replace_todos(session, [(text, False) for text in texts])
+    elif action == "done":
+        numbers = arguments.get("numbers") or []
+        items = store.todos(session)
+        if not numbers:
+            raise ToolError("done needs numbers: the 1-based numbers of the finished items")
+        wrong = [n for n in numbers if not 1 <= n <= len(items)]
+        if wrong:
+            valid = f"1-{len(items)}" if items else "none, the list is empty"
+            raise ToolError(f"no item numbered {', '.join(map(str, wrong))} (valid: {valid})")
+        marked = set(numbers)
+        store.replace_todos(session, [(t, d or n in marked) for n, (t, d) in enumerate(items, 1)])
+    return render(store.todos(session))
+
+
+TOOLS: list[Tool] = [
+    Tool(
+        name="todo",
+        description="This session's task list: set it, mark items done by number, or read it.",
+        parameters=object_schema(
+            {
+                "action": {"type": "string", "enum": ["set", "done", "read"]},
+                "items": {"type": "array", "items": {"type": "string"}, "description": "All tasks (set)."},
+                "numbers": {
+                    "type": "array",
+                    "items": {"type": "integer"},
+                    "description": "Numbers of finished items (done).",
+                },
+            },
+            ["action"],
+        ),
+        run=_todo,
+    )
+]
