@@ -1,0 +1,212 @@
+"""The agent loop against a scripted model over real HTTP, asserting the store with SQL."""
+
+import asyncio
+import json
+import sqlite3
+import time
+
+import pytest
+
+from stack.agent.llm_client import LlmClient, LlmTimeout
+from stack.agent.loop import Agent
+from stack.config import Settings
+from stack.store import Store
+from stack.tools.base import Tool, ToolError, object_schema
+from stack.tools.registry import Registry
+from tests.fakes.scripted_model import Reply, ScriptedModel, call, text
+
+
+def _add(arguments, ctx):
+    return str(arguments["a"] + arguments["b"])
+
+
+def _fail(arguments, ctx):
+    raise ToolError("the disk is on fire")
+
+
+def _crash(arguments, ctx):
+    raise RuntimeError("bug in tool")
+
+
+def _ask(arguments, ctx):
+    ctx.question_for_user = arguments["question"]
+    return "asked"
+
+
+NUMBER = {"type": "integer"}
+TOOLS = [
+    Tool("add", "Add two integers.", object_schema({"a": NUMBER, "b": NUMBER}, ["a", "b"]), _add),
+    Tool("fail", "Always fails.", object_schema({}), _fail),
+    Tool("crash", "Has a bug.", object_schema({}), _crash),
+    Tool("clarify", "Ask the user.", object_schema({"question": {"type": "string"}}, ["question"]),
+         _ask),
+]
+
+
+@pytest.fixture
+def lane(tmp_path):
+    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
+    store = Store(settings.db_path)
+    yield settings, store
+    store.close()
+
+
+def run(settings, store, script, user="hi", **kwargs):
+    async def go():
+        with ScriptedModel(script) as model:
+            llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
+            try:
+                agent = Agent(settings, store, Registry(TOOLS), llm)
+                session = store.create_session()
+                result = await agent.run_turn(session, [{"role": "user", "content": user}], **kwargs)
+                return result, model
+            finally:
+                await llm.aclose()
+    return asyncio.run(go())
+
+
+def rows(settings, sql, *params):
+    with sqlite3.connect(settings.db_path) as db:
+        return db.execute(sql, params).fetchall()
+
+
+def test_native_call_runs_and_is_recorded(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("It is 5.")])
+    assert result.content == "It is 5."
+    assert result.tools_executed == ["add"]
+    assert result.model_calls == 2
+    assert rows(settings, "SELECT tool_name, status, origin, via_bridge, result FROM tool_executions"
+                ) == [("add", "ok", "native", 0, "5")]
+    tool_rows = rows(settings, "SELECT m.content FROM messages m JOIN tool_executions e"
+                     " ON e.tool_call_id = m.tool_call_id WHERE m.role = 'tool'")
+    assert tool_rows == [("5",)]
+    # the second request carried the tool result back to the model
+    assert any(m.get("role") == "tool" and m["content"] == "5" for m in model.requests[1]["messages"])
+    assert model.requests[0]["stream"] is True
+
+
+@pytest.mark.parametrize("written", [
+    '<tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}</tool_call>',
+    '{"name": "add", "arguments": {"a": 2, "b": 3}}',
+    'Let me add.\n```json\n{"name": "add", "arguments": {"a": 2, "b": "3"}}\n```',
+])
+def test_call_written_as_text_runs_with_origin_content(lane, written):
+    settings, store = lane
+    result, _ = run(settings, store, [text(written), text("5")])
+    assert result.tools_executed == ["add"]
+    assert rows(settings, "SELECT tool_name, status, origin FROM tool_executions") == [
+        ("add", "ok", "content")]
+    stored = rows(settings, "SELECT tool_calls FROM messages WHERE role='assistant' AND tool_calls"
+                  " IS NOT NULL")
+    assert json.loads(stored[0][0])[0]["function"]["name"] == "add"
+
+
+def test_text_that_only_looks_like_a_call_is_not_executed(lane):
+    settings, store = lane
+    result, _ = run(settings, store, [text('I called {"name": "web_search", "arguments": {}} and '
+                                           'the answer is 5.')])
+    assert result.tools_executed == []
+    assert rows(settings, "SELECT count(*) FROM tool_executions") == [(0,)]
+
+
+def test_unknown_tool_is_refused_and_reported_to_the_model(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("launch_rockets", {}), text("Sorry.")])
+    assert rows(settings, "SELECT tool_name, status FROM tool_executions") == [
+        ("launch_rockets", "refused")]
+    tool_message = [m for m in model.requests[1]["messages"] if m["role"] == "tool"][0]
+    assert "unknown tool" in tool_message["content"]
+    assert result.tools_executed == []
+
+
+def test_broken_arguments_get_the_schema_back(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("add", '{"a": 2, "b": '), text("ok")])
+    status, error = rows(settings, "SELECT status, error FROM tool_executions")[0]
+    assert status == "error"
+    assert "not valid JSON" in error and '"required":["a","b"]' in error
+    tool_message = [m for m in model.requests[1]["messages"] if m["role"] == "tool"][0]
+    assert tool_message["content"].startswith("ERROR:")
+
+
+def test_arguments_double_encoded_as_a_string_are_an_error(lane):
+    settings, store = lane
+    run(settings, store, [call("add", json.dumps(json.dumps({"a": 1, "b": 2}))), text("ok")])
+    status, error = rows(settings, "SELECT status, error FROM tool_executions")[0]
+    assert status == "error" and "not a string that contains JSON" in error
+
+
+def test_schema_violation_names_the_path_and_gives_an_example(lane):
+    settings, store = lane
+    run(settings, store, [call("add", {"a": "two", "b": 3}), text("ok")])
+    error = rows(settings, "SELECT error FROM tool_executions")[0][0]
+    assert "at a:" in error and '"example"' not in error and "example:" in error
+
+
+def test_tool_failure_and_tool_bug_are_errors_not_crashes(lane):
+    settings, store = lane
+    result, _ = run(settings, store, [Reply(tool_calls=[{"name": "fail", "arguments": {}},
+                                                        {"name": "crash", "arguments": {}}]),
+                                      text("Both failed.")])
+    assert result.content == "Both failed."
+    assert rows(settings, "SELECT tool_name, status FROM tool_executions ORDER BY id") == [
+        ("fail", "error"), ("crash", "error")]
+
+
+def test_iteration_limit_ends_with_an_honest_message(lane):
+    settings, store = lane
+    result, _ = run(settings, store, lambda body: call("add", {"a": 1, "b": 1}))
+    assert result.finish_reason == "iteration_limit"
+    assert "without reaching a final answer" in result.content
+    assert result.model_calls == settings.max_iterations
+
+
+def test_clarify_ends_the_turn_with_the_question(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("clarify", {"question": "Which file?"}),
+                                          text("never sent")])
+    assert result.content == "Which file?" and result.finish_reason == "clarify"
+    assert len(model.requests) == 1
+
+
+def test_generation_cap_clamps_requested_max_tokens(lane):
+    settings, store = lane
+    _, model = run(settings, store, [text("ok")], max_tokens=10**6)
+    assert model.requests[0]["max_tokens"] == settings.max_tokens
+
+
+def test_a_model_that_never_stops_is_cancelled_and_the_session_stays_usable(lane):
+    settings, store = lane
+
+    async def go():
+        with ScriptedModel([Reply(hang=True), text("back")]) as model:
+            llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
+            agent = Agent(settings, store, Registry(TOOLS), llm)
+            session = store.create_session()
+            started = time.monotonic()
+            with pytest.raises(LlmTimeout):
+                await agent.run_turn(session, [{"role": "user", "content": "go on forever"}])
+            elapsed = time.monotonic() - started
+            await asyncio.sleep(0.3)
+            disconnects = model.disconnects
+            second = await agent.run_turn(session, [{"role": "user", "content": "hello?"}])
+            await llm.aclose()
+            return elapsed, disconnects, second, session
+
+    elapsed, disconnects, second, session = asyncio.run(go())
+    assert elapsed < settings.llm_timeout_s + 1.5
+    assert disconnects == 1  # the upstream stream was closed, not left running
+    assert second.content == "back"
+    roles = [r[0] for r in rows(settings, "SELECT role FROM messages WHERE session_id = ? AND"
+                                " lane_prompt = 0 ORDER BY id", session)]
+    assert roles == ["user", "user", "assistant"]
+
+
+def test_usage_is_summed_over_the_turn(lane):
+    settings, store = lane
+    result, _ = run(settings, store, [call("add", {"a": 1, "b": 2}), text("3")])
+    prompt_tokens = rows(settings, "SELECT sum(prompt_tokens), max(prompt_tokens) FROM messages"
+                         " WHERE role='assistant'")[0]
+    assert result.prompt_tokens == prompt_tokens[0] > 0
+    assert result.peak_prompt_tokens == prompt_tokens[1]
