@@ -1,0 +1,77 @@
+"""The SQLite session store: schema, migrations, durability, search."""
+
+import sqlite3
+
+import pytest
+
+from stack.store import Store, StoreError
+from stack.store.schema import MIGRATIONS
+
+
+def test_schema_is_the_public_contract(tmp_path):
+    Store(tmp_path / "s.db").close()
+    db = sqlite3.connect(tmp_path / "s.db")
+    columns = {t: [r[1] for r in db.execute(f"PRAGMA table_info({t})")]
+               for t in ("sessions", "messages", "tool_executions")}
+    assert columns["sessions"][:5] == ["id", "created_at", "source", "title", "model"]
+    assert columns["messages"][:10] == [
+        "id", "session_id", "role", "content", "tool_calls", "tool_call_id", "tool_name",
+        "prompt_tokens", "completion_tokens", "created_at"]
+    assert columns["tool_executions"][:13] == [
+        "id", "session_id", "message_id", "tool_call_id", "tool_name", "via_bridge", "origin",
+        "arguments", "status", "result", "error", "started_at", "duration_ms"]
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+
+
+def test_reopening_migrates_nothing_twice_and_keeps_data(tmp_path):
+    store = Store(tmp_path / "s.db")
+    session = store.create_session(title="first")
+    store.add_message(session, "user", "hello")
+    store.close()
+    again = Store(tmp_path / "s.db")
+    assert [m["content"] for m in again.messages(session)] == ["hello"]
+
+
+def test_a_newer_store_is_refused(tmp_path):
+    db = sqlite3.connect(tmp_path / "s.db")
+    db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    db.close()
+    with pytest.raises(StoreError, match="newer"):
+        Store(tmp_path / "s.db")
+
+
+def test_not_a_database_is_a_clear_error(tmp_path):
+    (tmp_path / "s.db").write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="cannot open"):
+        Store(tmp_path / "s.db")
+
+
+def test_each_write_is_visible_to_another_reader_at_once(tmp_path):
+    store = Store(tmp_path / "s.db")
+    session = store.create_session()
+    store.add_message(session, "user", "durable")
+    reader = sqlite3.connect(f"file:{tmp_path / 's.db'}?mode=ro", uri=True)
+    assert reader.execute("SELECT content FROM messages").fetchall() == [("durable",)]
+
+
+def test_search_finds_phrase_excludes_caller_and_ignores_fts_syntax(tmp_path):
+    store = Store(tmp_path / "s.db")
+    old = store.create_session()
+    store.add_message(old, "user", "the marker is HELLO_7F3K2_BASELINE, keep it")
+    other = store.create_session()
+    store.add_message(other, "user", "nothing to see")
+    me = store.create_session()
+    store.add_message(me, "user", "search for HELLO_7F3K2_BASELINE")
+    hits = store.search_messages("HELLO_7F3K2_BASELINE", exclude_session=me)
+    assert [h.session_id for h in hits] == [old]
+    assert ">>" in hits[0].snippet and hits[0].created_at
+    assert store.search_messages('"unbalanced AND (OR', exclude_session=me) == []
+    assert {h.session_id for h in store.search_messages("HELLO_7F3K2_BASELINE")} == {old, me}
+
+
+def test_unknown_role_is_rejected_by_the_schema(tmp_path):
+    store = Store(tmp_path / "s.db")
+    session = store.create_session()
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add_message(session, "wizard", "x")
