@@ -97,7 +97,7 @@ def _memory(arguments: dict[str, Any], ctx: ToolContext) -> str:
                 return "already in memory; nothing changed"
             entries.append(content)
             _save(path, entries)
-            return f"saved to memory ({len(entries)} entries, {_size(entries)}/{MEMORY_MAX_CHARS} chars)"
+            return f"saved to memory ({len(entries)} in all, {_size(entries)}/{MEMORY_MAX_CHARS} chars used)"
         index = _find(entries, _normalized(arguments.get("old_text"), "old_text"))
         if action == "replace":
             previous = entries[index]

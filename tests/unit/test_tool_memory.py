@@ -1,0 +1,126 @@
+"""The memory tool: entries persisted under LANE_HOME and shown to the system prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stack.config import Settings
+from stack.store import Store
+from stack.tools import memory
+from stack.tools.base import ToolContext
+from stack.tools.execute import Outcome, run_tool
+
+TOOL = memory.TOOLS[0]
+
+
+@pytest.fixture
+def ctx(tmp_path: Path):
+    settings = Settings(home=tmp_path / "home")
+    store = Store(settings.db_path)
+    store.create_session("s1")
+    yield ToolContext(settings, store, "s1")
+    store.close()
+
+
+def mem(ctx: ToolContext, **arguments) -> Outcome:
+    return run_tool(TOOL, arguments, ctx)
+
+
+def test_add_persists_and_reaches_the_system_prompt(ctx, tmp_path):
+    assert memory.read_memory(ctx.settings) == ""
+    assert mem(ctx, action="read").output == "(memory is empty)"
+    outcome = mem(ctx, action="add", content="Project codename is BLUE-HERON")
+    assert outcome.status == "ok" and outcome.output.startswith("saved to memory (1 in all")
+    mem(ctx, action="add", content="The answer was 42")
+    # A new settings object on the same home sees the same memory: it lives on disk.
+    again = Settings(home=tmp_path / "home")
+    assert memory.read_memory(again) == "- Project codename is BLUE-HERON\n- The answer was 42"
+    assert ctx.settings.memory_path.read_text() == "Project codename is BLUE-HERON\n\nThe answer was 42\n"
+    assert mem(ctx, action="read").output == memory.read_memory(again)
+
+
+def test_multi_line_entries_stay_one_entry(ctx):
+    mem(ctx, action="add", content="shopping:\n\n  milk\n\n\neggs\n")
+    mem(ctx, action="add", content="second")
+    assert memory.read_entries(ctx.settings.memory_path) == ["shopping:\n  milk\neggs", "second"]
+    assert memory.read_memory(ctx.settings) == "- shopping:\n    milk\n  eggs\n- second"
+
+
+def test_adding_the_same_entry_twice_keeps_one(ctx):
+    mem(ctx, action="add", content="same")
+    assert mem(ctx, action="add", content="same").output == "already in memory; nothing changed"
+    assert memory.read_entries(ctx.settings.memory_path) == ["same"]
+
+
+def test_replace_and_remove_by_part_of_the_text(ctx):
+    mem(ctx, action="add", content="codename is RED")
+    mem(ctx, action="add", content="favourite colour is green")
+    outcome = mem(ctx, action="replace", old_text="codename", content="codename is BLUE")
+    assert (outcome.status, outcome.output) == ("ok", "replaced 'codename is RED' with 'codename is BLUE'")
+    removed = mem(ctx, action="remove", old_text="COLOUR")
+    assert (removed.status, removed.output) == ("ok", "removed 'favourite colour is green'")
+    assert memory.read_entries(ctx.settings.memory_path) == ["codename is BLUE"]
+
+
+def test_exact_entry_wins_over_entries_that_contain_it(ctx):
+    mem(ctx, action="add", content="tea")
+    mem(ctx, action="add", content="tea with milk")
+    assert mem(ctx, action="remove", old_text="tea").output == "removed 'tea'"
+    assert memory.read_entries(ctx.settings.memory_path) == ["tea with milk"]
+
+
+def test_replace_or_remove_of_unknown_text_is_an_error_listing_entries(ctx):
+    mem(ctx, action="add", content="alpha")
+    for action in ("replace", "remove"):
+        outcome = mem(ctx, action=action, old_text="gamma", content="x")
+        assert outcome.status == "error"
+        assert "no memory entry contains 'gamma'" in outcome.output and "- alpha" in outcome.output
+    assert memory.read_entries(ctx.settings.memory_path) == ["alpha"]
+
+
+def test_ambiguous_text_is_an_error_and_changes_nothing(ctx):
+    mem(ctx, action="add", content="port 8080 for web")
+    mem(ctx, action="add", content="port 5432 for db")
+    outcome = mem(ctx, action="remove", old_text="port")
+    assert outcome.status == "error" and "matches 2 entries" in outcome.output
+    assert len(memory.read_entries(ctx.settings.memory_path)) == 2
+
+
+@pytest.mark.parametrize(
+    "arguments, field",
+    [
+        ({"action": "add"}, "content"),
+        ({"action": "add", "content": "  \n "}, "content"),
+        ({"action": "remove"}, "old_text"),
+        ({"action": "replace", "old_text": "a"}, "content"),
+    ],
+)
+def test_missing_text_is_an_error(ctx, arguments, field):
+    mem(ctx, action="add", content="a")
+    outcome = run_tool(TOOL, arguments, ctx)
+    assert outcome.status == "error" and f"{field} is required" in outcome.output
+
+
+def test_unknown_action_is_rejected_by_the_schema(ctx):
+    outcome = mem(ctx, action="forget")
+    assert outcome.status == "error" and "action" in outcome.output
+
+
+def test_the_size_cap_is_a_clear_error_and_keeps_the_file(ctx):
+    mem(ctx, action="add", content="x" * (memory.MEMORY_MAX_CHARS - 10))
+    before = ctx.settings.memory_path.read_text()
+    outcome = mem(ctx, action="add", content="one more entry that does not fit")
+    assert outcome.status == "error"
+    assert f"limit of {memory.MEMORY_MAX_CHARS}" in outcome.output
+    assert ctx.settings.memory_path.read_text() == before
+    grow = mem(ctx, action="replace", old_text="xxx", content="y" * (memory.MEMORY_MAX_CHARS + 1))
+    assert grow.status == "error"
+    assert ctx.settings.memory_path.read_text() == before
+
+
+def test_a_hand_edited_file_is_read_as_entries(ctx):
+    ctx.settings.memory_path.parent.mkdir(parents=True, exist_ok=True)
+    ctx.settings.memory_path.write_text("\n\nfirst fact\r\n\r\n\n  second fact  \n")
+    assert memory.read_memory(ctx.settings) == "- first fact\n- second fact"

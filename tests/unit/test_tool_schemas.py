@@ -1,0 +1,31 @@
+"""The core tools' schemas: valid, strict, and short, since a 4B model reads them every call."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from stack.config import DEFAULT_CORE_TOOLS
+from stack.tools.registry import builtin_tools
+from stack.tools.validation import example_arguments, validate_arguments
+
+TOOLS = builtin_tools()
+
+
+def test_every_default_core_tool_exists():
+    assert sorted(tool.name for tool in TOOLS) == sorted(DEFAULT_CORE_TOOLS)
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=lambda tool: tool.name)
+def test_schema_is_valid_strict_and_short(tool):
+    schema = tool.parameters
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["type"] == "object" and schema["additionalProperties"] is False
+    assert set(schema["required"]) <= set(schema["properties"])
+    assert tool.description.endswith(".") and ". " not in tool.description  # one sentence
+    assert len(tool.description) <= 100
+    assert len(json.dumps(tool.openai_schema(), separators=(",", ":"))) <= 600
+    example = example_arguments(schema)
+    assert validate_arguments(tool.name, schema, example) == example
