@@ -1,0 +1,1 @@
+"""The shim: an OpenAI-compatible HTTP front for the agent loop (see DESIGN.md, "HTTP API")."""

@@ -1,0 +1,139 @@
+"""The shim's FastAPI app: OpenAI-compatible chat completions backed by the agent loop.
+
+`create_app` wires the long-lived parts in the lifespan (store, tool registry with its MCP servers,
+model client, agent) so that importing this module starts nothing. Tests inject a registry and a
+model client; `lane shim` passes only settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from ..agent.llm_client import LlmClient, LlmError
+from ..agent.loop import Agent
+from ..config import Settings
+from ..store import Store, new_session_id
+from ..tools.registry import Registry
+from .chat_request import (
+    check_session_id,
+    last_user_message,
+    parse_chat_request,
+    profile_from,
+    session_id_from,
+)
+from .errors import ApiError, install_handlers
+from .guards import BearerAuth, BodyLimit
+from .responses import completion, completion_id, models_list
+from .turns import ClientGone, TurnRunner, upstream_error
+
+log = logging.getLogger("lane.api")
+
+HEALTH_TIMEOUT_S = 5.0
+
+
+def create_app(settings: Settings, *, registry: Registry | None = None,
+               llm: LlmClient | None = None, keepalive_s: float = 10.0) -> FastAPI:
+    """The shim. An injected registry or llm client is the caller's to close; what the app opens
+    itself (store, registry from the configured MCP servers, llm client) it closes on shutdown."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            store = Store(settings.db_path)
+            stack.callback(store.close)
+            tools = registry
+            if tools is None:
+                from ..tools.mcp_tools import open_lane_registry
+
+                tools = stack.enter_context(open_lane_registry(settings))
+            client = llm
+            if client is None:
+                client = LlmClient(settings.llm_url, model=settings.model,
+                                   timeout_s=settings.llm_timeout_s)
+                stack.push_async_callback(client.aclose)
+            app.state.store = store
+            app.state.llm = client
+            app.state.turns = TurnRunner(settings, store, Agent(settings, store, tools, client),
+                                         keepalive_s)
+            log.info("shim ready: store %s, llm %s", settings.db_path, settings.llm_url)
+            yield
+
+    app = FastAPI(title="fallback-lane shim", lifespan=lifespan, docs_url=None,
+                  redoc_url=None, openapi_url=None)
+    install_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if settings.api_key:
+        app.add_middleware(BearerAuth, api_key=settings.api_key)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        given_id = session_id_from(request.headers)
+        profile = profile_from(request.headers)
+        chat = parse_chat_request(await request.body(), max_tokens_cap=settings.max_tokens)
+        if given_id is not None:
+            session_id, new_messages = given_id, [last_user_message(chat.messages)]
+        else:
+            session_id, new_messages = new_session_id(), chat.messages
+        headers = {"X-Session-Id": session_id}
+        turns: TurnRunner = request.app.state.turns
+        task = turns.start(session_id, new_messages, chat, profile)
+        reply_id = completion_id()
+        if chat.stream:
+            return StreamingResponse(
+                turns.stream(task, request, reply_id), media_type="text/event-stream",
+                headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        try:
+            result = await turns.wait(task, request)
+        except ClientGone:
+            return Response(status_code=499)
+        except LlmError as exc:
+            error = upstream_error(exc)
+            error.headers = headers
+            raise error from exc
+        return JSONResponse(completion(result, id=reply_id), headers=headers)
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return models_list()
+
+    @app.get("/health")
+    async def health(request: Request) -> JSONResponse:
+        parts = {"store": _store_state(request.app.state.store),
+                 "llm": await _llm_state(request.app.state.llm)}
+        healthy = all(state == "ok" for state in parts.values())
+        return JSONResponse({"status": "ok" if healthy else "unavailable", **parts},
+                            status_code=200 if healthy else 503)
+
+    @app.get("/v1/sessions/{session_id}")
+    async def session(session_id: str, request: Request) -> dict[str, Any]:
+        store: Store = request.app.state.store
+        found = store.session(check_session_id(session_id))
+        if found is None:
+            raise ApiError(404, f"no session {session_id!r}", code="session_not_found")
+        return {"session": found, "messages": store.messages(session_id),
+                "executions": store.executions(session_id)}
+
+    return app
+
+
+def _store_state(store: Store) -> str:
+    try:
+        store.ping()
+    except Exception as exc:  # any failure of the store means unhealthy, whatever its kind
+        return f"error: {exc}"
+    return "ok"
+
+
+async def _llm_state(llm: LlmClient) -> str:
+    try:
+        up = await asyncio.wait_for(llm.healthy(), HEALTH_TIMEOUT_S)
+    except (asyncio.TimeoutError, LlmError, OSError):
+        return "unreachable"
+    return "ok" if up else "unreachable"

@@ -1,0 +1,72 @@
+"""Every failure the shim answers with, in OpenAI's error shape and never with a traceback.
+
+Clients of an OpenAI-compatible endpoint parse `{"error": {"message", "type", "code"}}`; a plain-text
+or HTML error, or a dropped connection, breaks them in confusing ways, so every path (bad input,
+unknown route, upstream failure, our own bug) ends here.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("lane.api")
+
+
+class ApiError(Exception):
+    """A request the shim answers with an error status; the message is shown to the client."""
+
+    def __init__(self, status: int, message: str, *, type: str = "invalid_request_error",
+                 code: str = "invalid_request", headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.code = code
+        self.headers = headers
+
+
+def bad_request(message: str, code: str = "invalid_request") -> ApiError:
+    return ApiError(400, message, code=code)
+
+
+def error_body(message: str, type: str, code: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": type, "code": code}}
+
+
+def error_response(error: ApiError) -> JSONResponse:
+    return JSONResponse(error_body(error.message, error.type, error.code),
+                        status_code=error.status, headers=error.headers)
+
+
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
+
+
+def install_handlers(app: FastAPI) -> None:
+    """Route the framework's own errors (404, 405) and any unexpected exception into the shape."""
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, "http_error")
+        if exc.status_code == 404:
+            message = f"no such endpoint: {request.method} {request.url.path}"
+        elif exc.status_code == 405:
+            message = f"method {request.method} is not allowed on {request.url.path}"
+        else:
+            message = str(exc.detail)
+        return error_response(ApiError(exc.status_code, message, code=code,
+                                       headers=getattr(exc, "headers", None)))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return error_response(ApiError(500, "internal error in the shim; see its log",
+                                       type="server_error", code="internal_error"))

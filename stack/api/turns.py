@@ -1,0 +1,139 @@
+"""Running one agent turn for one HTTP request: one turn at a time per session, and no turn
+outliving its client.
+
+The turn runs as its own task so the request can watch the client meanwhile: when the client goes
+away (or a streaming client stops reading) the task is cancelled, which closes the upstream model
+call instead of letting a small local model generate for nobody.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, AsyncIterator
+
+from starlette.requests import Request
+
+from ..agent.llm_client import LlmError, LlmTimeout
+from ..agent.loop import Agent, TurnResult
+from ..config import Settings
+from ..store import Store
+from .chat_request import ChatRequest
+from .errors import ApiError
+from .responses import SSE_DONE, SSE_KEEPALIVE, chunk, finish_reason_of, sse, usage_of
+
+log = logging.getLogger("lane.api")
+
+# How often a waiting request checks whether its client is still there.
+DISCONNECT_POLL_S = 0.1
+
+
+class ClientGone(Exception):
+    """The client disconnected before its turn ended; the turn was cancelled."""
+
+
+def upstream_error(exc: LlmError) -> ApiError:
+    if isinstance(exc, LlmTimeout):
+        return ApiError(504, f"the model did not answer in time: {exc}", type="timeout_error",
+                        code="llm_timeout")
+    return ApiError(502, f"the model service failed: {exc}", type="upstream_error",
+                    code="llm_unavailable")
+
+
+@dataclass
+class TurnRunner:
+    settings: Settings
+    store: Store
+    agent: Agent
+    keepalive_s: float
+
+    def __post_init__(self) -> None:
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary())
+
+    def _lock(self, session_id: str) -> asyncio.Lock:
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = self._locks[session_id] = asyncio.Lock()
+        return lock
+
+    def start(self, session_id: str, new_messages: list[dict[str, Any]], chat: ChatRequest,
+              profile: str) -> asyncio.Task[TurnResult]:
+        task = asyncio.create_task(self._turn(session_id, new_messages, chat, profile))
+        # A cancelled or failed task nobody awaits must not log "exception never retrieved".
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return task
+
+    async def _turn(self, session_id: str, new_messages: list[dict[str, Any]],
+                    chat: ChatRequest, profile: str) -> TurnResult:
+        async with self._lock(session_id):
+            self.store.create_session(session_id, source="api", title=_title(new_messages))
+            return await self.agent.run_turn(
+                session_id, new_messages, profile=profile, max_tokens=chat.max_tokens,
+                temperature=chat.temperature,
+            )
+
+    async def wait(self, task: asyncio.Task[TurnResult], request: Request) -> TurnResult:
+        """The turn's result; ClientGone (and the turn cancelled) if the client left first."""
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
+                if done:
+                    return task.result()
+                if await request.is_disconnected():
+                    log.info("client left; cancelling its turn")
+                    raise ClientGone()
+        finally:
+            task.cancel()
+
+    async def stream(self, task: asyncio.Task[TurnResult], request: Request,
+                     completion_id: str) -> AsyncIterator[str]:
+        """SSE for one turn: the role chunk at once, keep-alive comments while the turn runs, then
+        the answer, a chunk with finish_reason and usage, and [DONE]. Headers are already sent,
+        so a failure becomes an `error` event rather than a status code."""
+        try:
+            yield sse(chunk(completion_id, {"role": "assistant", "content": ""}))
+            last_sent = time.monotonic()
+            while not task.done():
+                await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
+                if task.done():
+                    break
+                if await request.is_disconnected():
+                    log.info("streaming client left; cancelling its turn")
+                    return
+                if time.monotonic() - last_sent >= self.keepalive_s:
+                    yield SSE_KEEPALIVE
+                    last_sent = time.monotonic()
+            try:
+                result = task.result()
+            except LlmError as exc:
+                error = upstream_error(exc)
+                yield sse({"error": {"message": error.message, "type": error.type,
+                                     "code": error.code}})
+                yield SSE_DONE
+                return
+            except Exception:
+                log.exception("turn failed while streaming")
+                yield sse({"error": {"message": "internal error in the shim; see its log",
+                                     "type": "server_error", "code": "internal_error"}})
+                yield SSE_DONE
+                return
+            if result.content:
+                yield sse(chunk(completion_id, {"content": result.content}))
+            yield sse(chunk(completion_id, {}, finish_reason_of(result),
+                            usage=usage_of(result)))
+            yield SSE_DONE
+        finally:
+            task.cancel()
+
+
+def _title(new_messages: list[dict[str, Any]]) -> str | None:
+    """A session's title is the start of its first user message (kept if already set)."""
+    for message in new_messages:
+        if message["role"] == "user" and message.get("content"):
+            line = " ".join(message["content"].split())
+            return line[:80]
+    return None
