@@ -8,14 +8,17 @@ import jsonschema
 import pytest
 
 from stack.config import DEFAULT_CORE_TOOLS
+from stack.tools import clarify, files, memory, session_search, terminal, todo
 from stack.tools.registry import builtin_tools
 from stack.tools.validation import example_arguments, validate_arguments
 
-TOOLS = builtin_tools()
+TOOLS = [tool for module in (memory, terminal, session_search, files, todo, clarify)
+         for tool in module.TOOLS]
 
 
-def test_every_default_core_tool_exists():
+def test_every_default_core_tool_is_a_registered_core_tool():
     assert sorted(tool.name for tool in TOOLS) == sorted(DEFAULT_CORE_TOOLS)
+    assert {tool.name for tool in TOOLS} <= {tool.name for tool in builtin_tools()}
 
 
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda tool: tool.name)
