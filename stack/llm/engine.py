@@ -1,0 +1,273 @@
+"""One llama.cpp model, one generation at a time, every generation capped and cancellable.
+
+Why not `Llama.create_chat_completion`: it accepts no stopping criteria, so a non-streaming
+generation cannot be stopped once its client has gone, and its stream carries no token counts.
+This engine renders the chat template itself (the GGUF's own Jinja template, with `tools`), then
+drives `Llama.generate` token by token, which gives it three things the stock path lacks:
+* a cancel flag checked after every token, and a llama.cpp abort callback while the prompt is
+  being evaluated, so a gone client frees the model within a token or a prompt batch;
+* exact prompt and completion token counts for `usage`, streaming or not;
+* a cap it enforces itself, including the room left in the context window.
+"""
+
+from __future__ import annotations
+
+import codecs
+import ctypes
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from stack.llm.protocol import ChatRequest
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+
+log = logging.getLogger("lane.llm")
+
+LOCK_POLL_S = 0.1
+
+
+class PromptTooLong(ValueError):
+    """The rendered prompt leaves no room to generate in the context window."""
+
+
+class Cancelled(Exception):
+    """The client went away while the request was still waiting for the model."""
+
+
+@dataclass
+class Job:
+    """A request on its way through the engine; `cancel` is set by whoever notices the client left."""
+
+    request: ChatRequest
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str  # "stop" | "length" | "cancelled" (never sent: its client is gone)
+    cancelled: bool
+    wait_s: float
+    gen_s: float
+
+
+class Engine:
+    """Owns the `Llama` instance; `generate` is blocking and meant to run in a worker thread."""
+
+    def __init__(
+        self, model_path: Path, *, n_ctx: int, n_threads: int, cap: int, chat_template: str | None = None
+    ) -> None:
+        self.model_path = model_path
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.cap = cap
+        self._template_override = chat_template
+        self._llm: Llama | None = None
+        self._formatter: Callable[..., object] | None = None
+        self._lock = threading.Lock()
+        self._abort_flag: threading.Event | None = None
+        self._abort_callback: object = None
+        self.load_error: str | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._llm is not None
+
+    def load(self) -> None:
+        """Load the model (seconds to a minute); on failure `load_error` says why."""
+        try:
+            self._load()
+        except Exception as exc:  # any loader failure must reach /health and the log, not vanish in a thread
+            self.load_error = f"{type(exc).__name__}: {exc}"
+            log.error("cannot load %s: %s", self.model_path, self.load_error)
+            raise
+
+    def _load(self) -> None:
+        from llama_cpp import Llama, llama_cpp
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        started = time.monotonic()
+        llm = Llama(
+            model_path=str(self.model_path),
+            n_ctx=self.n_ctx,
+            n_threads=self.n_threads,
+            n_threads_batch=self.n_threads,
+            verbose=False,
+        )
+        template = self._template_override or llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ValueError(f"{self.model_path.name} has no chat template; pass --chat-format FILE")
+        vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        eos, bos = llm.token_eos(), llm.token_bos()
+        self._formatter = Jinja2ChatFormatter(
+            template=template,
+            eos_token=_token_text(llama_cpp, vocab, eos),
+            bos_token=_token_text(llama_cpp, vocab, bos),
+        )
+        self._vocab = vocab
+        self._is_eog = llama_cpp.llama_vocab_is_eog
+        self._install_abort_callback(llama_cpp, llm)
+        self._llm = llm
+        log.info(
+            "loaded %s in %.1fs (n_ctx=%d, threads=%d, cap=%d)",
+            self.model_path.name, time.monotonic() - started, self.n_ctx, self.n_threads, self.cap,
+        )
+
+    def _install_abort_callback(self, llama_cpp: object, llm: Llama) -> None:
+        """llama.cpp asks this callback between graph nodes; it is armed only while a prompt is
+        evaluated, so a long prompt stops mid-batch when its client leaves."""
+        lib = llama_cpp._lib  # type: ignore[attr-defined]  # the binding exports no setter for this
+        lib.llama_set_abort_callback.argtypes = [ctypes.c_void_p, llama_cpp.ggml_abort_callback, ctypes.c_void_p]  # type: ignore[attr-defined]
+        lib.llama_set_abort_callback.restype = None
+
+        def should_abort(_data: object) -> bool:
+            flag = self._abort_flag
+            return flag is not None and flag.is_set()
+
+        self._abort_callback = llama_cpp.ggml_abort_callback(should_abort)  # type: ignore[attr-defined]
+        lib.llama_set_abort_callback(llm.ctx, self._abort_callback, None)
+
+    def generate(self, job: Job, emit: Callable[[str], None]) -> Outcome:
+        """Wait for the model, then generate; `emit` receives text pieces as they are final.
+
+        Raises Cancelled when the client left before the model was free, PromptTooLong when the
+        prompt does not fit."""
+        queued = time.monotonic()
+        while not self._lock.acquire(timeout=LOCK_POLL_S):
+            if job.cancel.is_set():
+                raise Cancelled()
+        try:
+            if job.cancel.is_set():
+                raise Cancelled()
+            wait_s = time.monotonic() - queued
+            started = time.monotonic()
+            result = self._run(job, emit)
+            return Outcome(**result, wait_s=wait_s, gen_s=time.monotonic() - started)
+        finally:
+            self._abort_flag = None
+            self._lock.release()
+
+    def _run(self, job: Job, emit: Callable[[str], None]) -> dict[str, object]:
+        from llama_cpp import StoppingCriteriaList
+
+        llm = self._llm
+        if llm is None or self._formatter is None:
+            raise RuntimeError("the model is not loaded yet")
+        request = job.request
+        rendered = self._formatter(messages=request.messages, tools=request.tools, tool_choice=request.tool_choice)
+        prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
+        room = self.n_ctx - len(prompt)
+        if room < 1:
+            raise PromptTooLong(f"the prompt has {len(prompt)} tokens; the context window holds {self.n_ctx}")
+        limit = min(request.max_tokens, room)
+        stops = tuple(dict.fromkeys(request.stop + tuple(s for s in (rendered.stop or ()) if s)))
+        if request.seed is not None:
+            llm.set_seed(request.seed)
+
+        def stop_if_cancelled(_ids: object, _logits: object) -> bool:
+            self._abort_flag = None  # the prompt is evaluated: token checks take over from the abort callback
+            return job.cancel.is_set()
+
+        self._abort_flag = job.cancel
+        text = _StopScanner(stops, emit)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        completion = 0
+        finish = "length"
+        tokens = llm.generate(
+            prompt,
+            temp=request.temperature,
+            top_p=request.top_p,
+            top_k=request.top_k,
+            min_p=request.min_p,
+            repeat_penalty=request.repeat_penalty,
+            presence_penalty=request.presence_penalty,
+            frequency_penalty=request.frequency_penalty,
+            stopping_criteria=StoppingCriteriaList([stop_if_cancelled]),
+        )
+        try:
+            for token in tokens:
+                if self._is_eog(self._vocab, token):
+                    finish = "stop"
+                    break
+                completion += 1
+                if text.feed(decoder.decode(llm.detokenize([token]))):
+                    finish = "stop"
+                    break
+                if completion >= limit:
+                    break
+        except RuntimeError:
+            if not job.cancel.is_set():
+                raise
+            # llama_decode returned "aborted": the abort callback fired for a gone client.
+        finally:
+            tokens.close()
+        if not text.stopped:
+            text.feed(decoder.decode(b"", final=True))
+            text.flush()
+        if job.cancel.is_set():
+            finish = "cancelled"
+        return {
+            "text": text.emitted,
+            "prompt_tokens": len(prompt),
+            "completion_tokens": completion,
+            "finish_reason": finish,
+            "cancelled": job.cancel.is_set(),
+        }
+
+
+class _StopScanner:
+    """Passes text on as soon as it cannot be the start of a stop string; cuts at the first stop."""
+
+    def __init__(self, stops: tuple[str, ...], emit: Callable[[str], None]) -> None:
+        self._stops = stops
+        self._emit = emit
+        self._pending = ""
+        self.emitted = ""
+        self.stopped = False
+
+    def feed(self, piece: str) -> bool:
+        """Add decoded text; True when a stop string was reached (the text before it is emitted)."""
+        if self.stopped:
+            return True
+        self._pending += piece
+        hits = [i for i in (self._pending.find(s) for s in self._stops) if i >= 0]
+        if hits:
+            self._send(self._pending[: min(hits)])
+            self._pending = ""
+            self.stopped = True
+            return True
+        hold = max((_overlap(self._pending, s) for s in self._stops), default=0)
+        self._send(self._pending[: len(self._pending) - hold])
+        self._pending = self._pending[len(self._pending) - hold :]
+        return False
+
+    def flush(self) -> None:
+        if not self.stopped:
+            self._send(self._pending)
+            self._pending = ""
+
+    def _send(self, piece: str) -> None:
+        if piece:
+            self.emitted += piece
+            self._emit(piece)
+
+
+def _overlap(text: str, stop: str) -> int:
+    """Length of the longest end of `text` that is a proper start of `stop`."""
+    for size in range(min(len(text), len(stop) - 1), 0, -1):
+        if text.endswith(stop[:size]):
+            return size
+    return 0
+
+
+def _token_text(llama_cpp: object, vocab: object, token: int) -> str:
+    if token < 0:
+        return ""
+    return llama_cpp.llama_vocab_get_text(vocab, token).decode("utf-8")  # type: ignore[attr-defined]
