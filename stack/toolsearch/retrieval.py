@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+from difflib import SequenceMatcher
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
@@ -36,6 +37,10 @@ NAME_REPEAT = 3
 EXPANSION_WEIGHT = 0.35
 COVERAGE_WEIGHT = 0.35
 EXACT_NAME_BONUS = 2.0
+# An unknown query word is read as the catalog word it resembles at least this much ("isue" ->
+# "issue"), chosen among the words sharing the most character trigrams with it.
+TYPO_MIN_SIMILARITY = 0.74
+TYPO_CANDIDATES = 40
 # Reciprocal rank fusion constant: small enough that a first place counts clearly more than a
 # fifth, large enough that a tool both rankers like beats one that only one ranker loves.
 RRF_K = 10
@@ -118,6 +123,9 @@ class ToolIndex:
         if self.docs:
             self._bm25.index([document_terms(d) or ["_"] for d in self.docs], show_progress=False)
         self._name_postings, self._name_length = self._name_index()
+        self._term_sets = [frozenset(document_terms(d)) for d in self.docs]
+        self._vocabulary = frozenset(t for terms in self._term_sets for t in terms)
+        self._trigrams: dict[str, list[str]] | None = None
         self.embedder = embedder
         if method != "bm25" and embedder is None:
             embedder = _default_embedder()
@@ -150,10 +158,59 @@ class ToolIndex:
         order = np.argsort(-scores, kind="stable")[:limit]
         return [Hit(self.names[i], float(scores[i])) for i in order if scores[i] > 0]
 
+    def query_terms(self, query: str) -> list[str]:
+        """The query's terms, a misspelt word replaced by the catalog word it most resembles."""
+        return [t if t in self._vocabulary else self._nearest_term(t) or t for t in tokens(query)]
+
+    def query_coverage(self, query: str, name: str) -> float:
+        """The share of the query's terms (or their synonyms) found in the named tool's text."""
+        terms = self.query_terms(query)
+        i = self._by_name.get(name.lower())
+        if not terms or i is None:
+            return 0.0
+        doc = self._term_sets[i]
+        found = sum(1 for t in terms if t in doc or any(s in doc for s in expansions([t])))
+        return found / len(terms)
+
+    def cosine(self, query: str, name: str) -> float:
+        i = self._by_name.get(name.lower())
+        if self._vectors is None or self.embedder is None or i is None:
+            return 0.0
+        return float(self._vectors[i] @ self.embedder.embed([query])[0])
+
+    def closest(self, query: str, limit: int) -> list[str]:
+        """Tool names ranked by shared character trigrams with the query: a last resort that
+        still points somewhere when no word matches."""
+        grams = _trigrams(query.lower())
+        scored = sorted(((len(grams & _trigrams(n.lower())), n) for n in self.names),
+                        key=lambda pair: -pair[0])
+        return [name for _, name in scored[:limit]]
+
+    def _nearest_term(self, term: str) -> str | None:
+        if len(term) < 4 or not term.isascii():
+            return None
+        if self._trigrams is None:
+            self._trigrams = {}
+            for word in self._vocabulary:
+                for gram in _trigrams(word):
+                    self._trigrams.setdefault(gram, []).append(word)
+        grams = _trigrams(term)
+        shared: dict[str, int] = {}
+        for gram in grams:
+            for word in self._trigrams.get(gram, ()):
+                shared[word] = shared.get(word, 0) + 1
+        candidates = sorted(shared, key=lambda w: -shared[w])[:TYPO_CANDIDATES]
+        best, best_ratio = None, TYPO_MIN_SIMILARITY
+        for word in candidates:
+            ratio = SequenceMatcher(None, term, word).ratio()
+            if ratio > best_ratio:
+                best, best_ratio = word, ratio
+        return best
+
     def lexical_scores(self, query: str) -> np.ndarray:
         """BM25 on the query's words (plus weaker synonyms), normalised to the best document,
         plus name coverage and the exact-name bonus."""
-        terms = tokens(query)
+        terms = self.query_terms(query)
         scores = self._bm25.get_scores(terms).astype(np.float64) if terms else np.zeros(len(self))
         extra = expansions(terms)
         if extra:
@@ -199,6 +256,11 @@ class ToolIndex:
             for term in unique:
                 postings.setdefault(term, []).append(i)
         return {t: np.array(ids, dtype=np.int64) for t, ids in postings.items()}, lengths
+
+
+def _trigrams(word: str) -> set[str]:
+    padded = f" {word} "
+    return {padded[i:i + 3] for i in range(len(padded) - 2)}
 
 
 def _rrf(scores: np.ndarray) -> np.ndarray:

@@ -1,7 +1,12 @@
 """The tool surface of one model call: what the model is offered and how its calls are dispatched.
 
 The agent loop knows nothing of modes, bridges or promotion; it asks `assemble` for a Toolset before
-each model call and hands every call the model makes to `Toolset.dispatch`.
+each model call and hands every call the model makes to `Toolset.dispatch`. Each assembly reads the
+live registry again, so the surface follows tools that come and go between two model calls.
+
+Modes (`LANE_TOOL_SEARCH`): `on` offers the core set plus the bridges whenever anything is
+deferred; `auto` does so only when the deferred schemas would take more than `threshold_pct` of
+the context; `off`, and the `full` profile (the A/B control arm), offer every granted tool.
 """
 
 from __future__ import annotations
@@ -12,35 +17,70 @@ from typing import Any, Literal
 from ..config import Settings
 from ..tools.base import Tool, ToolContext
 from ..tools.execute import Outcome, refused, run_tool
-from ..tools.registry import Registry, granted_tools
+from ..tools.registry import Registry
+from .bridges import CALL, CALL_SCHEMA, bridge_tools, call_through_bridge
+from .catalog import Catalog, build_catalog, schema_tokens
+from .promotion import promoted_tools
 
 Profile = Literal["search", "full"]
+PROFILES = ("search", "full")
 
 
 @dataclass
 class Toolset:
     direct: dict[str, Tool]
-    granted: dict[str, Tool] = field(default_factory=dict)
+    catalog: Catalog = field(default_factory=lambda: Catalog({}))
+    bridges: dict[str, Tool] = field(default_factory=dict)
+    promoted: list[str] = field(default_factory=list)
+
+    @property
+    def bridged(self) -> bool:
+        return bool(self.bridges)
 
     @property
     def offered(self) -> list[dict[str, Any]]:
-        """The `tools` array of the model request."""
-        return [tool.openai_schema() for tool in self.direct.values()]
+        """The `tools` array of the model request: direct tools, then the bridges."""
+        schemas = [tool.openai_schema() for tool in self.direct.values()]
+        if self.bridged:
+            schemas += [tool.openai_schema() for tool in self.bridges.values()] + [CALL_SCHEMA]
+        return schemas
 
     def parameters_of(self, name: str) -> dict[str, Any] | None:
         """The argument schema of an offered tool, None when the name is not offered."""
-        tool = self.direct.get(name)
-        return tool.parameters if tool else None
+        tool = self.direct.get(name) or self.bridges.get(name)
+        if tool is not None:
+            return tool.parameters
+        return CALL_SCHEMA["function"]["parameters"] if self.bridged and name == CALL else None
 
     def dispatch(self, name: str, raw_arguments: Any, ctx: ToolContext) -> Outcome:
-        tool = self.direct.get(name)
+        """Run one call; every path ends in an Outcome."""
+        if self.bridged and name == CALL:
+            return call_through_bridge(self.catalog, self.direct, raw_arguments, ctx)
+        tool = self.direct.get(name) or self.bridges.get(name) or self.catalog.tools.get(name)
         if tool is None:
-            return refused(name, f"unknown tool {name!r}; offered tools: {', '.join(self.direct)}",
-                           raw_arguments)
+            offered = ", ".join(t["function"]["name"] for t in self.offered) or "none"
+            return refused(name, f"unknown tool {name!r}; offered tools: {offered}", raw_arguments)
+        # A deferred tool called by its own name (seen in tool_search results) is in scope: run it.
         return run_tool(tool, raw_arguments, ctx)
 
 
 def assemble(registry: Registry, settings: Settings, *, profile: Profile = "search",
              query: str = "") -> Toolset:
-    granted = granted_tools(registry, settings)
-    return Toolset(direct=granted, granted=granted)
+    """The tools for the next model call, rebuilt from the live registry."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown tool profile {profile!r}; use search or full")
+    core, catalog = build_catalog(registry, settings)
+    if profile == "full" or not use_bridges(catalog, settings):
+        return Toolset(direct={**core, **catalog.tools})
+    promoted = promoted_tools(catalog, query, settings)
+    direct = {**core, **{name: catalog.tools[name] for name in promoted}}
+    return Toolset(direct, catalog, bridge_tools(catalog, settings), promoted)
+
+
+def use_bridges(catalog: Catalog, settings: Settings) -> bool:
+    if settings.tool_search == "off" or not catalog:
+        return False
+    if settings.tool_search == "auto":
+        deferred = schema_tokens([t.openai_schema() for t in catalog.tools.values()])
+        return deferred > settings.tool_search_threshold_pct / 100 * settings.context_tokens
+    return True

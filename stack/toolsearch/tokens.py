@@ -72,15 +72,19 @@ def split_words(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
+    """create/created/creating -> creat, issue/issues -> issu, entries -> entry."""
     if len(word) <= 3 or not word.isascii():
         return word
     for suffix, replacement in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             if suffix == "s" and word.endswith(("ss", "us", "is")):
-                return word
+                break
             if suffix == "es" and not word.endswith(("shes", "ches", "xes", "zes")):
                 continue
-            return word[: -len(suffix)] + replacement
+            word = word[: -len(suffix)] + replacement
+            break
+    if len(word) > 4 and word.endswith("e") and not word.endswith("ee"):
+        word = word[:-1]
     return word
 
 

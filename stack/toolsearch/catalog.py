@@ -1,0 +1,114 @@
+"""The deferred catalog: the granted tools that are not offered directly, searchable.
+
+A Catalog is a snapshot taken from the live registry when a tool surface is assembled, never kept
+across calls: an MCP server that leaves or arrives changes the next model call's catalog. It holds
+exactly the tools granted to the session and outside the core set, so a restricted session can
+neither find nor reach anything else.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..config import Settings
+from ..tools.base import RESERVED_NAMES, Tool
+from ..tools.registry import Registry, granted_tools, split_core
+from .embedding import default_embedder
+from .retrieval import Hit, Method, ToolDoc, ToolIndex
+
+# Below these, a top hit is a guess: lexical evidence covers under half the query and the
+# embedder sees little likeness (cosine of all-MiniLM-L6-v2).
+MIN_QUERY_COVERAGE = 0.5
+MIN_COSINE = 0.35
+
+
+def schema_tokens(schemas: Any) -> int:
+    """The lane's token estimate of a JSON value: characters of compact JSON divided by four."""
+    return len(json.dumps(schemas, separators=(",", ":"), ensure_ascii=False)) // 4
+
+
+def one_line(text: str, limit: int = 120) -> str:
+    """The first sentence of a description, on one line, at most `limit` characters."""
+    flat = " ".join(text.split())
+    for stop in (". ", "\n"):
+        cut = flat.find(stop)
+        if 0 < cut < limit:
+            return flat[: cut + 1] if stop == ". " else flat[:cut]
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def type_of(schema: Mapping[str, Any]) -> str:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = "|".join(str(k) for k in kind if k != "null") or "null"
+    if "enum" in schema and isinstance(schema["enum"], list) and len(schema["enum"]) <= 5:
+        return "|".join(json.dumps(v) for v in schema["enum"])
+    if kind == "array" and isinstance(schema.get("items"), Mapping):
+        return f"{type_of(schema['items'])}[]"
+    return str(kind or "any")
+
+
+def required_parameters(tool: Tool) -> list[tuple[str, str]]:
+    props = tool.parameters.get("properties") or {}
+    return [(name, type_of(props.get(name) or {})) for name in tool.parameters.get("required") or []]
+
+
+def signature(tool: Tool) -> str:
+    """`name(arg: type, ...)`: the required arguments, enough to call the tool."""
+    args = ", ".join(f"{n}: {t}" for n, t in required_parameters(tool))
+    optional = [n for n in (tool.parameters.get("properties") or {})
+                if n not in (tool.parameters.get("required") or [])]
+    if optional:
+        listed = ", ".join(optional[:6]) + ("…" if len(optional) > 6 else "")
+        args = f"{args}; optional: {listed}" if args else f"optional: {listed}"
+    return f"{tool.name}({args})"
+
+
+@dataclass
+class Catalog:
+    tools: dict[str, Tool]
+    method: Method = "hybrid"
+    _index: ToolIndex | None = field(default=None, init=False, repr=False)
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted({tool.source for tool in self.tools.values()})
+
+    @property
+    def index(self) -> ToolIndex:
+        if self._index is None:
+            docs = [ToolDoc(t.name, t.description, t.parameters, "" if t.source == "builtin"
+                            else t.source) for t in self.tools.values()]
+            self._index = ToolIndex(docs, method=self.method)
+        return self._index
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.tools
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def search(self, query: str, limit: int) -> tuple[list[Hit], bool]:
+        """The best hits and whether the best one is a confident match."""
+        hits = self.index.search(query, limit) if query.strip() else []
+        return hits, bool(hits) and self.confident(query, hits[0].name)
+
+    def confident(self, query: str, name: str) -> bool:
+        index = self.index
+        if index.query_coverage(query, name) >= MIN_QUERY_COVERAGE:
+            return True
+        return index.method != "bm25" and index.cosine(query, name) >= MIN_COSINE
+
+    def closest(self, query: str, limit: int) -> list[str]:
+        """Names nearest the query even without real evidence: fuzzy name matches first."""
+        return self.index.closest(query, limit)
+
+
+def build_catalog(registry: Registry, settings: Settings) -> tuple[dict[str, Tool], Catalog]:
+    """(core tools to offer directly, the deferred catalog), both within the granted tools."""
+    granted = granted_tools(registry, settings)
+    core, deferred = split_core(granted, settings)
+    deferred = {n: t for n, t in deferred.items() if n not in RESERVED_NAMES}
+    return core, Catalog(deferred, method="hybrid" if default_embedder() else "bm25")

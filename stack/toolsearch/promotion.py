@@ -1,0 +1,41 @@
+"""Promotion: offering the one or two deferred tools a request obviously needs, directly.
+
+A small model that must search before it can act spends a model call and some attention on the
+search. When the latest user message already singles out a tool ("create a GitHub issue titled
+..."), its full schema joins the offered tools for that turn, and the model can call it at once.
+Promotion only fires on a clear winner (confident, and well ahead of the next hit), and the
+promoted schemas together stay under `promote_budget_tokens`.
+"""
+
+from __future__ import annotations
+
+from ..config import Settings
+from .catalog import Catalog, schema_tokens
+
+# How far the best hit must lead the next one to count as a clear winner (score ratio).
+MARGIN = 1.25
+CANDIDATES = 3
+
+
+def promoted_tools(catalog: Catalog, query: str, settings: Settings) -> list[str]:
+    """Names of the deferred tools to offer directly for this query, best first (0 to 2)."""
+    if not settings.promote_tools or not query.strip() or not catalog:
+        return []
+    hits, confident = catalog.search(query, CANDIDATES)
+    if not confident:
+        return []
+    scores = [h.score for h in hits] + [0.0] * (CANDIDATES - len(hits))
+    if scores[0] >= MARGIN * scores[1]:
+        winners = [hits[0].name]
+    elif scores[1] >= MARGIN * scores[2] and catalog.confident(query, hits[1].name):
+        winners = [hits[0].name, hits[1].name]
+    else:
+        return []
+    chosen, spent = [], 0
+    for name in winners:
+        cost = schema_tokens(catalog.tools[name].openai_schema())
+        if spent + cost > settings.promote_budget_tokens:
+            break
+        chosen.append(name)
+        spent += cost
+    return chosen
