@@ -21,6 +21,7 @@ READ_DEFAULT_LINES = 2000
 SEARCH_MAX_RESULTS = 50
 SEARCH_LINE_CHARS = 200
 SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024
+SEARCH_MAX_FILES = 20000
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 _BINARY_PROBE = 8192
 
@@ -159,7 +160,10 @@ def _search_files(arguments: dict[str, Any], ctx: ToolContext) -> str:
     matcher = _compile(pattern) if pattern is not None else None
     results: list[str] = []
     more = False
-    for path in _walk(base, root):
+    for scanned, path in enumerate(_walk(base, root), start=1):
+        if scanned > SEARCH_MAX_FILES:
+            results.append(f"[stopped after {SEARCH_MAX_FILES} files; give a narrower path]")
+            break
         relative = str(path.relative_to(root))
         if glob is not None and not _glob_matches(glob, relative):
             continue
@@ -175,8 +179,8 @@ def _search_files(arguments: dict[str, Any], ctx: ToolContext) -> str:
             results = results[:SEARCH_MAX_RESULTS]
             break
     if not results:
-        what = f"pattern {pattern!r}" if pattern is not None else f"glob {glob!r}"
-        return f"no files match {what} under {_shown(base, ctx.settings)}"
+        asked = [f"{key} {value!r}" for key, value in (("pattern", pattern), ("glob", glob)) if value]
+        return f"no files match {' and '.join(asked)} under {_shown(base, ctx.settings)}"
     if more:
         results.append(f"[only the first {SEARCH_MAX_RESULTS} results; narrow the pattern, glob or path]")
     return "\n".join(results)

@@ -24,9 +24,10 @@ def _session_search(arguments: dict[str, Any], ctx: ToolContext) -> str:
     if not query:
         raise ToolError("query is empty; give words to search for")
     include_current = arguments.get("include_current", False)
-    limit = min(arguments.get("limit", DEFAULT_LIMIT), MAX_LIMIT)
     hits = ctx.store.search_messages(
-        query, exclude_session=None if include_current else ctx.session_id, limit=limit
+        query,
+        exclude_session=None if include_current else ctx.session_id,
+        limit=arguments.get("limit", DEFAULT_LIMIT),
     )
     if not hits:
         scope = "sessions" if include_current else "past sessions"

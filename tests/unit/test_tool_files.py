@@ -261,7 +261,9 @@ def test_search_names_by_glob_and_both(ctx, tree):
 
 def test_search_reports_no_match_and_needs_something_to_search(ctx, tree):
     outcome = call("search_files", {"pattern": "zebra"}, ctx)
-    assert outcome.status == "ok" and outcome.output.startswith("no files match")
+    assert (outcome.status, outcome.output) == ("ok", "no files match pattern 'zebra' under .")
+    both = call("search_files", {"pattern": "zebra", "glob": "*.md", "path": "src"}, ctx)
+    assert both.output == "no files match pattern 'zebra' and glob '*.md' under src"
     assert call("search_files", {}, ctx).status == "error"
     assert call("search_files", {"pattern": "x", "path": "nope"}, ctx).status == "error"
 
@@ -272,6 +274,16 @@ def test_search_results_are_capped(ctx, ws):
     lines = call("search_files", {"pattern": "needle"}, ctx).output.splitlines()
     assert len(lines) == files.SEARCH_MAX_RESULTS + 1
     assert lines[-1].startswith(f"[only the first {files.SEARCH_MAX_RESULTS} results")
+
+
+def test_search_stops_after_too_many_files(ctx, ws, monkeypatch):
+    monkeypatch.setattr(files, "SEARCH_MAX_FILES", 3)
+    for n in range(5):
+        (ws / f"f{n}.txt").write_text("hay\n")
+    (ws / "f4.txt").write_text("needle\n")
+    outcome = call("search_files", {"pattern": "needle"}, ctx)
+    assert (outcome.status, outcome.output) == ("ok", "[stopped after 3 files; give a narrower path]")
+    assert call("search_files", {"pattern": "needle", "path": "f4.txt"}, ctx).output == "f4.txt:1: needle"
 
 
 def test_search_does_not_follow_links_out_of_the_workspace(ctx, ws, outside):
