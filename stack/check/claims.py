@@ -1,0 +1,60 @@
+"""What a model's words claim: tool names it mentions and tool calls it wrote as text.
+
+Only used to *describe* claims; a claim never makes a step pass. The store decides what ran; these
+patterns find what the model said ran (or wrote as a call) so the check can report the difference.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Tools of every lane (DESIGN.md): the core families and the three bridges. Tools seen in the store
+# (MCP tools, deferred built-ins) are added by the caller.
+BUILTIN_TOOLS = frozenset({
+    "memory", "terminal", "session_search", "read_file", "write_file", "search_files", "patch",
+    "todo", "clarify", "tool_search", "tool_describe", "tool_call",
+})
+
+# Everyday words that are also tool names: counted only when written as a name (backticks, a call,
+# a JSON field), not when they are just English in a sentence.
+_PLAIN_WORDS = frozenset({"patch", "todo", "clarify"})
+
+_TAGS = re.compile(r"<tool_call>|</tool_call>|<function[=>]|\[TOOL_CALLS\]|<\|python_tag\|>",
+                   re.IGNORECASE)
+_JSON_CALL = re.compile(
+    r'"(?:name|tool|tool_name|function)"\s*:\s*"(?P<name>[A-Za-z_][\w.-]*)"\s*,\s*'
+    r'"(?:arguments|parameters|args|input|params)"\s*:')
+_FUNCTION_TAG = re.compile(r"<function=(?P<name>[A-Za-z_][\w.-]*)")
+_CALL_EXPR = re.compile(r"\b(?P<name>[A-Za-z_][\w.]*)\(\s*(?:[A-Za-z_]\w*\s*=|[\"'{])")
+_BACKTICKED = re.compile(r"`(?P<name>[a-z][a-z0-9_]*)`")
+_SNAKE = re.compile(r"(?<![\w-])(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w-])")
+
+
+def text_tool_calls(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> list[str]:
+    """Names of the tool calls written as text in content ('?' for a tag without a readable
+    name); empty when the content holds nothing shaped like a call."""
+    names = [m.group("name") for m in _JSON_CALL.finditer(content)]
+    names += [m.group("name") for m in _FUNCTION_TAG.finditer(content)]
+    names += [m.group("name") for m in _CALL_EXPR.finditer(content)
+              if _looks_like_tool(m.group("name"), vocabulary)]
+    if not names and _TAGS.search(content):
+        names.append("?")
+    return list(dict.fromkeys(names))
+
+
+def named_tools(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> set[str]:
+    """Every tool name the text mentions: known tool names as words or in backticks, snake_case
+    identifiers (how tool names are written; a summary has little other use for them), and the
+    names in tool-call-shaped text."""
+    names = {name for name in text_tool_calls(content, vocabulary) if name != "?"}
+    names |= {m.group("name") for m in _BACKTICKED.finditer(content) if m.group("name") in vocabulary}
+    names |= {m.group("name") for m in _SNAKE.finditer(content)}
+    lowered = content.lower()
+    for name in vocabulary - _PLAIN_WORDS:
+        if re.search(rf"(?<![\w-]){re.escape(name.lower())}(?![\w-])", lowered):
+            names.add(name)
+    return names
+
+
+def _looks_like_tool(name: str, vocabulary: frozenset[str]) -> bool:
+    return name in vocabulary or "_" in name.strip("_")
