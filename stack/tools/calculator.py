@@ -1,0 +1,103 @@
+"""`calculate`: arithmetic a small model gets wrong, evaluated exactly and safely.
+
+The expression is parsed with `ast` and only numbers, arithmetic operators, a few constants and
+whitelisted math functions are evaluated; nothing is ever passed to eval. Operations that could
+run for minutes or eat memory (huge powers, huge factorials) are refused up front.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from typing import Any, Callable
+
+from .base import Tool, ToolContext, ToolError, object_schema
+
+MAX_EXPRESSION_CHARS = 500
+MAX_EXPONENT = 10_000
+MAX_FACTORIAL = 1_000
+MAX_RESULT_DIGITS = 5_000
+_MAX_BITS = int(MAX_RESULT_DIGITS * 3.33)  # log2(10) bits per decimal digit
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_CONSTANTS = {"pi": math.pi, "e": math.e, "tau": math.tau}
+_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log10": math.log10, "log2": math.log2,
+    "sin": math.sin, "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos,
+    "atan": math.atan, "atan2": math.atan2, "degrees": math.degrees, "radians": math.radians,
+    "floor": math.floor, "ceil": math.ceil, "abs": abs, "round": round, "min": min, "max": max,
+    "factorial": math.factorial, "gcd": math.gcd, "hypot": math.hypot,
+}
+
+
+def evaluate(expression: str) -> int | float:
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise ToolError(f"expression is longer than {MAX_EXPRESSION_CHARS} characters")
+    try:
+        tree = ast.parse(expression.replace("^", "**").strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ToolError(f"not an arithmetic expression: {exc.msg}") from None
+    try:
+        return _eval(tree.body)
+    except ZeroDivisionError:
+        raise ToolError("division by zero") from None
+    except (ValueError, OverflowError, TypeError) as exc:
+        raise ToolError(f"cannot evaluate: {exc}") from None
+
+
+def _eval(node: ast.AST) -> Any:
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _CONSTANTS:
+        return _CONSTANTS[node.id]
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_eval(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _eval(node.left), _eval(node.right)
+        if isinstance(node.op, ast.Pow):
+            _check_power(left, right)
+        return _BINARY[type(node.op)](left, right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS \
+            and not node.keywords:
+        args = [_eval(arg) for arg in node.args]
+        if node.func.id == "factorial" and args and isinstance(args[0], int) and args[0] > MAX_FACTORIAL:
+            raise ToolError(f"factorial is limited to {MAX_FACTORIAL}")
+        return _FUNCTIONS[node.func.id](*args)
+    allowed = ", ".join(sorted(_FUNCTIONS))
+    raise ToolError(f"unsupported element {ast.unparse(node)!r}: use numbers, + - * / // % ** (or ^), "
+                    f"parentheses, pi, e, tau and the functions {allowed}")
+
+
+def _check_power(base: Any, exponent: Any) -> None:
+    if abs(base) in (0, 1):
+        return
+    if abs(exponent) > MAX_EXPONENT:
+        raise ToolError(f"exponent {exponent} is too large (limit {MAX_EXPONENT})")
+    if isinstance(base, int) and isinstance(exponent, int) and base.bit_length() * exponent > _MAX_BITS:
+        raise ToolError(f"the result would have more than {MAX_RESULT_DIGITS} digits")
+
+
+def _calculate(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    result = evaluate(arguments["expression"])
+    if isinstance(result, int) and result.bit_length() > _MAX_BITS:
+        raise ToolError(f"the result has more than {MAX_RESULT_DIGITS} digits")
+    if isinstance(result, float) and result.is_integer() and abs(result) < 1e15:
+        return str(int(result))
+    return repr(result)
+
+
+TOOLS: list[Tool] = [
+    Tool(
+        name="calculate",
+        description="Evaluate an arithmetic expression exactly, e.g. '17 * 23', '(2**10 - 1) / 3', "
+                    "'sqrt(2) * pi'. Supports + - * / // % ** and common math functions.",
+        parameters=object_schema({"expression": {"type": "string", "description": "The expression."}},
+                                 ["expression"]),
+        run=_calculate,
+    )
+]

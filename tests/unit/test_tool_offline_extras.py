@@ -1,0 +1,182 @@
+"""The deferred built-in families: clock, calculator, Python runner, HTTP fetch (all offline)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import socket
+import threading
+from datetime import datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import jsonschema
+import pytest
+
+from stack.config import DEFAULT_CORE_TOOLS, Settings
+from stack.store import Store
+from stack.tools import calculator, clock, python_exec, web
+from stack.tools.base import ToolContext
+from stack.tools.execute import run_tool
+from stack.tools.registry import build_registry
+
+EXTRAS = {tool.name: tool for module in (clock, calculator, python_exec, web) for tool in module.TOOLS}
+
+
+@pytest.fixture
+def ctx(tmp_path: Path):
+    settings = Settings(home=tmp_path / "home", terminal_timeout_s=10.0)
+    store = Store(settings.db_path)
+    store.create_session("s1")
+    yield ToolContext(settings, store, "s1")
+    store.close()
+
+
+def call(name: str, arguments: dict, ctx: ToolContext):
+    return run_tool(EXTRAS[name], arguments, ctx)
+
+
+def test_extras_are_registered_deferred_and_have_valid_schemas():
+    names = {tool.name for tool in build_registry()}
+    assert set(EXTRAS) <= names
+    assert not set(EXTRAS) & set(DEFAULT_CORE_TOOLS)
+    for tool in EXTRAS.values():
+        jsonschema.Draft202012Validator.check_schema(tool.parameters)
+        assert tool.parameters["additionalProperties"] is False
+
+
+def test_current_time_in_a_zone_matches_the_clock(ctx):
+    outcome = call("current_time", {"timezone": "Asia/Tokyo"}, ctx)
+    assert outcome.status == "ok"
+    stamp = datetime.fromisoformat(outcome.output.split(" ")[0])
+    assert stamp.utcoffset().total_seconds() == 9 * 3600
+    assert abs((datetime.now(ZoneInfo("Asia/Tokyo")) - stamp).total_seconds()) < 5
+    assert "Asia/Tokyo" in outcome.output and "UTC+09:00" in outcome.output
+
+
+def test_unknown_zone_is_an_error_with_suggestions(ctx):
+    outcome = call("current_time", {"timezone": "Asia/Tokio"}, ctx)
+    assert outcome.status == "error" and "Asia/Tokyo" in outcome.output
+
+
+def test_convert_time_across_dst_boundary(ctx):
+    outcome = call("convert_time", {"time": "2025-07-01T12:00", "source_timezone": "Europe/Paris",
+                                    "target_timezone": "America/New_York"}, ctx)
+    assert outcome.status == "ok"
+    assert "2025-07-01T06:00:00-04:00" in outcome.output and "difference: -6 h" in outcome.output
+    hhmm = call("convert_time", {"time": "09:30", "source_timezone": "UTC", "target_timezone": "Asia/Kolkata"}, ctx)
+    assert "T15:00:00+05:30" in hhmm.output
+    bad = call("convert_time", {"time": "noon", "source_timezone": "UTC", "target_timezone": "UTC"}, ctx)
+    assert bad.status == "error" and "HH:MM" in bad.output
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("17 * 23", "391"), ("(2**10 - 1) / 3", "341"), ("2^8", "256"), ("7 // 2 + 7 % 2", "4"),
+    ("sqrt(16) + abs(-2)", "6"), ("round(pi, 3)", "3.142"), ("factorial(20)", "2432902008176640000"),
+    ("0.1 + 0.2", "0.30000000000000004"),
+])
+def test_calculator_evaluates(ctx, expression, expected):
+    outcome = call("calculate", {"expression": expression}, ctx)
+    assert (outcome.status, outcome.output) == ("ok", expected)
+
+
+@pytest.mark.parametrize("expression, reason", [
+    ("__import__('os').system('id')", "unsupported"), ("(1).__class__", "unsupported"),
+    ("1/0", "division by zero"), ("9**9**9", "too large"), ("(10**4000)**100", "digits"),
+    ("factorial(100000)", "limited"), ("2 +", "not an arithmetic"), ("x + 1", "unsupported"),
+    ("1" * 600, "longer than"), ("sqrt(-1)", "cannot evaluate"),
+])
+def test_calculator_refuses_what_is_unsafe_or_wrong(ctx, expression, reason):
+    outcome = call("calculate", {"expression": expression}, ctx)
+    assert outcome.status == "error" and reason in outcome.output
+
+
+def test_run_python_runs_in_the_workspace(ctx):
+    code = "import os, sys\nprint(os.getcwd())\nprint(sum(range(10)))\nsys.exit(3)"
+    outcome = call("run_python", {"code": code}, ctx)
+    assert outcome.status == "ok"
+    assert outcome.output.startswith("exit code: 3")
+    assert str(ctx.workspace.resolve()) in outcome.output and "\n45" in outcome.output
+
+
+def test_run_python_timeout_and_output_cap(tmp_path):
+    settings = Settings(home=tmp_path / "h", terminal_output_bytes=2000)
+    store = Store(settings.db_path)
+    store.create_session("s1")
+    ctx = ToolContext(settings, store, "s1")
+    slow = call("run_python", {"code": "import time\nprint('started', flush=True)\ntime.sleep(30)",
+                               "timeout": 1}, ctx)
+    assert slow.status == "error" and "timed out after 1 s" in slow.output and "started" in slow.output
+    loud = call("run_python", {"code": "print('x' * 100000)"}, ctx)
+    assert loud.status == "ok" and "bytes of output cut" in loud.output and len(loud.output) < 2200
+    store.close()
+
+
+def test_run_python_reports_exceptions(ctx):
+    outcome = call("run_python", {"code": "raise ValueError('boom')"}, ctx)
+    assert outcome.output.startswith("exit code: 1") and "ValueError: boom" in outcome.output
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (the stdlib's name)
+        if self.path == "/page":
+            body, kind = b"<html><head><script>var x=1;</script></head><body><h1>Hello</h1><p>lane</p></body></html>", "text/html"
+        elif self.path == "/api":
+            body, kind = json.dumps({"answer": 42}).encode(), "application/json"
+        elif self.path == "/big":
+            body, kind = b"y" * (3 * 1024 * 1024), "text/plain"
+        else:
+            self.send_response(302)
+            self.send_header("Location", "/api")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch):
+    """A proxy in the environment would answer for unreachable hosts; these tests need none."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def site():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_http_fetch_html_json_redirect_and_cap(ctx, site):
+    page = call("http_fetch", {"url": f"{site}/page"}, ctx)
+    assert page.status == "ok" and page.output.startswith("HTTP 200")
+    assert "Hello\nlane" in page.output and "var x" not in page.output
+    api = call("http_fetch", {"url": f"{site}/elsewhere"}, ctx)
+    assert '{"answer": 42}' in api.output and "final URL" in api.output
+    big = call("http_fetch", {"url": f"{site}/big"}, ctx)
+    assert big.status == "ok" and "[... cut" in big.output
+    assert len(big.output) < ctx.settings.terminal_output_bytes + 200
+
+
+def test_http_fetch_says_offline_and_refuses_other_schemes(ctx):
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    offline = call("http_fetch", {"url": f"http://127.0.0.1:{port}/"}, ctx)
+    assert offline.status == "error" and offline.output.startswith("offline or unreachable")
+    unknown_host = call("http_fetch", {"url": "http://no-such-host.invalid/"}, ctx)
+    assert unknown_host.status == "error" and "offline or unreachable" in unknown_host.output
+    for url in ("file:///etc/passwd", "ftp://example.com/x", "http://"):
+        refused = call("http_fetch", {"url": url}, ctx)
+        assert refused.status == "error" and re.search("only http", refused.output)
