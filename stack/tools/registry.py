@@ -11,12 +11,13 @@ import logging
 from typing import Callable, Iterable, Iterator
 
 from ..config import Settings
-from . import clarify, files, memory, session_search, terminal, todo
+from . import calculator, clarify, clock, files, memory, python_exec, session_search, terminal, todo, web
 from .base import RESERVED_NAMES, Tool
 
 log = logging.getLogger("lane.tools")
 
-FAMILIES = (memory, terminal, session_search, files, todo, clarify)
+FAMILIES = (memory, terminal, session_search, files, todo, clarify,
+            clock, calculator, python_exec, web)  # offline extras, deferred by default
 
 ToolProvider = Callable[[], Iterable[Tool]]
 
