@@ -1,0 +1,231 @@
+"""The tool surface: core set, catalog, modes, scoping, bridges and promotion."""
+
+import json
+
+import pytest
+
+from stack.config import Settings
+from stack.store import Store
+from stack.tools.base import RESERVED_NAMES, Tool, ToolContext, object_schema
+from stack.tools.registry import Registry
+from stack.toolsearch.bridges import CALL_SCHEMA, bridge_tools
+from stack.toolsearch.catalog import Catalog, build_catalog, schema_tokens
+from stack.toolsearch.promotion import promoted_tools
+from stack.toolsearch.surface import assemble
+
+BRIDGES = ["tool_search", "tool_describe", "tool_call"]
+STRING = {"type": "string"}
+
+
+def echo(arguments, ctx):
+    return json.dumps(arguments, sort_keys=True)
+
+
+def tool(name, description, required=(), source="builtin", **props):
+    properties = {p: {"type": "string"} for p in required} | props
+    return Tool(name, description, object_schema(properties, list(required)), echo, source)
+
+
+CORE = [tool("memory", "Save a note to memory.", ["text"]),
+        tool("terminal", "Run a shell command.", ["command"])]
+DEFERRED = [
+    tool("github__create_issue", "Create a new issue in a GitHub repository.",
+         ["owner", "repo", "title"], "github", body=STRING),
+    tool("github__list_pull_requests", "List pull requests of a repository.",
+         ["owner", "repo"], "github"),
+    tool("slack_post_message", "Post a message to a Slack channel.", ["channel", "text"], "slack"),
+    tool("weather_forecast", "Weather forecast for a city.", ["city"], "weather",
+         days={"type": "integer"}),
+]
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return Settings(home=tmp_path, core_tools=("memory", "terminal", "clarify"))
+
+
+@pytest.fixture
+def ctx(settings):
+    store = Store(settings.db_path)
+    session = store.create_session()
+    yield ToolContext(settings, store, session)
+    store.close()
+
+
+def registry(extra=()):
+    return Registry([*CORE, *DEFERRED, *extra])
+
+
+def names(toolset):
+    return [t["function"]["name"] for t in toolset.offered]
+
+
+def test_on_offers_core_and_bridges_and_never_defers_core(settings):
+    toolset = assemble(registry(), settings)
+    assert names(toolset) == ["memory", "terminal", *BRIDGES]
+    assert set(toolset.catalog.tools) == {t.name for t in DEFERRED}
+    assert not {"memory", "terminal", *BRIDGES} & set(toolset.catalog.tools)
+
+
+def test_off_and_full_offer_every_granted_tool_without_bridges(settings):
+    everything = ["memory", "terminal", *(t.name for t in DEFERRED)]
+    assert sorted(names(assemble(registry(), settings, profile="full"))) == sorted(everything)
+    off = settings.with_overrides(tool_search="off")
+    assert sorted(names(assemble(registry(), off))) == sorted(everything)
+    with pytest.raises(ValueError, match="profile"):
+        assemble(registry(), settings, profile="everything")
+
+
+def test_auto_bridges_only_when_deferred_schemas_are_large(settings):
+    small = settings.with_overrides(tool_search="auto", context_tokens=32768)
+    assert "tool_search" not in names(assemble(registry(), small))
+    tight = settings.with_overrides(tool_search="auto", context_tokens=1000,
+                                    tool_search_threshold_pct=5.0)
+    assert names(assemble(registry(), tight))[-3:] == BRIDGES
+
+
+def test_no_deferred_tools_means_no_bridges(settings):
+    assert names(assemble(Registry(CORE), settings)) == ["memory", "terminal"]
+
+
+def test_reserved_names_cannot_be_registered():
+    for name in RESERVED_NAMES:
+        with pytest.raises(ValueError, match="reserved"):
+            Registry([tool(name, "impostor")])
+    sneaky = Registry(CORE, [lambda: [tool("tool_call", "impostor"), DEFERRED[0]]])
+    assert "tool_call" not in sneaky.tools()
+
+
+def test_catalog_follows_the_live_tool_list(settings):
+    live = list(DEFERRED[:1])
+    reg = Registry(CORE, [lambda: list(live)])
+    assert set(assemble(reg, settings).catalog.tools) == {"github__create_issue"}
+    live.append(DEFERRED[3])
+    toolset = assemble(reg, settings)
+    assert set(toolset.catalog.tools) == {"github__create_issue", "weather_forecast"}
+    assert toolset.catalog.search("weather forecast", 1)[0][0].name == "weather_forecast"
+    live.clear()
+    assert names(assemble(reg, settings)) == ["memory", "terminal"]
+
+
+def test_scoping_hides_and_refuses_out_of_scope_tools(settings, ctx):
+    narrow = settings.with_overrides(tools_subset=("memory", "weather_forecast", "slack_post_message"))
+    toolset = assemble(registry(), narrow)
+    assert names(toolset) == ["memory", *BRIDGES]
+    assert set(toolset.catalog.tools) == {"weather_forecast", "slack_post_message"}
+    found = toolset.dispatch("tool_search", {"query": "create a github issue"}, ctx).output
+    assert "github__create_issue" not in found
+    through = toolset.dispatch("tool_call", {"name": "github__create_issue", "arguments": {
+        "owner": "o", "repo": "r", "title": "t"}}, ctx)
+    assert (through.tool_name, through.status) == ("tool_call", "refused")
+    direct = toolset.dispatch("github__create_issue", {"owner": "o", "repo": "r", "title": "t"}, ctx)
+    assert direct.status == "refused"
+    assert toolset.dispatch("terminal", {"command": "ls"}, ctx).status == "refused"
+    described = toolset.dispatch("tool_describe", {"name": "github__create_issue"}, ctx)
+    assert described.status == "error" and "no hidden tool" in described.output
+
+
+def test_bridge_schemas_are_small_and_the_no_tool_surface_fits(settings):
+    bridges = [t.openai_schema() for t in bridge_tools(Catalog({}), settings).values()]
+    assert schema_tokens(bridges + [CALL_SCHEMA]) < 400
+    for schema in bridges + [CALL_SCHEMA]:
+        assert schema["function"]["description"]
+
+
+def test_tool_search_returns_signatures_and_descriptions(settings, ctx):
+    toolset = assemble(registry(), settings)
+    result = toolset.dispatch("tool_search", {"query": "open a github issue", "limit": 2}, ctx)
+    assert result.status == "ok" and result.tool_name == "tool_search"
+    first = result.output.splitlines()[0]
+    assert first.startswith("- github__create_issue(owner: string, repo: string, title: string")
+    assert "optional: body" in first and "Create a new issue" in first
+    assert len([line for line in result.output.splitlines() if line.startswith("- ")]) <= 2
+
+
+def test_hopeless_search_is_flagged_with_closest_tools_and_sources(settings, ctx):
+    toolset = assemble(registry(), settings)
+    output = toolset.dispatch("tool_search", {"query": "qqzx vvkp"}, ctx).output
+    assert output.startswith("Low confidence")
+    assert output.count("\n- ") == 3
+    assert "Connected sources: github, slack, weather" in output
+
+
+def test_search_limit_is_capped(settings, ctx):
+    capped = settings.with_overrides(max_search_limit=2)
+    toolset = assemble(registry(), capped)
+    output = toolset.dispatch("tool_search", {"query": "repository", "limit": 50}, ctx).output
+    assert sum(line.startswith("- ") for line in output.splitlines()) <= 2
+
+
+def test_tool_describe_gives_the_full_schema(settings, ctx):
+    toolset = assemble(registry(), settings)
+    described = json.loads(toolset.dispatch("tool_describe", {"name": "weather_forecast"}, ctx).output)
+    assert described["parameters"]["properties"]["days"] == {"type": "integer"}
+
+
+def test_tool_call_runs_the_tool_under_its_own_name(settings, ctx):
+    toolset = assemble(registry(), settings)
+    outcome = toolset.dispatch("tool_call", json.dumps({
+        "name": "weather_forecast", "arguments": {"city": "Oslo", "days": "3"}}), ctx)
+    assert (outcome.tool_name, outcome.status, outcome.via_bridge) == ("weather_forecast", "ok", True)
+    assert json.loads(outcome.output) == {"city": "Oslo", "days": 3}  # "3" coerced safely
+
+
+def test_tool_call_accepts_flattened_and_string_arguments(settings, ctx):
+    toolset = assemble(registry(), settings)
+    flat = toolset.dispatch("tool_call", {"name": "weather_forecast", "city": "Rome"}, ctx)
+    assert flat.status == "ok" and json.loads(flat.output) == {"city": "Rome"}
+    text = toolset.dispatch("tool_call", {"name": "weather_forecast",
+                                          "arguments": '{"city": "Lima"}'}, ctx)
+    assert text.status == "ok" and json.loads(text.output) == {"city": "Lima"}
+
+
+def test_tool_call_validation_error_returns_schema_path_and_example(settings, ctx):
+    toolset = assemble(registry(), settings)
+    outcome = toolset.dispatch("tool_call", {"name": "weather_forecast",
+                                             "arguments": {"city": "Oslo", "days": "soon"}}, ctx)
+    assert (outcome.tool_name, outcome.status, outcome.via_bridge) == ("weather_forecast", "error", True)
+    assert "at days" in outcome.output
+    assert '"required":["city"]' in outcome.output
+    assert 'example: {"name": "weather_forecast", "arguments": {"city": "<city>"}}' in outcome.output
+
+
+def test_tool_call_refuses_bridges_core_and_unknown_names(settings, ctx):
+    toolset = assemble(registry(), settings)
+    for name, reason in (("tool_call", "recursion"), ("tool_search", "bridge"),
+                         ("terminal", "call it directly"), ("no_such_tool", "no hidden tool")):
+        outcome = toolset.dispatch("tool_call", {"name": name, "arguments": {}}, ctx)
+        assert (outcome.tool_name, outcome.status, outcome.via_bridge) == \
+            ("tool_call", "refused", False), name
+        assert reason in outcome.output
+    missing = toolset.dispatch("tool_call", "{broken", ctx)
+    assert (missing.tool_name, missing.status) == ("tool_call", "error")
+
+
+def test_deferred_tool_called_by_name_runs_and_parameters_of_follows_offer(settings, ctx):
+    toolset = assemble(registry(), settings)
+    outcome = toolset.dispatch("weather_forecast", {"city": "Oslo"}, ctx)
+    assert (outcome.tool_name, outcome.status, outcome.via_bridge) == ("weather_forecast", "ok", False)
+    assert toolset.parameters_of("tool_call") == CALL_SCHEMA["function"]["parameters"]
+    assert toolset.parameters_of("memory")["required"] == ["text"]
+    assert toolset.parameters_of("weather_forecast") is None
+
+
+def test_promotion_offers_a_clear_winner_directly(settings, ctx):
+    toolset = assemble(registry(), settings, query="What is the weather forecast for Oslo?")
+    assert toolset.promoted == ["weather_forecast"]
+    assert names(toolset) == ["memory", "terminal", "weather_forecast", *BRIDGES]
+    assert toolset.dispatch("weather_forecast", {"city": "Oslo"}, ctx).status == "ok"
+    through = toolset.dispatch("tool_call", {"name": "weather_forecast",
+                                             "arguments": {"city": "Oslo"}}, ctx)
+    assert through.status == "ok" and through.via_bridge
+
+
+def test_promotion_stays_out_of_vague_queries_and_respects_switch_and_budget(settings):
+    assert assemble(registry(), settings, query="hello there").promoted == []
+    assert assemble(registry(), settings, query="").promoted == []
+    query = "What is the weather forecast for Oslo?"
+    assert assemble(registry(), settings.with_overrides(promote_tools=False), query=query).promoted == []
+    broke = settings.with_overrides(promote_budget_tokens=10)
+    _, catalog = build_catalog(registry(), broke)
+    assert promoted_tools(catalog, query, broke) == []
