@@ -66,8 +66,7 @@ def _inside(path: Path, root: Path) -> bool:
 
 def _shown(path: Path, settings: Settings) -> str:
     """A path as the model should write it back: relative to the workspace."""
-    relative = path.relative_to(workspace_root(settings))
-    return str(relative) if str(relative) != "." else "."
+    return str(path.relative_to(workspace_root(settings)))
 
 
 def _is_binary(path: Path) -> bool:
