@@ -1,0 +1,130 @@
+"""The bridges inside the real agent loop: a scripted model over HTTP searches, calls through
+tool_call and breaks the rules; the store is read back with SQL."""
+
+import asyncio
+import json
+import sqlite3
+
+import pytest
+
+from stack.agent.llm_client import LlmClient
+from stack.agent.loop import Agent
+from stack.config import Settings
+from stack.store import Store
+from stack.tools.base import Tool, object_schema
+from stack.tools.registry import Registry
+from tests.fakes.scripted_model import ScriptedModel, call, text
+
+NOTES: list[str] = []
+
+
+def _remember(arguments, ctx):
+    NOTES.append(arguments["text"])
+    return "saved"
+
+
+def _convert(arguments, ctx):
+    return f"{arguments['amount'] * 2} {arguments['to']}"
+
+
+CORE = Tool("memory", "Save a note.", object_schema({"text": {"type": "string"}}, ["text"]),
+            _remember)
+CONVERT = Tool("currency_convert", "Convert an amount of money between currencies.",
+               object_schema({"amount": {"type": "number"}, "to": {"type": "string"}},
+                             ["amount", "to"]), _convert, "fx")
+SECRET = Tool("delete_everything", "Delete every file in the account.", object_schema({}),
+              lambda a, c: "gone", "danger")
+
+
+@pytest.fixture
+def lane(tmp_path):
+    settings = Settings(home=tmp_path, core_tools=("memory",), llm_timeout_s=5.0,
+                        max_iterations=6, promote_tools=False)
+    store = Store(settings.db_path)
+    yield settings, store
+    store.close()
+
+
+def run(settings, store, script, user="convert 21 EUR to USD"):
+    async def go():
+        with ScriptedModel(script) as model:
+            llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
+            try:
+                agent = Agent(settings, store, Registry([CORE, CONVERT, SECRET]), llm)
+                session = store.create_session()
+                result = await agent.run_turn(session, [{"role": "user", "content": user}])
+                return result, model
+            finally:
+                await llm.aclose()
+    return asyncio.run(go())
+
+
+def executions(settings):
+    with sqlite3.connect(settings.db_path) as db:
+        return db.execute("SELECT tool_name, status, via_bridge, arguments FROM tool_executions"
+                          " ORDER BY id").fetchall()
+
+
+def tool_messages(model, request):
+    return [m["content"] for m in model.requests[request]["messages"] if m["role"] == "tool"]
+
+
+def test_search_then_call_through_the_bridge_is_recorded_under_the_real_name(lane):
+    settings, store = lane
+    result, model = run(settings, store, [
+        call("tool_search", {"query": "convert currency"}),
+        call("tool_call", {"name": "currency_convert", "arguments": {"amount": "21", "to": "USD"}}),
+        text("42 USD"),
+    ])
+    offered = [t["function"]["name"] for t in model.requests[0]["tools"]]
+    assert offered == ["memory", "tool_search", "tool_describe", "tool_call"]
+    assert "currency_convert(amount: number, to: string)" in tool_messages(model, 1)[0]
+    assert executions(settings) == [
+        ("tool_search", "ok", 0, '{"query": "convert currency"}'),
+        ("currency_convert", "ok", 1, '{"amount": 21, "to": "USD"}'),
+    ]
+    assert result.tools_executed == ["tool_search", "currency_convert"]
+    assert tool_messages(model, 2)[-1] == "42 USD"
+
+
+def test_bad_arguments_through_the_bridge_are_an_error_with_the_schema(lane):
+    settings, store = lane
+    _, model = run(settings, store, [
+        call("tool_call", {"name": "currency_convert", "arguments": {"amount": "lots"}}),
+        text("sorry"),
+    ])
+    [(name, status, via_bridge, _)] = executions(settings)
+    assert (name, status, via_bridge) == ("currency_convert", "error", 1)
+    message = tool_messages(model, 1)[0]
+    assert message.startswith("ERROR: invalid arguments for currency_convert")
+    assert '"required":["amount","to"]' in message and '"arguments": {"amount": 1' in message
+
+
+def test_recursion_core_and_out_of_scope_calls_are_refused_under_tool_call(lane):
+    settings, store = lane
+    narrow = settings.with_overrides(tools_subset=("memory", "currency_convert"))
+    run(narrow, store, [
+        call("tool_call", {"name": "tool_call", "arguments": {}}),
+        call("tool_call", {"name": "memory", "arguments": {"text": "x"}}),
+        call("tool_call", {"name": "delete_everything", "arguments": {}}),
+        call("delete_everything", {}),
+        text("done"),
+    ])
+    rows = executions(narrow)
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("tool_call", "refused", 0), ("tool_call", "refused", 0), ("tool_call", "refused", 0),
+        ("delete_everything", "refused", 0)]
+    assert NOTES == []
+
+
+def test_promoted_tool_is_offered_and_called_directly(lane):
+    settings, store = lane
+    promoting = settings.with_overrides(promote_tools=True)
+    result, model = run(promoting, store, [
+        call("currency_convert", {"amount": 5, "to": "JPY"}), text("10 JPY")],
+        user="Please convert 5 EUR into JPY currency")
+    offered = [t["function"]["name"] for t in model.requests[0]["tools"]]
+    assert "currency_convert" in offered and "delete_everything" not in offered
+    assert executions(promoting) == [("currency_convert", "ok", 0, json.dumps(
+        {"amount": 5, "to": "JPY"}))]
+    assert result.tools_executed == ["currency_convert"]
