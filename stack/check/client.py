@@ -48,6 +48,8 @@ class ShimClient:
             raise LaneUnreachable(f"shim not reachable at {self.root}: {_why(exc)}") from exc
         if response.status_code == 200:
             return
+        if response.status_code in (401, 403):
+            raise LaneUnreachable(_refused_key(self.root, response.status_code))
         raise LaneUnreachable(f"shim at {self.root} is not healthy (HTTP {response.status_code}:"
                               f" {_body(response)})")
 
@@ -68,8 +70,7 @@ class ShimClient:
             raise LaneUnreachable(f"shim not reachable at {self.root}: {_why(exc)}") from exc
         wall = time.monotonic() - started
         if response.status_code in (401, 403):
-            raise LaneUnreachable(f"shim at {self.root} refused the API key"
-                                  f" (HTTP {response.status_code}); pass --key or LANE_API_KEY")
+            raise LaneUnreachable(_refused_key(self.root, response.status_code))
         if response.status_code != 200:
             return TurnReply(wall, error=f"HTTP {response.status_code}: {_body(response)}",
                              timed_out=response.status_code == 504)
@@ -86,6 +87,10 @@ def _reply(wall: float, response: httpx.Response) -> TurnReply:
     lane = usage.get("lane") or {}
     return TurnReply(wall, prompt_tokens=_int(usage.get("prompt_tokens")),
                      model_calls=_int(lane.get("model_calls")), content=content)
+
+
+def _refused_key(root: str, status: int) -> str:
+    return f"shim at {root} refused the API key (HTTP {status}); pass --key or set LANE_API_KEY"
 
 
 def _int(value: Any) -> int | None:

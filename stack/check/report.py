@@ -92,4 +92,5 @@ def _grid(header: list[str], rows: list[list[str]], *, right: set[int]) -> list[
         return " | ".join(c.rjust(w) if i in right else c.ljust(w)
                           for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    return [line(header), "-+-".join("-" * max(w, 7) for w in widths), *map(line, rows)]
+    rule = "-+-".join("-" * (w or len(header[-1])) for w in widths)
+    return [line(header), rule, *map(line, rows)]

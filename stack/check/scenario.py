@@ -22,11 +22,14 @@ DEFAULT_PROMPTS: tuple[str, ...] = (
     "Summarize what you did in this session and list every tool you actually used.",
 )
 
-# Step 7 (--with-deferred): a question only a deferred tool answers, so the model must find it with
-# tool_search and run it through tool_call. `{DEFERRED_TOOL}` names it to keep small models on track.
+# Step 7 (--with-deferred): a question only a deferred tool (the built-in clock) answers; in arm b
+# the model has to find it with tool_search and run it through tool_call. The tool is not named, so
+# that the lane's promotion does not hand it over directly.
 DEFERRED_PROMPT = (
-    "Use the {DEFERRED_TOOL} tool to get the current time in UTC and tell me what it returned."
+    "Find the tool that tells the current time (use tool_search and tool_call if it is not among "
+    "your tools), run it for UTC, and tell me exactly what it returned."
 )
+# The clock tool the scripted models reach; the verdict accepts any deferred tool.
 DEFERRED_TOOL = "current_time"
 
 SEED_PROMPT = "Note for later: the baseline marker of this project is {PHRASE}."
@@ -54,8 +57,7 @@ class Markers:
 
     def render(self, template: str) -> str:
         return (template.replace("{CODENAME}", self.codename)
-                .replace("{PHRASE}", self.phrase)
-                .replace("{DEFERRED_TOOL}", DEFERRED_TOOL))
+                .replace("{PHRASE}", self.phrase))
 
 
 def load_prompts(path: Path, *, with_deferred: bool) -> tuple[str, ...]:

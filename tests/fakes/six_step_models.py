@@ -1,0 +1,123 @@
+"""Scripted model policies for the six-step check, served by ScriptedModel over real HTTP.
+
+Each policy is a function from the upstream request body to a Reply, so it reacts to what the
+shim actually sent (the stored history, tool results, the offered tools) instead of replaying a
+fixed list:
+
+* `competent`: calls the real tools natively, reads their results (the terminal's output, the
+  session id session_search returned) and finally names only the tools its history shows ran.
+* `text_only_liar`: never makes a native call; writes tool-call-shaped prose and JSON with tool
+  names that do not exist, then claims success.
+* `never_answers`: streams filler forever, until the shim hangs up.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from tests.fakes.scripted_model import Reply, call, text
+
+SEED_ANSWER = "Noted."
+_CODENAME = re.compile(r"codename(?: is|:)\s*([A-Z]+-\d+)")
+_PHRASE = re.compile(r"phrase (\S+)")
+_SESSION_ID = re.compile(r"session ([A-Za-z0-9._:-]+) \(")
+FAKE_SESSION_ID = "20240611_093000_a1b2c3d4"
+
+
+def competent(body: dict[str, Any]) -> Reply:
+    messages = body.get("messages", [])
+    ask, turn = _split_turn(messages)
+    called = [c["function"]["name"] for m in turn for c in m.get("tool_calls") or []]
+    last_result = next((m["content"] for m in reversed(turn) if m["role"] == "tool"), "")
+    offered = {t["function"]["name"] for t in body.get("tools", [])}
+
+    if "17 * 23" in ask:
+        return text("391")
+    if "remember" in ask and (codename := _CODENAME.search(ask)):
+        if not called:
+            return call("memory", {"action": "add", "content": f"Project codename: {codename[1]}"})
+        return text(f"Saved: your project codename is {codename[1]}.")
+    if "What is my project codename" in ask:
+        found = [_CODENAME.search(m.get("content") or "") for m in messages]
+        names = [f[1] for f in found if f]
+        return text(f"Your project codename is {names[-1]}." if names else "I do not know it.")
+    if "Use the terminal" in ask:
+        if not called:
+            return call("terminal", {"command": "echo $((6*7))"})
+        if called == ["terminal"]:
+            return call("memory", {"action": "add",
+                                   "content": f"Output of echo $((6*7)): {_output(last_result)}"})
+        return text("I ran the command and saved its output to memory.")
+    if "Search my past sessions" in ask and (phrase := _PHRASE.search(ask)):
+        if not called:
+            return call("session_search", {"query": phrase[1]})
+        if called == ["session_search"]:
+            hit = _SESSION_ID.search(last_result)
+            if not hit:
+                return text(f"No past session contains {phrase[1]}.")
+            return call("memory", {"action": "add",
+                                   "content": f"Session containing {phrase[1]}: {hit[1]}"})
+        return text("I found the session and saved its id to memory.")
+    if "Summarize" in ask:
+        used = list(dict.fromkeys(c["function"]["name"] for m in messages
+                                  for c in m.get("tool_calls") or []))
+        return text("I answered an arithmetic question, saved your codename, ran a command and "
+                    f"searched past sessions. Tools I used: {', '.join(used) or 'none'}.")
+    if "current time" in ask:
+        if not called:
+            if "current_time" in offered:
+                return call("current_time", {"timezone": "UTC"})
+            return call("tool_search", {"query": "current time"})
+        if called[-1] == "tool_search":
+            return call("tool_call", {"name": "current_time", "arguments": {"timezone": "UTC"}})
+        return text(f"The tool returned: {last_result}")
+    return text(SEED_ANSWER)
+
+
+def text_only_liar(body: dict[str, Any]) -> Reply:
+    ask, _ = _split_turn(body.get("messages", []))
+    if "17 * 23" in ask:
+        return text("391")
+    if "remember" in ask and (codename := _CODENAME.search(ask)):
+        return text(f'Saving it now: {{"name": "save_memory", "arguments": {{"fact": '
+                    f'"codename {codename[1]}"}}}}\nDone, your codename {codename[1]} is saved.')
+    if "What is my project codename" in ask:
+        codename = next((m[1] for m in map(_CODENAME.search, _contents(body)) if m), "unknown")
+        return text(f"Your project codename is {codename}.")
+    if "Use the terminal" in ask:
+        return text('<tool_call>{"name": "run_shell", "arguments": {"cmd": "echo $((6*7))"}}'
+                    '</tool_call>\nOutput: 42. I saved it with store_note(value="42"). All done!')
+    if "Search my past sessions" in ask and (phrase := _PHRASE.search(ask)):
+        return text(f'I called search_history(query="{phrase[1]}") and found it in session '
+                    f'{FAKE_SESSION_ID}. Saved with {{"tool": "save_memory", "args": '
+                    f'{{"fact": "{FAKE_SESSION_ID}"}}}}.')
+    if "Summarize" in ask:
+        return text("I computed 391, stored your codename, ran echo and searched your history. "
+                    "Tools used: save_memory, run_shell, store_note, search_history.")
+    if "current time" in ask:
+        return text('get_clock(zone="UTC") says it is 12:00 UTC.')
+    return text(SEED_ANSWER)
+
+
+def never_answers(body: dict[str, Any]) -> Reply:
+    return Reply(hang=True)
+
+
+def _split_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """(the latest user message, the messages of this turn after it)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index]["role"] == "user":
+            return messages[index].get("content") or "", messages[index + 1:]
+    return "", []
+
+
+def _contents(body: dict[str, Any]) -> list[str]:
+    return [m.get("content") or "" for m in body.get("messages", [])]
+
+
+def _output(result: str) -> str:
+    """The terminal's output without its 'exit code' header line, kept short."""
+    lines = [line for line in result.splitlines() if not line.startswith("exit code")]
+    return " ".join(" ".join(lines).split())[:200] or json.dumps(result)[:200]

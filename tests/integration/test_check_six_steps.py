@@ -1,0 +1,186 @@
+"""`lane check` end to end: the check -> the real shim on uvicorn (default lane registry, real tools,
+real SQLite) -> a scripted model policy over real HTTP; verdicts come from the store the shim wrote."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sqlite3
+import time
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from stack.check.commands import register
+from stack.config import Settings
+from stack.store import Store
+from tests.fakes.scripted_model import ScriptedModel
+from tests.fakes.six_step_models import competent, never_answers, text_only_liar
+from tests.integration.shim_server import ShimServer
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+    report: dict[str, Any]
+
+    def step(self, number: int, arm: dict[str, Any] | None = None) -> dict[str, Any]:
+        return (arm or self.report)["steps"][number - 1]
+
+
+@dataclass
+class Lane:
+    url: str
+    db: Path
+    tmp: Path
+
+    def check(self, *args: str, db: Path | None = None) -> Run:
+        report = self.tmp / f"report-{time.monotonic_ns()}.json"
+        code, out, err = run_check("--url", self.url, "--db", str(db or self.db),
+                                   "--json", str(report), *args)
+        data = json.loads(report.read_text()) if report.exists() else {}
+        return Run(code, out, err, data)
+
+
+def run_check(*args: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="lane")
+    register(parser.add_subparsers())
+    namespace = parser.parse_args(["check", *args])
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = namespace.func(namespace)
+    print(out.getvalue())  # the table, for -s and for the report
+    return code, out.getvalue(), err.getvalue()
+
+
+@contextmanager
+def lane_with(tmp_path: Path, policy: Any, **overrides: Any) -> Iterator[Lane]:
+    with ScriptedModel(policy) as model:
+        settings = Settings(home=tmp_path / "lane", llm_url=model.url, **overrides)
+        with ShimServer(settings, keepalive_s=1.0) as shim:
+            yield Lane(shim.url, settings.db_path, tmp_path)
+
+
+def test_competent_model_passes_all_six(tmp_path: Path) -> None:
+    with lane_with(tmp_path, competent) as lane:
+        run = lane.check()
+    assert run.code == 0, run.out + run.err
+    assert (run.report["passed"], run.report["total"]) == (6, 6)
+    executed = [s["executed"] for s in run.report["steps"]]
+    assert executed == [[], ["memory"], [], ["terminal", "memory"], ["session_search", "memory"], []]
+    assert not any(s["unexecuted_tool_text"] for s in run.report["steps"])
+    assert "stored in memory in step 2" in run.step(3)["reason"]
+    assert all(s["prompt_tokens"] > 0 and s["model_calls"] >= 1 for s in run.report["steps"])
+    assert "PASS arm b (search): 6/6 steps passed" in run.out
+    # The seed went through the shim into its own session, and the search found exactly it.
+    with sqlite3.connect(lane.db) as db:
+        seeded = db.execute("SELECT session_id FROM messages WHERE role = 'user' AND content LIKE ?",
+                            (f"%{run.report['phrase']}%",)).fetchall()
+        saved = db.execute("SELECT arguments FROM tool_executions WHERE session_id = ? AND"
+                           " tool_name = 'memory' AND status = 'ok'",
+                           (run.report["session_id"],)).fetchall()
+    assert {row[0] for row in seeded} == {run.report["seed_session_id"], run.report["session_id"]}
+    assert run.report["seed_session_id"] in saved[-1][0]
+
+
+def test_deferred_step_runs_the_clock_through_the_bridge(tmp_path: Path) -> None:
+    with lane_with(tmp_path, competent) as lane:
+        run = lane.check("--with-deferred")
+        with sqlite3.connect(lane.db) as db:
+            bridged = db.execute("SELECT tool_name FROM tool_executions WHERE session_id = ?"
+                                 " AND via_bridge = 1 AND status = 'ok'",
+                                 (run.report["session_id"],)).fetchall()
+    assert run.code == 0, run.out + run.err
+    assert run.report["total"] == 7
+    assert run.step(7)["executed"] == ["tool_search", "current_time"]
+    assert bridged == [("current_time",)]
+
+
+def test_both_arms_side_by_side(tmp_path: Path) -> None:
+    with lane_with(tmp_path, competent) as lane:
+        run = lane.check("--arms", "ab", "--with-deferred")
+    assert run.code == 0, run.out + run.err
+    arms = run.report["arms"]
+    assert (arms["a"]["passed"], arms["b"]["passed"]) == (7, 7)
+    assert arms["a"]["session_id"] != arms["b"]["session_id"]
+    # Arm a has no bridge: the clock is offered, and called, directly.
+    assert run.step(7, arms["a"])["executed"] == ["current_time"]
+    assert run.step(7, arms["b"])["executed"] == ["tool_search", "current_time"]
+    total = next(line for line in run.out.splitlines() if line.startswith("total"))
+    cells = [c.strip() for c in total.split("|")]
+    assert cells[2] == str(arms["a"]["totals"]["prompt_tokens"])
+    assert cells[7] == str(arms["b"]["totals"]["prompt_tokens"])
+
+
+def test_text_only_liar_fails_the_tool_steps(tmp_path: Path) -> None:
+    with lane_with(tmp_path, text_only_liar) as lane:
+        run = lane.check()
+        with sqlite3.connect(lane.db) as db:
+            executions = db.execute("SELECT count(*) FROM tool_executions WHERE session_id = ?",
+                                    (run.report["session_id"],)).fetchone()[0]
+    assert run.code == 1
+    assert executions == 0
+    verdicts = [s["verdict"] for s in run.report["steps"]]
+    assert verdicts[1] == verdicts[3] == verdicts[4] == verdicts[5] == "fail"
+    assert verdicts[0] == "pass"
+    assert "from context, memory not written" in run.step(3)["reason"]
+    assert [run.step(n)["unexecuted_tool_text"] for n in (2, 4, 5)] == [True, True, True]
+    assert "save_memory" in run.step(2)["reason"]
+    assert set(run.step(6)["hallucinated"]) == {"save_memory", "run_shell", "store_note",
+                                               "search_history"}
+    assert "named tools that never ran" in run.step(6)["reason"]
+
+
+def test_a_model_that_never_answers_times_out_every_step(tmp_path: Path) -> None:
+    with lane_with(tmp_path, never_answers) as lane:
+        started = time.monotonic()
+        run = lane.check("--timeout", "1")
+        elapsed = time.monotonic() - started
+    assert run.code == 1
+    assert elapsed < 30
+    assert all(s["timed_out"] and s["verdict"] == "fail" for s in run.report["steps"])
+    assert all("timed out after 1s" in s["reason"] for s in run.report["steps"])
+    assert run.out.count("FAIL (timeout)") == 6
+
+
+def test_shim_down_is_exit_2_with_one_line(tmp_path: Path) -> None:
+    store = tmp_path / "state.db"
+    Store(store).close()
+    code, out, err = run_check("--url", "http://127.0.0.1:9", "--db", str(store),
+                               "--timeout", "2")
+    assert code == 2
+    assert err.count("\n") == 1 and "shim not reachable at http://127.0.0.1:9" in err
+    assert out == ""
+
+
+def test_wrong_db_is_exit_2(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    Store(other).close()
+    with lane_with(tmp_path, competent) as lane:
+        missing = lane.check(db=tmp_path / "missing.db")
+        foreign = lane.check(db=other)
+    assert missing.code == foreign.code == 2
+    assert "no session store at" in missing.err
+    assert "is not the store this shim writes" in foreign.err
+    assert foreign.err.count("\n") == 1
+
+
+def test_wrong_key_is_exit_2(tmp_path: Path) -> None:
+    with lane_with(tmp_path, competent, api_key="s3cret") as lane:
+        refused = lane.check("--key", "wrong")
+        accepted = lane.check("--key", "s3cret")
+    assert refused.code == 2 and "refused the API key" in refused.err
+    assert accepted.code == 0, accepted.out + accepted.err
+
+
+@pytest.mark.parametrize("bad", [["--timeout", "0"], ["--arm", "c"], ["--arm", "a", "--arms", "ab"]])
+def test_bad_options_are_rejected(bad: list[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info, redirect_stderr(io.StringIO()):
+        run_check(*bad)
+    assert exit_info.value.code == 2
