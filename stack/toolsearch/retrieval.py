@@ -16,6 +16,7 @@ embedder installed the hybrid is plain BM25 (and says so once in the log).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from difflib import SequenceMatcher
@@ -101,11 +102,19 @@ def name_terms(name: str, source: str = "") -> list[str]:
 
 
 def document_terms(doc: ToolDoc) -> list[str]:
-    terms = tokens(doc.name) * NAME_REPEAT
-    terms += tokens(doc.source)
-    terms += tokens(" ".join(p for p in doc.parameter_names if p.lower() not in GENERIC_PARAMETERS))
-    terms += tokens(doc.description)
-    return terms
+    return list(_analysed(doc.name, doc.description, doc.source, tuple(doc.parameter_names))[0])
+
+
+@functools.lru_cache(maxsize=8192)
+def _analysed(name: str, description: str, source: str,
+              parameters: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
+    """(BM25 terms, name terms) of one tool. Remembered by content: the catalog is rebuilt for
+    every model call, its tools rarely change between two calls."""
+    terms = tokens(name) * NAME_REPEAT
+    terms += tokens(source)
+    terms += tokens(" ".join(p for p in parameters if p.lower() not in GENERIC_PARAMETERS))
+    terms += tokens(description)
+    return tuple(terms), frozenset(name_terms(name, source))
 
 
 class ToolIndex:
@@ -119,11 +128,13 @@ class ToolIndex:
         self.docs = list(docs)
         self.names = [d.name for d in self.docs]
         self._by_name = {d.name.lower(): i for i, d in enumerate(self.docs)}
+        analysed = [_analysed(d.name, d.description, d.source, tuple(d.parameter_names))
+                    for d in self.docs]
         self._bm25 = bm25s.BM25()
         if self.docs:
-            self._bm25.index([document_terms(d) or ["_"] for d in self.docs], show_progress=False)
-        self._name_postings, self._name_length = self._name_index()
-        self._term_sets = [frozenset(document_terms(d)) for d in self.docs]
+            self._bm25.index([list(terms) or ["_"] for terms, _ in analysed], show_progress=False)
+        self._name_postings, self._name_length = _name_index([names for _, names in analysed])
+        self._term_sets = [frozenset(terms) for terms, _ in analysed]
         self._vocabulary = frozenset(t for terms in self._term_sets for t in terms)
         self._trigrams: dict[str, list[str]] | None = None
         self.embedder = embedder
@@ -247,15 +258,16 @@ class ToolIndex:
                 counts[postings] += 1.0
         return counts / self._name_length
 
-    def _name_index(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        postings: dict[str, list[int]] = {}
-        lengths = np.ones(len(self.docs), dtype=np.float64)
-        for i, doc in enumerate(self.docs):
-            unique = set(name_terms(doc.name, doc.source))
-            lengths[i] = max(len(unique), 1)
-            for term in unique:
-                postings.setdefault(term, []).append(i)
-        return {t: np.array(ids, dtype=np.int64) for t, ids in postings.items()}, lengths
+
+def _name_index(names: list[frozenset[str]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Which tools have each name word, and how many name words each tool has."""
+    postings: dict[str, list[int]] = {}
+    lengths = np.ones(len(names), dtype=np.float64)
+    for i, unique in enumerate(names):
+        lengths[i] = max(len(unique), 1)
+        for term in unique:
+            postings.setdefault(term, []).append(i)
+    return {t: np.array(ids, dtype=np.int64) for t, ids in postings.items()}, lengths
 
 
 def _trigrams(word: str) -> set[str]:

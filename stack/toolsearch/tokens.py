@@ -9,6 +9,7 @@ form, not produce linguistic stems, and it keeps the default install free of ext
 
 from __future__ import annotations
 
+import functools
 import re
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -71,6 +72,7 @@ def split_words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(_CAMEL.sub(" ", text))]
 
 
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """create/created/creating -> creat, issue/issues -> issu, entries -> entry."""
     if len(word) <= 3 or not word.isascii():
