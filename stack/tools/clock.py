@@ -1,4 +1,4 @@
-"""`current_time` and `convert_time`: the clock and IANA time zones, offline (zoneinfo).
+"""`world_clock` and `convert_timezone`: the clock and IANA time zones, offline (zoneinfo).
 
 A model has no clock and guesses offsets badly, so both tools return the wall time with its zone,
 UTC offset, weekday and whether daylight saving applies.
@@ -65,13 +65,13 @@ def _convert_time(arguments: dict[str, Any], ctx: ToolContext) -> str:
 
 TOOLS: list[Tool] = [
     Tool(
-        name="current_time",
+        name="world_clock",
         description="Current date and time in a time zone (the machine's own zone if none is given).",
         parameters=object_schema({"timezone": _ZONE}),
         run=_current_time,
     ),
     Tool(
-        name="convert_time",
+        name="convert_timezone",
         description="Convert a time of day (HH:MM, today) or an ISO 8601 date-time from one time zone to another.",
         parameters=object_schema(
             {

@@ -47,7 +47,7 @@ def test_extras_are_registered_deferred_and_have_valid_schemas():
 
 
 def test_current_time_in_a_zone_matches_the_clock(ctx):
-    outcome = call("current_time", {"timezone": "Asia/Tokyo"}, ctx)
+    outcome = call("world_clock", {"timezone": "Asia/Tokyo"}, ctx)
     assert outcome.status == "ok"
     stamp = datetime.fromisoformat(outcome.output.split(" ")[0])
     assert stamp.utcoffset().total_seconds() == 9 * 3600
@@ -56,18 +56,18 @@ def test_current_time_in_a_zone_matches_the_clock(ctx):
 
 
 def test_unknown_zone_is_an_error_with_suggestions(ctx):
-    outcome = call("current_time", {"timezone": "Asia/Tokio"}, ctx)
+    outcome = call("world_clock", {"timezone": "Asia/Tokio"}, ctx)
     assert outcome.status == "error" and "Asia/Tokyo" in outcome.output
 
 
 def test_convert_time_across_dst_boundary(ctx):
-    outcome = call("convert_time", {"time": "2025-07-01T12:00", "source_timezone": "Europe/Paris",
+    outcome = call("convert_timezone", {"time": "2025-07-01T12:00", "source_timezone": "Europe/Paris",
                                     "target_timezone": "America/New_York"}, ctx)
     assert outcome.status == "ok"
     assert "2025-07-01T06:00:00-04:00" in outcome.output and "difference: -6 h" in outcome.output
-    hhmm = call("convert_time", {"time": "09:30", "source_timezone": "UTC", "target_timezone": "Asia/Kolkata"}, ctx)
+    hhmm = call("convert_timezone", {"time": "09:30", "source_timezone": "UTC", "target_timezone": "Asia/Kolkata"}, ctx)
     assert "T15:00:00+05:30" in hhmm.output
-    bad = call("convert_time", {"time": "noon", "source_timezone": "UTC", "target_timezone": "UTC"}, ctx)
+    bad = call("convert_timezone", {"time": "noon", "source_timezone": "UTC", "target_timezone": "UTC"}, ctx)
     assert bad.status == "error" and "HH:MM" in bad.output
 
 
