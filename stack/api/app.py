@@ -27,7 +27,7 @@ from .chat_request import (
     profile_from,
     session_id_from,
 )
-from .errors import ApiError, install_handlers
+from .errors import ApiError, CatchAll, install_handlers
 from .guards import BearerAuth, BodyLimit
 from .responses import completion, completion_id, models_list
 from .turns import ClientGone, TurnRunner, upstream_error
@@ -67,6 +67,7 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
     app = FastAPI(title="fallback-lane shim", lifespan=lifespan, docs_url=None,
                   redoc_url=None, openapi_url=None)
     install_handlers(app)
+    app.add_middleware(CatchAll)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     if settings.api_key:
         app.add_middleware(BearerAuth, api_key=settings.api_key)

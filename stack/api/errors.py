@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("lane.api")
 
@@ -43,6 +44,36 @@ def error_response(error: ApiError) -> JSONResponse:
                         status_code=error.status, headers=error.headers)
 
 
+INTERNAL = ApiError(500, "internal error in the shim; see its log", type="server_error",
+                    code="internal_error")
+
+
+class CatchAll:
+    """Answers an unexpected exception with a 500 in the OpenAI shape and ends the request there.
+
+    Starlette's own last-resort handler re-raises after answering, and the server then drops the
+    connection, which some clients see as a reset instead of the 500."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            log.exception("unexpected error on %s %s", scope.get("method"), scope.get("path"))
+            if started or scope["type"] != "http":
+                raise
+            await error_response(INTERNAL)(scope, receive, send)
+
+
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed"}
 
 
@@ -68,5 +99,4 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
-        return error_response(ApiError(500, "internal error in the shim; see its log",
-                                       type="server_error", code="internal_error"))
+        return error_response(INTERNAL)

@@ -22,7 +22,7 @@ from ..agent.loop import Agent, TurnResult
 from ..config import Settings
 from ..store import Store
 from .chat_request import ChatRequest
-from .errors import ApiError
+from .errors import INTERNAL, ApiError, error_body
 from .responses import SSE_DONE, SSE_KEEPALIVE, chunk, finish_reason_of, sse, usage_of
 
 log = logging.getLogger("lane.api")
@@ -111,14 +111,12 @@ class TurnRunner:
                 result = task.result()
             except LlmError as exc:
                 error = upstream_error(exc)
-                yield sse({"error": {"message": error.message, "type": error.type,
-                                     "code": error.code}})
+                yield sse(error_body(error.message, error.type, error.code))
                 yield SSE_DONE
                 return
             except Exception:
                 log.exception("turn failed while streaming")
-                yield sse({"error": {"message": "internal error in the shim; see its log",
-                                     "type": "server_error", "code": "internal_error"}})
+                yield sse(error_body(INTERNAL.message, INTERNAL.type, INTERNAL.code))
                 yield SSE_DONE
                 return
             if result.content:

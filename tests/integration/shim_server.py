@@ -26,7 +26,9 @@ class ShimServer:
         return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> "ShimServer":
-        sock = socket.socket()
+        # proto=IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets that say they are
+        # TCP, and without it keep-alive requests stall ~40 ms on delayed ACKs.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", lifespan="on")

@@ -1,0 +1,390 @@
+"""End to end through real HTTP: a client -> the shim on uvicorn -> the agent -> a scripted model
+on uvicorn, with the session store asserted with SQL after each turn."""
+
+import json
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from stack.config import Settings
+from stack.tools.base import Tool, object_schema
+from stack.tools.registry import Registry
+from tests.fakes.scripted_model import Reply, ScriptedModel, call, text
+from tests.integration.shim_server import ShimServer
+
+NUMBER = {"type": "integer"}
+
+
+def _add(arguments, ctx):
+    return str(arguments["a"] + arguments["b"])
+
+
+def _ask(arguments, ctx):
+    ctx.question_for_user = arguments["question"]
+    return "asked"
+
+
+TOOLS = [
+    Tool("add", "Add two integers.", object_schema({"a": NUMBER, "b": NUMBER}, ["a", "b"]), _add),
+    Tool("ask_user", "Ask the user a question.",
+         object_schema({"question": {"type": "string"}}, ["question"]), _ask),
+]
+
+
+@dataclass
+class Lane:
+    client: httpx.Client
+    model: ScriptedModel
+    settings: Settings
+
+    def chat(self, content="hi", *, session=None, messages=None, headers=None, **fields):
+        sent = dict(headers or {})
+        if session:
+            sent["X-Session-Id"] = session
+        payload = {"model": "anything", "messages": messages or [{"role": "user",
+                                                                  "content": content}],
+                   **fields}
+        return self.client.post("/v1/chat/completions", json=payload, headers=sent)
+
+    def rows(self, sql, *params):
+        with sqlite3.connect(self.settings.db_path) as db:
+            return db.execute(sql, params).fetchall()
+
+    def history(self, session):
+        """(role, content) of the stored conversation, without the lane's own system prompt."""
+        return self.rows("SELECT role, content FROM messages WHERE session_id = ? AND"
+                         " lane_prompt = 0 ORDER BY id", session)
+
+
+@contextmanager
+def running_lane(tmp_path, script, *, registry=None, keepalive_s=10.0, **overrides):
+    with ScriptedModel(script) as model:
+        options = {"tool_search": "off", "core_tools": ("add", "ask_user"), **overrides}
+        settings = Settings(home=tmp_path, llm_url=model.url, **options)
+        with ShimServer(settings, registry=registry or Registry(TOOLS),
+                        keepalive_s=keepalive_s) as shim:
+            with httpx.Client(base_url=shim.url, timeout=20) as client:
+                yield Lane(client, model, settings)
+
+
+def wait_for(condition, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def sse_events(raw: str):
+    """The data payloads of an SSE body, in order ([DONE] as the string)."""
+    events = []
+    for block in raw.split("\n\n"):
+        for line in block.splitlines():
+            if line.startswith("data: "):
+                data = line[6:]
+                events.append(data if data == "[DONE]" else json.loads(data))
+    return events
+
+
+def test_stateless_turn_with_a_tool_call(tmp_path):
+    with running_lane(tmp_path, [call("add", {"a": 2, "b": 3}), text("It is 5.")]) as lane:
+        response = lane.chat(messages=[{"role": "system", "content": "Be brief."},
+                                       {"role": "user", "content": "What is 2+3?"}])
+        assert response.status_code == 200, response.text
+        session = response.headers["x-session-id"]
+        reply = response.json()
+        assert reply["object"] == "chat.completion"
+        assert reply["model"] == "fallback-lane"
+        assert reply["choices"][0]["message"] == {"role": "assistant", "content": "It is 5."}
+        assert reply["choices"][0]["finish_reason"] == "stop"
+
+        assert lane.rows("SELECT id, title FROM sessions") == [(session, "What is 2+3?")]
+        assert [r for r, _ in lane.history(session)] == ["system", "user", "assistant", "tool",
+                                                         "assistant"]
+        assert lane.history(session)[3] == ("tool", "5")
+        assert lane.rows("SELECT tool_name, status, origin, via_bridge FROM tool_executions"
+                         " WHERE session_id = ?", session) == [("add", "ok", "native", 0)]
+
+        usage = reply["usage"]
+        prompt, completion, peak = lane.rows(
+            "SELECT sum(prompt_tokens), sum(completion_tokens), max(prompt_tokens) FROM messages"
+            " WHERE session_id = ? AND role = 'assistant' AND prompt_tokens IS NOT NULL",
+            session)[0]
+        assert (usage["prompt_tokens"], usage["completion_tokens"]) == (prompt, completion)
+        assert usage["total_tokens"] == prompt + completion
+        assert usage["lane"] == {"model_calls": 2, "peak_prompt_tokens": peak,
+                                 "tools_executed": ["add"], "finish_reason": "stop"}
+        assert len(lane.model.requests) == 2
+        assert {"role": "system", "content": "Be brief."} in lane.model.requests[0]["messages"]
+
+
+def test_stateless_request_stores_every_given_message(tmp_path):
+    given = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "add"}, {"type": "text",
+                                                                       "text": "1 and 1"}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "add",
+                                                          "arguments": '{"a":1,"b":1}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "2"},
+        {"role": "assistant", "content": "2"},
+        {"role": "user", "content": "and again?"},
+    ]
+    with running_lane(tmp_path, [text("Still 2.")]) as lane:
+        response = lane.chat(messages=given)
+        assert response.status_code == 200, response.text
+        session = response.headers["x-session-id"]
+        assert lane.history(session) == [
+            ("system", "Be brief."), ("user", "add\n1 and 1"), ("assistant", None), ("tool", "2"),
+            ("assistant", "2"), ("user", "and again?"), ("assistant", "Still 2.")]
+        stored_call = lane.rows("SELECT tool_calls FROM messages WHERE session_id = ? AND"
+                                " role = 'assistant' ORDER BY id LIMIT 1", session)[0][0]
+        assert json.loads(stored_call)[0]["function"]["name"] == "add"
+        assert lane.rows("SELECT tool_call_id FROM messages WHERE role = 'tool'") == [("c1",)]
+        # A second stateless request is a new session.
+        assert lane.chat("hello").headers["x-session-id"] != session
+
+
+def test_session_header_keeps_history_and_appends_only_the_last_user_message(tmp_path):
+    with running_lane(tmp_path, [text("Noted, Falcon."), text("Your codename is Falcon.")]) \
+            as lane:
+        first = lane.chat(session="conv-1", messages=[
+            {"role": "system", "content": "client system prompt"},
+            {"role": "user", "content": "an old question the client replays"},
+            {"role": "assistant", "content": "an old answer"},
+            {"role": "user", "content": "My codename is Falcon."}])
+        assert first.status_code == 200, first.text
+        assert first.headers["x-session-id"] == "conv-1"
+        second = lane.chat("What is my codename?", session="conv-1")
+        assert second.headers["x-session-id"] == "conv-1"
+        assert second.json()["choices"][0]["message"]["content"] == "Your codename is Falcon."
+        assert lane.history("conv-1") == [
+            ("user", "My codename is Falcon."), ("assistant", "Noted, Falcon."),
+            ("user", "What is my codename?"), ("assistant", "Your codename is Falcon.")]
+        upstream = [m["content"] for m in lane.model.requests[1]["messages"]]
+        assert upstream[1:] == ["My codename is Falcon.", "Noted, Falcon.",
+                                "What is my codename?"]
+        assert lane.rows("SELECT count(*) FROM sessions") == [(1,)]
+
+
+def test_hermes_alias_header_is_the_same_session(tmp_path):
+    with running_lane(tmp_path, [text("one"), text("two")]) as lane:
+        lane.chat("first", headers={"X-Hermes-Session-Id": "hermes:42"})
+        response = lane.chat("second", session="hermes:42")
+        assert response.headers["x-session-id"] == "hermes:42"
+        assert [c for _, c in lane.history("hermes:42")] == ["first", "one", "second", "two"]
+
+
+def test_stream_sends_role_answer_usage_and_done(tmp_path):
+    with running_lane(tmp_path, [call("add", {"a": 20, "b": 22}), text("The sum is 42.")]) \
+            as lane:
+        with lane.client.stream("POST", "/v1/chat/completions", headers={"X-Session-Id": "s1"},
+                                json={"messages": [{"role": "user", "content": "20+22?"}],
+                                      "stream": True}) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            assert response.headers["x-session-id"] == "s1"
+            raw = response.read().decode()
+        events = sse_events(raw)
+        assert events[-1] == "[DONE]"
+        chunks = events[:-1]
+        assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+        assert len({c["id"] for c in chunks}) == 1
+        assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+        text_out = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+        assert text_out == "The sum is 42."
+        assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+        assert chunks[-1]["usage"]["lane"]["tools_executed"] == ["add"]
+        assert chunks[-1]["usage"]["lane"]["model_calls"] == 2
+        assert lane.rows("SELECT tool_name, status FROM tool_executions WHERE session_id = 's1'"
+                         ) == [("add", "ok")]
+        assert lane.history("s1")[-1] == ("assistant", "The sum is 42.")
+
+
+def test_stream_sends_keepalive_comments_while_the_turn_runs(tmp_path):
+    with running_lane(tmp_path, [Reply(content="late", delay_s=0.8)], keepalive_s=0.15) as lane:
+        response = lane.chat("slow please", stream=True)
+        assert response.status_code == 200
+        assert response.text.count(": keep-alive\n\n") >= 2
+        assert sse_events(response.text)[-2]["choices"][0]["finish_reason"] == "stop"
+
+
+def test_max_tokens_is_clamped_never_rejected_and_temperature_passes(tmp_path):
+    with running_lane(tmp_path, [text("a")] * 5, max_tokens=64) as lane:
+        for asked in (100_000, 0, -5, None, 10):
+            fields = {} if asked is None else {"max_tokens": asked}
+            assert lane.chat("hi", **fields).status_code == 200
+        assert lane.chat("hi", max_completion_tokens=20, temperature=0.3).status_code == 200
+        sent = [(r["max_tokens"], r.get("temperature")) for r in lane.model.requests]
+        assert sent == [(64, None), (64, None), (64, None), (64, None), (10, None), (20, 0.3)]
+
+
+def test_tools_profile_header_full_offers_every_granted_tool(tmp_path):
+    with running_lane(tmp_path, [text("a"), text("b")], tool_search="on",
+                      core_tools=("add",)) as lane:
+        assert lane.chat("hi", headers={"X-Lane-Tools": "full"}).status_code == 200
+        assert lane.chat("hi", headers={"X-Lane-Tools": "search"}).status_code == 200
+        full, search = ({t["function"]["name"] for t in r.get("tools", [])}
+                        for r in lane.model.requests)
+        assert {"add", "ask_user"} <= full
+        assert not {"tool_search", "tool_call"} & full
+        assert "add" in search and "ask_user" not in search
+
+
+def test_model_timeout_is_504_and_the_session_stays_usable(tmp_path):
+    with running_lane(tmp_path, [Reply(hang=True), text("I am back.")],
+                      llm_timeout_s=0.5) as lane:
+        response = lane.chat("never ending story", session="slow")
+        assert response.status_code == 504, response.text
+        assert response.json()["error"]["type"] == "timeout_error"
+        assert response.json()["error"]["code"] == "llm_timeout"
+        assert response.headers["x-session-id"] == "slow"
+        assert wait_for(lambda: lane.model.disconnects >= 1), "upstream call was not closed"
+        again = lane.chat("are you there?", session="slow")
+        assert again.status_code == 200
+        assert again.json()["choices"][0]["message"]["content"] == "I am back."
+        assert lane.history("slow") == [("user", "never ending story"),
+                                        ("user", "are you there?"), ("assistant", "I am back.")]
+
+
+def test_model_failure_is_502_and_the_session_stays_usable(tmp_path):
+    replies = iter([None, text("Recovered.")])
+
+    def script(body):
+        reply = next(replies)
+        if reply is None:
+            raise RuntimeError("the model server broke")
+        return reply
+
+    with running_lane(tmp_path, script) as lane:
+        response = lane.chat("hello?", session="flaky")
+        assert response.status_code == 502
+        assert response.json()["error"]["type"] == "upstream_error"
+        again = lane.chat("hello again", session="flaky")
+        assert again.json()["choices"][0]["message"]["content"] == "Recovered."
+        assert lane.history("flaky") == [("user", "hello?"), ("user", "hello again"),
+                                         ("assistant", "Recovered.")]
+
+
+def test_stream_reports_upstream_timeout_as_an_error_event(tmp_path):
+    with running_lane(tmp_path, [Reply(hang=True)], llm_timeout_s=0.4) as lane:
+        response = lane.chat("stream forever", stream=True, session="st")
+        events = sse_events(response.text)
+        assert events[-1] == "[DONE]"
+        assert events[-2]["error"]["code"] == "llm_timeout"
+        assert lane.history("st") == [("user", "stream forever")]
+
+
+def test_client_disconnect_cancels_the_turn(tmp_path):
+    with running_lane(tmp_path, [Reply(hang=True)], llm_timeout_s=60) as lane:
+        with pytest.raises(httpx.ReadTimeout):
+            lane.client.post("/v1/chat/completions", timeout=0.5,
+                             json={"messages": [{"role": "user", "content": "go on"}]})
+        assert wait_for(lambda: lane.model.disconnects >= 1), "upstream call outlived its client"
+
+
+def test_streaming_client_disconnect_cancels_the_turn(tmp_path):
+    with running_lane(tmp_path, [Reply(hang=True)], llm_timeout_s=60) as lane:
+        with lane.client.stream("POST", "/v1/chat/completions",
+                                json={"messages": [{"role": "user", "content": "go on"}],
+                                      "stream": True}) as response:
+            lines = response.iter_lines()  # kept: a dropped iterator closes the response
+            assert next(lines).startswith("data: ")
+            assert wait_for(lambda: lane.model.requests), "the turn never reached the model"
+        assert wait_for(lambda: lane.model.disconnects >= 1), "upstream call outlived its client"
+
+
+def test_requests_on_one_session_take_turns(tmp_path):
+    script = [Reply(content="first answer", delay_s=0.3), Reply(content="second answer",
+                                                                delay_s=0.3)]
+    with running_lane(tmp_path, script) as lane:
+        statuses = []
+
+        def ask(words):
+            statuses.append(lane.chat(words, session="busy").status_code)
+
+        threads = [threading.Thread(target=ask, args=(f"question {i}",)) for i in (1, 2)]
+        for thread in threads:
+            thread.start()
+            time.sleep(0.05)
+        for thread in threads:
+            thread.join(10)
+        assert statuses == [200, 200]
+        assert [r for r, _ in lane.history("busy")] == ["user", "assistant", "user", "assistant"]
+        second_upstream = [m["content"] for m in lane.model.requests[1]["messages"]]
+        assert "first answer" in second_upstream
+
+
+def test_clarify_and_iteration_limit_map_to_openai_finish_reasons(tmp_path):
+    script = [call("ask_user", {"question": "Which file?"}),
+              call("add", {"a": 1, "b": 1}), call("add", {"a": 2, "b": 2})]
+    with running_lane(tmp_path, script, max_iterations=2) as lane:
+        asked = lane.chat("edit the file").json()
+        assert asked["choices"][0]["message"]["content"] == "Which file?"
+        assert asked["choices"][0]["finish_reason"] == "stop"
+        assert asked["usage"]["lane"]["finish_reason"] == "clarify"
+        looped = lane.chat("add things").json()
+        assert looped["choices"][0]["finish_reason"] == "length"
+        assert looped["usage"]["lane"]["finish_reason"] == "iteration_limit"
+        assert looped["usage"]["lane"]["tools_executed"] == ["add", "add"]
+
+
+def test_session_endpoint_shows_messages_and_executions(tmp_path):
+    with running_lane(tmp_path, [call("add", {"a": 1, "b": 2}), text("3")]) as lane:
+        lane.chat("1+2", session="shown")
+        found = lane.client.get("/v1/sessions/shown")
+        assert found.status_code == 200
+        data = found.json()
+        assert data["session"]["id"] == "shown"
+        assert [m["role"] for m in data["messages"] if not m["lane_prompt"]] == [
+            "user", "assistant", "tool", "assistant"]
+        assert [(e["tool_name"], e["status"]) for e in data["executions"]] == [("add", "ok")]
+
+
+def test_health_is_ok_when_store_and_model_are_up(tmp_path):
+    with running_lane(tmp_path, []) as lane:
+        response = lane.client.get("/health")
+        assert response.status_code == 200
+        assert response.json() == {"status": "ok", "store": "ok", "llm": "ok"}
+
+
+def test_bearer_key_guards_everything_but_health(tmp_path):
+    with running_lane(tmp_path, [text("welcome")], api_key="s3cret-key") as lane:
+        assert lane.client.get("/health").status_code == 200
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret-key"},
+                        {"Authorization": "Basic s3cret-key"}):
+            for method, path in (("GET", "/v1/models"), ("POST", "/v1/chat/completions"),
+                                 ("GET", "/v1/sessions/x"), ("GET", "/nowhere")):
+                response = lane.client.request(method, path, headers=headers)
+                assert response.status_code == 401, (headers, path)
+                assert response.json()["error"]["type"] == "authentication_error"
+        good = {"Authorization": "Bearer s3cret-key"}
+        assert lane.client.get("/v1/models", headers=good).status_code == 200
+        assert lane.client.get("/v1/models", headers={"Authorization": "bearer s3cret-key"}
+                               ).status_code == 200
+        response = lane.chat("hi", headers=good)
+        assert response.status_code == 200
+        assert response.json()["choices"][0]["message"]["content"] == "welcome"
+        assert lane.rows("SELECT count(*) FROM sessions") == [(1,)]
+
+
+def test_unexpected_exception_is_500_without_a_traceback(tmp_path):
+    def broken_provider():
+        raise RuntimeError("secret internals")
+
+    registry = Registry(TOOLS, providers=[broken_provider])
+    with running_lane(tmp_path, [text("unused")], registry=registry) as lane:
+        response = lane.chat("hi")
+        assert response.status_code == 500
+        error = response.json()["error"]
+        assert error["type"] == "server_error"
+        assert "secret internals" not in response.text and "Traceback" not in response.text
+        streamed = sse_events(lane.chat("hi", stream=True).text)
+        assert streamed[-2]["error"]["type"] == "server_error"
+        assert lane.client.get("/v1/models").status_code == 200
