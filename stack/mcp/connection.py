@@ -72,6 +72,7 @@ class ServerConnection:
         self._wake: anyio.Event | None = None
         self._refresh_wanted = False
         self._check_wanted = False
+        self._in_flight = 0
 
     @property
     def name(self) -> str:
@@ -104,6 +105,7 @@ class ServerConnection:
             raise McpCallError(f"MCP server {self.name} is not connected ({self.last_error or 'starting'}); "
                                "its tools are back once it reconnects")
         label = f"{remote_name} on MCP server {self.name}"
+        self._in_flight += 1
         try:
             # The SDK's read timeout cancels the request on the server; fail_after is the backstop.
             with anyio.fail_after(timeout + 5):
@@ -122,6 +124,8 @@ class ServerConnection:
             raise McpCallError(f"{label} did not answer within {timeout:g} s") from None
         except Exception as exc:  # pydantic errors and friends: the server broke the protocol
             raise McpCallError(f"{label} sent a malformed result: {_describe(exc)}") from None
+        finally:
+            self._in_flight -= 1
         text = render_result(result)
         if result.is_error:
             raise McpCallError(text)
@@ -188,12 +192,18 @@ class ServerConnection:
                     await self._list_tools(session)
                 log.info("MCP server %s: tool list changed, now %d tools", self.name, len(self.tools))
                 continue
+            if not self._check_wanted and self._in_flight:
+                # A server busy with a long call may not answer pings (some handle one message at
+                # a time); the call's own timeout watches it, and a failed call asks for a check.
+                continue
             self._check_wanted = False
             try:
                 with anyio.fail_after(min(10.0, self.config.startup_timeout_s)):
                     await session.send_ping()
-            except (TimeoutError, MCPError) as exc:
-                raise ConnectionError(f"lost: {_describe(exc) if isinstance(exc, MCPError) else 'ping timed out'}") from None
+            except TimeoutError:
+                raise ConnectionError("lost: ping timed out (the server hangs)") from None
+            except MCPError as exc:
+                raise ConnectionError(f"lost: {_describe(exc)}") from None
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):

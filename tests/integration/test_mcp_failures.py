@@ -101,6 +101,16 @@ def test_a_hung_server_is_detected_and_restarted(lane):
     assert lane.call("fake__echo", {"text": "restarted"}).status == "ok"
 
 
+def test_a_long_call_is_not_mistaken_for_a_hang(tmp_path):
+    """The fake reads nothing while it sleeps, so pings go unanswered; a call in flight is watched
+    by its own timeout, not by the health check, so the server is not restarted under it."""
+    servers = {"fake": raw_server(call_timeout_s=8, startup_timeout_s=1)}
+    with Lane(tmp_path / "home", servers) as running:
+        outcome = running.call("fake__slow", {"seconds": 2.5})
+        assert (outcome.status, outcome.output) == ("ok", "slept 2.5 s")
+        assert [s.state for s in running.manager.status()] == ["up"]
+
+
 def test_malformed_and_error_results_are_clear_errors(lane):
     malformed = lane.call("fake__malformed")
     assert malformed.status == "error" and "malformed result" in malformed.output

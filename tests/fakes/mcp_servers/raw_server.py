@@ -4,6 +4,7 @@ replies (`python raw_server.py --http PORT [--require-header NAME:VALUE]`).
 
 Tools and what calling them does:
   echo {text}   answers `text` (and, with --noisy, first writes a non-JSON line to stdout)
+  slow {seconds} sleeps, then answers; the server reads nothing meanwhile (one message at a time)
   crash         the process exits mid-call without answering
   hang          this call is never answered; everything else still is
   freeze        answers nothing at all from now on (pings included): a hung server
@@ -19,6 +20,7 @@ import http.server
 import json
 import os
 import sys
+import time
 from typing import Any
 
 SUPPORTED = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -38,6 +40,7 @@ class Fake:
         self.extra = 0
         self.tools = [
             _tool("echo", "Echo the given text back.", {"text": {"type": "string"}}),
+            _tool("slow", "Sleep, then answer.", {"seconds": {"type": "number"}}),
             _tool("crash", "Exit the server process in the middle of the call."),
             _tool("hang", "Never answer this call."),
             _tool("freeze", "Stop answering anything at all."),
@@ -72,6 +75,9 @@ class Fake:
             if self.noisy:
                 send("this line is not JSON-RPC")
             send(_result(ident, _text(f"{name}: {arguments.get('text', '')}")))
+        elif name == "slow":
+            time.sleep(float(arguments.get("seconds", 1)))
+            send(_result(ident, _text(f"slept {arguments.get('seconds', 1)} s")))
         elif name == "crash":
             sys.stdout.flush()
             os._exit(3)
