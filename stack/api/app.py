@@ -19,6 +19,7 @@ from ..agent.llm_client import LlmClient, LlmError
 from ..agent.loop import Agent
 from ..config import Settings
 from ..store import Store, new_session_id
+from ..tools.mcp_tools import open_lane_registry
 from ..tools.registry import Registry
 from .chat_request import (
     check_session_id,
@@ -49,8 +50,6 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
             stack.callback(store.close)
             tools = registry
             if tools is None:
-                from ..tools.mcp_tools import open_lane_registry
-
                 tools = stack.enter_context(open_lane_registry(settings))
             client = llm
             if client is None:

@@ -2,7 +2,8 @@
 
 Validation is hand-written rather than a pydantic model so that each mistake gets one precise
 message naming the field (`messages[2].role`), and so the rules stay the documented ones: unknown
-keys are ignored (clients send many), wrong types are refused, `max_tokens` is clamped, never refused.
+keys are ignored (clients send many), wrong types are refused, `max_tokens` is clamped, never
+refused.
 """
 
 from __future__ import annotations

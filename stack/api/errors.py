@@ -1,8 +1,8 @@
 """Every failure the shim answers with, in OpenAI's error shape and never with a traceback.
 
-Clients of an OpenAI-compatible endpoint parse `{"error": {"message", "type", "code"}}`; a plain-text
-or HTML error, or a dropped connection, breaks them in confusing ways, so every path (bad input,
-unknown route, upstream failure, our own bug) ends here.
+Clients of an OpenAI-compatible endpoint parse `{"error": {"message", "type", "code"}}`; a
+plain-text or HTML error, or a dropped connection, breaks them in confusing ways, so every path
+(bad input, unknown route, upstream failure, our own bug) ends here.
 """
 
 from __future__ import annotations

@@ -100,6 +100,7 @@ CASES = [
     ("X-Lane-Tools unknown", body(), {"X-Lane-Tools": "everything"}, 400, "invalid_header"),
     ("X-Lane-Tools empty", body(), {"X-Lane-Tools": ""}, 400, "invalid_header"),
     ("body over the limit (Content-Length)", "x" * (LIMIT + 1), {}, 413, "body_too_large"),
+    ("body of 5 MB", "x" * 5_000_000, {}, 413, "body_too_large"),
 ]
 
 
@@ -184,4 +185,5 @@ def test_rejected_requests_store_nothing(shim):
     _, settings = shim
     with sqlite3.connect(settings.db_path) as db:
         assert db.execute("SELECT id FROM sessions").fetchall() == [("down-1",)]
-        assert db.execute("SELECT role, content FROM messages WHERE lane_prompt = 0").fetchall() == [("user", "hi")]
+        stored = db.execute("SELECT role, content FROM messages WHERE lane_prompt = 0")
+        assert stored.fetchall() == [("user", "hi")]
