@@ -1,0 +1,62 @@
+"""The shim with the real time server configured in its settings: the lifespan starts it through
+open_lane_registry, arm B reaches its tool through the bridge, arm A (`X-Lane-Tools: full`) offers
+it directly among at least twenty tools, and the store says what ran."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import httpx
+import pytest
+
+pytest.importorskip("mcp")
+
+from stack.config import Settings  # noqa: E402
+from tests.fakes.mcp_servers import real_server_command  # noqa: E402
+from tests.fakes.scripted_model import ScriptedModel, call, text  # noqa: E402
+from tests.integration.shim_server import ShimServer  # noqa: E402
+
+TIME = real_server_command("mcp-server-time")
+pytestmark = pytest.mark.skipif(TIME is None, reason="mcp-server-time not installed")
+
+ARGUMENTS = {"timezone": "Asia/Tokyo"}
+
+
+def ask(shim: ShimServer, profile: str, session: str) -> dict:
+    response = httpx.post(f"{shim.url}/v1/chat/completions", timeout=60,
+                          headers={"X-Session-Id": session, "X-Lane-Tools": profile},
+                          json={"model": "fallback-lane",
+                                "messages": [{"role": "user", "content": "What time is it in Tokyo?"}]})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_both_arms_run_the_time_server_through_the_shim(tmp_path):
+    script = [
+        # arm B: search, then call through the bridge
+        call("tool_search", {"query": "current time in Tokyo"}),
+        call("tool_call", {"name": "time__get_current_time", "arguments": ARGUMENTS}),
+        text("Done (search)."),
+        # arm A: the tool is offered directly
+        call("time__get_current_time", ARGUMENTS),
+        text("Done (full)."),
+    ]
+    with ScriptedModel(script) as model:
+        settings = Settings(home=tmp_path, llm_url=model.url, promote_tools=False,
+                            mcp_servers={"time": {"command": TIME, "args": ["--local-timezone", "UTC"]}})
+        with ShimServer(settings) as shim:
+            arm_b = ask(shim, "search", "arm-b")
+            arm_a = ask(shim, "full", "arm-a")
+    assert arm_b["choices"][0]["message"]["content"] == "Done (search)."
+    assert arm_b["usage"]["lane"]["tools_executed"] == ["tool_search", "time__get_current_time"]
+    assert arm_a["usage"]["lane"]["tools_executed"] == ["time__get_current_time"]
+    offered_b = [t["function"]["name"] for t in model.requests[0]["tools"]]
+    offered_a = [t["function"]["name"] for t in model.requests[3]["tools"]]
+    assert "tool_call" in offered_b and "time__get_current_time" not in offered_b
+    assert "time__get_current_time" in offered_a and "tool_call" not in offered_a
+    assert len(offered_a) >= 15 and len(offered_a) > len(offered_b)
+    with sqlite3.connect(settings.db_path) as db:
+        rows = db.execute("SELECT session_id, tool_name, via_bridge, status FROM tool_executions "
+                          "ORDER BY id").fetchall()
+    assert rows == [("arm-b", "tool_search", 0, "ok"), ("arm-b", "time__get_current_time", 1, "ok"),
+                    ("arm-a", "time__get_current_time", 0, "ok")]
