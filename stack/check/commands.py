@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -52,6 +53,8 @@ def handle(args: argparse.Namespace) -> int:
     from .runner import run_arm
     from .scenario import PromptsError, load_prompts, step_prompts
 
+    # One line per request would bury the progress lines; the check reports its own failures.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         url, db, key = _targets(args)
         custom = load_prompts(args.prompts, with_deferred=args.with_deferred) if args.prompts else None

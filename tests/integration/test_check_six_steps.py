@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sqlite3
+import subprocess
 import time
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -21,6 +23,8 @@ from stack.store import Store
 from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.six_step_models import competent, never_answers, text_only_liar
 from tests.integration.shim_server import ShimServer
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -184,3 +188,16 @@ def test_bad_options_are_rejected(bad: list[str]) -> None:
     with pytest.raises(SystemExit) as exit_info, redirect_stderr(io.StringIO()):
         run_check(*bad)
     assert exit_info.value.code == 2
+
+
+def test_the_script_wraps_lane_check(tmp_path: Path) -> None:
+    """scripts/six_step_check.sh through the installed `lane` command, defaults from LANE_*."""
+    store = tmp_path / "state.db"
+    Store(store).close()
+    env = {**os.environ, "LANE_SHIM_URL": "http://127.0.0.1:9", "LANE_DB": str(store)}
+    run = subprocess.run(["bash", str(ROOT / "scripts" / "six_step_check.sh"), "--timeout", "2"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("lane check: shim not reachable at "
+                                                   "http://127.0.0.1:9: ")

