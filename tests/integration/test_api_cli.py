@@ -1,6 +1,7 @@
 """`lane shim` as a real process, its refusal to bind off loopback without a key, and
 `lane sessions` reading a store the shim wrote."""
 
+import argparse
 import json
 import os
 import signal
@@ -12,10 +13,18 @@ import time
 import httpx
 import pytest
 
-from stack.api.commands import format_session, is_loopback
-from stack.cli import main
+from stack.api.commands import format_session, is_loopback, register
 from stack.store import Store
 from tests.fakes.scripted_model import ScriptedModel, call, text
+
+
+def main(argv: list[str]) -> int:
+    """`lane shim|sessions ...` in process, without stack.cli.main's logging set-up, which would
+    leave a root handler on this test's captured stderr for every later test."""
+    parser = argparse.ArgumentParser(prog="lane")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
 
 
 def free_port() -> int:
