@@ -1,0 +1,83 @@
+"""The retrieval benchmark corpus stays consistent: a broken gold name or a tool without a recorded
+source would silently skew every number `scripts/bench/retrieval.py` prints."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "data"
+CATEGORIES = {"lexical", "semantic", "ambiguous", "multi-tool", "negative"}
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@pytest.fixture(scope="module")
+def catalog() -> list[dict]:
+    return json.loads((DATA / "catalog.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def queries() -> list[dict]:
+    lines = (DATA / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def test_catalog_is_several_hundred_openai_tools(catalog):
+    assert len(catalog) >= 400
+    for tool in catalog:
+        assert tool["type"] == "function"
+        fn = tool["function"]
+        assert NAME.match(fn["name"]), fn["name"]
+        assert isinstance(fn["description"], str)
+        assert fn["parameters"].get("type") == "object", fn["name"]
+
+
+def test_catalog_names_are_unique_and_server_prefixed(catalog):
+    names = [t["function"]["name"] for t in catalog]
+    assert len(names) == len(set(names))
+    for tool in catalog:
+        assert tool["function"]["name"].startswith(tool["x-server"] + "__")
+
+
+def test_every_tool_records_its_source(catalog):
+    for tool in catalog:
+        assert tool.get("x-source", "").strip(), tool["function"]["name"]
+        assert tool.get("x-package", "").strip(), tool["function"]["name"]
+
+
+def test_catalog_covers_many_servers(catalog):
+    assert len({t["x-server"] for t in catalog}) >= 20
+
+
+def test_queries_are_enough_and_well_formed(queries):
+    assert len(queries) >= 200
+    ids = [q["id"] for q in queries]
+    assert len(ids) == len(set(ids))
+    for q in queries:
+        assert q["category"] in CATEGORIES, q["id"]
+        assert q["query"].strip(), q["id"]
+        assert isinstance(q["gold"], list), q["id"]
+
+
+def test_every_category_is_represented(queries):
+    counts = {c: sum(q["category"] == c for q in queries) for c in CATEGORIES}
+    assert all(n >= 20 for n in counts.values()), counts
+
+
+def test_gold_names_exist_in_catalog(catalog, queries):
+    names = {t["function"]["name"] for t in catalog}
+    missing = [(q["id"], g) for q in queries for g in q["gold"] if g not in names]
+    assert not missing
+
+
+def test_gold_shape_matches_category(queries):
+    for q in queries:
+        if q["category"] == "negative":
+            assert q["gold"] == [], q["id"]
+        elif q["category"] == "multi-tool":
+            assert len(q["gold"]) >= 2, q["id"]
+        elif q["category"] == "ambiguous":
+            assert len(q["gold"]) >= 2, q["id"]
+        else:
+            assert len(q["gold"]) >= 1, q["id"]
+        assert len(q["gold"]) == len(set(q["gold"])), q["id"]
