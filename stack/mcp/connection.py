@@ -82,18 +82,18 @@ class ServerConnection:
         """Connect, serve, and after any loss reconnect with backoff; ends only when cancelled."""
         delay = self._backoff[0]
         while True:
-            connected = False
             try:
-                connected = await self._serve()
+                await self._serve()
             except Exception as exc:  # any failure of one server is logged, never fatal
                 self.last_error = _describe(exc)
                 log.warning("MCP server %s: %s", self.name, self.last_error)
             finally:
+                was_up = self.state == "up"
                 self._session = None
                 self.tools = ()
                 self.state = "down"
                 self.first_attempt_done.set()
-            if connected:
+            if was_up:  # a server that worked for a while is retried promptly
                 delay = self._backoff[0]
             log.info("MCP server %s: reconnecting in %.1f s", self.name, delay)
             await anyio.sleep(delay)
@@ -137,8 +137,8 @@ class ServerConnection:
         if self._wake is not None:
             self._wake.set()
 
-    async def _serve(self) -> bool:
-        """One connection's life; returns True if it got as far as serving tools."""
+    async def _serve(self) -> None:
+        """One connection's life: connect, list tools, watch until the server is lost."""
         self.state = "starting"
         async with AsyncExitStack() as stack:
             read, write = await stack.enter_async_context(self._transport(stack))
@@ -157,7 +157,6 @@ class ServerConnection:
             log.info("MCP server %s: up with %d tools", self.name, len(self.tools))
             self.first_attempt_done.set()
             await self._watch(session)
-        return True
 
     def _transport(self, stack: AsyncExitStack) -> Any:
         config = self.config
