@@ -10,6 +10,7 @@ backoff, so the rest of the lane never waits on a broken server.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 from contextlib import AsyncExitStack
@@ -174,7 +175,7 @@ class ServerConnection:
     def _errlog(self, stack: AsyncExitStack) -> TextIO:
         """Where a stdio server's stderr goes: a log file per server, so its noise stays out of ours."""
         if self._log_dir is None:
-            return stack.enter_context(open("/dev/null", "w"))
+            return stack.enter_context(open(os.devnull, "w"))
         self._log_dir.mkdir(parents=True, exist_ok=True)
         return stack.enter_context(open(self._log_dir / f"mcp-{self.name}.log", "a", encoding="utf-8"))
 
