@@ -3,8 +3,9 @@
 
 For stream and non-stream: start a runaway generation ("write the numbers from 1 to 2000 in
 words", temperature 0), abort the client after --abort-after seconds, then at once send a
-one-token request. "free after" is that request's latency minus its latency on an idle server,
-i.e. the time the server still spent on the abandoned generation. Target: <= 1 s.
+one-token probe. "free after" is the probe's latency minus its baseline: its latency right after
+the same runaway prompt finished normally (same cache state), i.e. the time the server still
+spent on the abandoned generation. Target: <= 1 s.
 
     .venv/bin/python scripts/bench/cancel.py                 # starts `lane llm` (SmolLM2) itself
     .venv/bin/python scripts/bench/cancel.py --url http://127.0.0.1:8081 --runs 5
@@ -42,9 +43,8 @@ def main() -> int:
     if url is None:
         url, server = start_server(args.model)
     try:
-        idle = probe_seconds(url)
-        idle = min(idle, probe_seconds(url), probe_seconds(url))
-        print(f"server {url}; idle one-token request: {idle:.3f} s")
+        idle = statistics.median(baseline_seconds(url) for _ in range(3))
+        print(f"server {url}; probe after a finished runaway prompt: {idle:.3f} s")
         for mode in ("non-stream", "stream"):
             free = []
             for _ in range(args.runs):
@@ -94,6 +94,11 @@ def abort_runaway(url: str, *, stream: bool, after_s: float) -> None:
             if time.monotonic() - started >= after_s:
                 return
     raise SystemExit("the runaway stream ended before the abort; lower --abort-after")
+
+
+def baseline_seconds(url: str) -> float:
+    httpx.post(f"{url}/v1/chat/completions", json={**RUNAWAY, "max_tokens": 1}, timeout=300).raise_for_status()
+    return probe_seconds(url)
 
 
 def probe_seconds(url: str) -> float:
