@@ -42,6 +42,7 @@ def is_loopback(host: str) -> bool:
 
 def run_shim(args: argparse.Namespace) -> int:
     from ..config import ConfigError, load_settings
+    from ..store import Store, StoreError
 
     try:
         settings = load_settings().with_overrides(
@@ -53,6 +54,12 @@ def run_shim(args: argparse.Namespace) -> int:
         print(f"lane shim: refusing to bind to {settings.host} without a key; set LANE_API_KEY "
               "(clients then send Authorization: Bearer KEY) or bind to 127.0.0.1",
               file=sys.stderr)
+        return 2
+    try:
+        # Opened once here so that a bad --db is one clear line, not a failed server start-up.
+        Store(settings.db_path).close()
+    except (StoreError, OSError) as exc:
+        print(f"lane shim: {exc}", file=sys.stderr)
         return 2
 
     import uvicorn

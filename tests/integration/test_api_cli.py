@@ -52,10 +52,14 @@ def test_shim_refuses_a_public_bind_without_a_key(host, monkeypatch, tmp_path, c
     assert not (tmp_path / "state.db").exists()
 
 
-def test_shim_reports_a_bad_setting(monkeypatch, tmp_path, capsys):
+def test_shim_reports_a_bad_setting_or_store(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("LANE_HOME", str(tmp_path))
     assert main(["shim", "--port", "70000"]) == 2
     assert "port" in capsys.readouterr().err
+    not_a_store = tmp_path / "notes.txt"
+    not_a_store.write_text("just some text, not SQLite " * 100)
+    assert main(["shim", "--db", str(not_a_store)]) == 2
+    assert "cannot open session store" in capsys.readouterr().err
 
 
 def test_lane_shim_serves_and_records_then_lane_sessions_shows_it(tmp_path, capsys):
