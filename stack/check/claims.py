@@ -47,7 +47,8 @@ def named_tools(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> set
     identifiers (how tool names are written; a summary has little other use for them), and the
     names in tool-call-shaped text."""
     names = {name for name in text_tool_calls(content, vocabulary) if name != "?"}
-    names |= {m.group("name") for m in _BACKTICKED.finditer(content) if m.group("name") in vocabulary}
+    names |= {m.group("name") for m in _BACKTICKED.finditer(content)
+              if m.group("name") in vocabulary}
     names |= {m.group("name") for m in _SNAKE.finditer(content)}
     lowered = content.lower()
     for name in vocabulary - _PLAIN_WORDS:

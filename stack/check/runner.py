@@ -16,9 +16,9 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from .claims import BUILTIN_TOOLS
-from .client import PROFILE_OF_ARM, ShimClient
+from .client import PROFILE_OF_ARM, LaneUnreachable, ShimClient
 from .evidence import Mark, StoreReader, StoreUnreadable
-from .scenario import DEFERRED_TOOL, SEED_PROMPT, Markers
+from .scenario import SEED_PROMPT, Markers
 from .verdicts import Context, judge, unexecuted_tool_text
 
 # The seed turn needs its user message stored, not a long answer.
@@ -107,11 +107,13 @@ def run_arm(client: ShimClient, reader: StoreReader, arm: str, prompts: tuple[st
 
 def _seed(client: ShimClient, reader: StoreReader, result: ArmResult) -> None:
     phrase = result.markers.phrase
-    client.turn(result.seed_session_id, result.markers.render(SEED_PROMPT), arm=result.arm,
-                max_tokens=SEED_MAX_TOKENS)
+    reply = client.turn(result.seed_session_id, result.markers.render(SEED_PROMPT),
+                        arm=result.arm, max_tokens=SEED_MAX_TOKENS)
     deadline = time.monotonic() + SEED_WAIT_S
     while not reader.session_contains(result.seed_session_id, phrase):
         if time.monotonic() > deadline:
+            if reply.error and not reply.timed_out:
+                raise LaneUnreachable(f"the shim did not take the seed turn: {reply.error}")
             raise StoreUnreadable(
                 f"the shim took the seed turn but {reader.path} has no session"
                 f" {result.seed_session_id}: --db is not the store this shim writes")
@@ -126,7 +128,7 @@ def _run_step(client: ShimClient, reader: StoreReader, result: ArmResult, number
     # Re-read rather than carried over: rows a timed-out turn wrote after its step count too.
     earlier = tuple(e for e in reader.rows_since(result.session_id, Mark(0, 0)).ran
                     if e.id <= mark.execution_id)
-    vocabulary = BUILTIN_TOOLS | reader.known_tool_names() | {DEFERRED_TOOL}
+    vocabulary = BUILTIN_TOOLS | reader.known_tool_names()
     context = Context(result.markers, result.seed_session_id, result.arm, earlier, vocabulary)
     judgement = judge(number, rows, context)
     passed, reason = judgement.passed, judgement.reason

@@ -29,8 +29,6 @@ DEFERRED_PROMPT = (
     "Find the tool that tells the current time (use tool_search and tool_call if it is not among "
     "your tools), run it for UTC, and tell me exactly what it returned."
 )
-# The clock tool the scripted models reach; the verdict accepts any deferred tool.
-DEFERRED_TOOL = "current_time"
 
 SEED_PROMPT = "Note for later: the baseline marker of this project is {PHRASE}."
 

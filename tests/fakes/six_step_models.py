@@ -23,6 +23,7 @@ SEED_ANSWER = "Noted."
 _CODENAME = re.compile(r"codename(?: is|:)\s*([A-Z]+-\d+)")
 _PHRASE = re.compile(r"phrase (\S+)")
 _SESSION_ID = re.compile(r"session ([A-Za-z0-9._:-]+) \(")
+_FIRST_HIT = re.compile(r"^- ([A-Za-z0-9_.-]+)\(", re.MULTILINE)
 FAKE_SESSION_ID = "20240611_093000_a1b2c3d4"
 
 
@@ -31,7 +32,6 @@ def competent(body: dict[str, Any]) -> Reply:
     ask, turn = _split_turn(messages)
     called = [c["function"]["name"] for m in turn for c in m.get("tool_calls") or []]
     last_result = next((m["content"] for m in reversed(turn) if m["role"] == "tool"), "")
-    offered = {t["function"]["name"] for t in body.get("tools", [])}
 
     if "17 * 23" in ask:
         return text("391")
@@ -66,12 +66,13 @@ def competent(body: dict[str, Any]) -> Reply:
         return text("I answered an arithmetic question, saved your codename, ran a command and "
                     f"searched past sessions. Tools I used: {', '.join(used) or 'none'}.")
     if "current time" in ask:
+        clock = _clock_among(body.get("tools", []))
         if not called:
-            if "current_time" in offered:
-                return call("current_time", {"timezone": "UTC"})
+            if clock:
+                return call(clock, {"timezone": "UTC"})
             return call("tool_search", {"query": "current time"})
-        if called[-1] == "tool_search":
-            return call("tool_call", {"name": "current_time", "arguments": {"timezone": "UTC"}})
+        if called[-1] == "tool_search" and (found := _FIRST_HIT.search(last_result)):
+            return call("tool_call", {"name": found[1], "arguments": {"timezone": "UTC"}})
         return text(f"The tool returned: {last_result}")
     return text(SEED_ANSWER)
 
@@ -111,6 +112,15 @@ def _split_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any
         if messages[index]["role"] == "user":
             return messages[index].get("content") or "", messages[index + 1:]
     return "", []
+
+
+def _clock_among(tools: list[dict[str, Any]]) -> str | None:
+    """The offered tool that tells the current time, found by its description, as a model would."""
+    for tool in tools:
+        description = tool["function"].get("description", "").lower()
+        if "current" in description and "time" in description:
+            return tool["function"]["name"]
+    return None
 
 
 def _contents(body: dict[str, Any]) -> list[str]:
