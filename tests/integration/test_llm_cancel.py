@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.llm_server import free_port, start_lane, stop, wait_healthy
+from tests.integration.llm_server import TEST_THREADS, free_port, start_lane, stop, wait_healthy
 
 pytestmark = pytest.mark.real_model
 
@@ -25,7 +25,7 @@ FREE_WITHIN_S = 5.0
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     port = free_port()
     log = tmp_path_factory.mktemp("llm") / "llm.log"
-    proc = start_lane(["llm", "--port", str(port), "--ctx", "8192"], log)
+    proc = start_lane(["llm", "--port", str(port), "--ctx", "8192", "--threads", TEST_THREADS], log)
     try:
         wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
         yield f"http://127.0.0.1:{port}", log
@@ -97,3 +97,16 @@ def test_concurrent_requests_queue_and_all_complete(server: tuple[str, Path]) ->
         thread.join()
     assert [r.status_code for r in replies] == [200, 200, 200]
     assert all(1 <= r.json()["usage"]["completion_tokens"] <= 12 for r in replies)
+
+
+def test_a_client_that_leaves_during_a_long_prompt_frees_the_server(server: tuple[str, Path]) -> None:
+    """About 6,000 prompt tokens take tens of seconds to evaluate here; the abort callback stops
+    llama.cpp mid-prompt instead of finishing it for nobody."""
+    url, log = server
+    before = len(cancelled_lines(log))
+    long_prompt = {"messages": [{"role": "user", "content": "alpha beta gamma delta " * 1500}], "max_tokens": 4}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{url}/v1/chat/completions", json=long_prompt, timeout=ABORT_AFTER_S)
+    assert next_request_seconds(url) < FREE_WITHIN_S
+    line = wait_for_new_cancel_line(log, before)
+    assert "completion=0" in line

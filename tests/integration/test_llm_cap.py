@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.llm_server import free_port, start_lane, stop, wait_healthy
+from tests.integration.llm_server import TEST_THREADS, free_port, start_lane, stop, wait_healthy
 
 pytestmark = pytest.mark.real_model
 
@@ -21,7 +21,8 @@ RUNAWAY = [{"role": "user", "content": "write the numbers from 1 to 2000 in word
 def llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     log = tmp_path_factory.mktemp("llm") / "llm.log"
-    proc = start_lane(["llm", "--port", str(port), "--max-tokens", str(CAP), "--ctx", "2048"], log)
+    args = ["llm", "--port", str(port), "--max-tokens", str(CAP), "--ctx", "2048", "--threads", TEST_THREADS]
+    proc = start_lane(args, log)
     try:
         wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
         yield f"http://127.0.0.1:{port}"

