@@ -1,5 +1,5 @@
-"""The check once against the real stack: `lane llm` serving SmolLM2-135M (from PyPI) and `lane shim`,
-both as subprocesses, driven by scripts/six_step_check.sh with its settings from the environment.
+"""The check once against the real stack: `lane up` (llm serving SmolLM2-135M from PyPI, and the
+shim) as a subprocess, driven by scripts/six_step_check.sh with its settings from the environment.
 
 A 135M model is expected to fail the tool steps. The test asserts that the check completed, printed
 an honest table and judged from the store: what it reports as executed is exactly what the store
@@ -41,6 +41,7 @@ def _free_port() -> int:
 
 
 def _start(stack: ExitStack, args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    """`lane ARGS`, stopped with SIGTERM (lane up then stops its shim and llm) when stack closes."""
     handle = stack.enter_context(log.open("w"))
     process = subprocess.Popen([sys.executable, "-m", "stack.cli", *args], cwd=ROOT, env=env,
                                stdout=handle, stderr=subprocess.STDOUT)
@@ -57,12 +58,11 @@ def _start(stack: ExitStack, args: list[str], log: Path, env: dict[str, str]) ->
     return process
 
 
-def _wait_healthy(url: str, processes: list[subprocess.Popen], logs: list[Path]) -> None:
+def _wait_healthy(url: str, process: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        for process, log in zip(processes, logs):
-            if process.poll() is not None:
-                pytest.fail(f"{log.name} exited with {process.returncode}:\n{log.read_text()[-2000:]}")
+        if process.poll() is not None:
+            pytest.fail(f"lane up exited with {process.returncode}:\n{log.read_text()[-2000:]}")
         try:
             if httpx.get(f"{url}/health", timeout=5).status_code == 200:
                 return
@@ -80,14 +80,10 @@ def test_check_judges_smollm2_from_the_store(tmp_path: Path) -> None:
     (tmp_path / "absent.yaml").write_text("{}\n")
     shim_url = f"http://127.0.0.1:{shim_port}"
     with ExitStack() as stack:
-        logs = [tmp_path / "llm.log", tmp_path / "shim.log"]
-        processes = [
-            _start(stack, ["llm", "--port", str(llm_port), "--threads", "2", "--ctx", "4096",
-                           "--max-tokens", "256"], logs[0], env),
-            _start(stack, ["shim", "--llm-url", f"http://127.0.0.1:{llm_port}/v1",
-                           "--port", str(shim_port)], logs[1], env),
-        ]
-        _wait_healthy(shim_url, processes, logs)
+        log = tmp_path / "lane-up.log"
+        lane_up = _start(stack, ["up", "--llm-port", str(llm_port), "--port", str(shim_port),
+                                 "--threads", "2", "--ctx", "4096"], log, env)
+        _wait_healthy(shim_url, lane_up, log)
         report = tmp_path / "check.json"
         check_env = {**env, "LANE_SHIM_URL": shim_url, "LANE_DB": str(home / "state.db")}
         run = subprocess.run(
