@@ -1,7 +1,9 @@
 """The retrieval benchmark corpus stays consistent: a broken gold name or a tool without a recorded
 source would silently skew every number `scripts/bench/retrieval.py` prints."""
+import importlib.util
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,19 @@ import pytest
 DATA = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "data"
 CATEGORIES = {"lexical", "semantic", "ambiguous", "multi-tool", "negative"}
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    """scripts/bench/retrieval.py, loaded as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("bench_retrieval", DATA.parent / "retrieval.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +96,25 @@ def test_gold_shape_matches_category(queries):
         else:
             assert len(q["gold"]) >= 1, q["id"]
         assert len(q["gold"]) == len(set(q["gold"])), q["id"]
+
+
+def test_retrieval_bench_scores_every_category_with_bm25(bench, capsys):
+    """The bench runs end to end on the committed corpus and keeps negatives out of recall."""
+    assert bench.main(["--methods", "bm25", "--no-latency", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    bm25 = result["methods"]["bm25"]
+    assert set(bm25["categories"]) == CATEGORIES - {"negative"}
+    assert bm25["overall"]["n"] == result["answerable"] == result["queries"] - result["negatives"]
+    for row in [*bm25["categories"].values(), bm25["overall"]]:
+        assert 0.0 <= row["R@1"] <= row["R@3"] <= row["R@5"] <= 1.0
+    assert bm25["negative"]["n"] == result["negatives"] > 0
+
+
+def test_padding_reaches_size_with_unique_renamed_servers(bench):
+    tools = [{"type": "function", "x-server": "slack",
+              "function": {"name": f"slack__t{i}", "description": "", "parameters": {}}}
+             for i in range(3)]
+    grown = bench.padded(tools, 8)
+    names = [t["function"]["name"] for t in grown]
+    assert len(names) == 8 == len(set(names))
+    assert "slack_2__t0" in names and "slack_3__t1" in names
