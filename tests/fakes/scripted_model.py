@@ -142,7 +142,9 @@ class ScriptedModel:
             raise
 
     def __enter__(self) -> "ScriptedModel":
-        sock = socket.socket()
+        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets it recognises as TCP, and
+        # without it keep-alive requests stall ~40 ms on delayed ACKs.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.bind(("127.0.0.1", self.port))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app(), log_level="warning", lifespan="off")
