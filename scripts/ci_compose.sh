@@ -47,6 +47,7 @@ cleanup() {
     compose logs --no-color --tail 60 || true
   fi
   if [ -n "${COMPOSE_UP:-}" ]; then compose down -v --remove-orphans >/dev/null 2>&1 || true; fi
+  if [ -n "${DOCKERD_PID:-}" ]; then kill "$DOCKERD_PID" 2>/dev/null && wait "$DOCKERD_PID" 2>/dev/null || true; fi
   echo "== ci_compose timings"
   printf '  %s\n' "${TIMINGS[@]}"
   [ $rc -eq 0 ] && echo "ci_compose: passed" || echo "ci_compose: failed (exit $rc)"
@@ -85,6 +86,7 @@ if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
 fi
 if ! docker info >/dev/null 2>&1; then
   dockerd --host unix:///var/run/docker.sock >"$WORK/dockerd.log" 2>&1 &
+  DOCKERD_PID=$!  # started here, so stopped here when the stage ends
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
 fi
 docker info >/dev/null 2>&1 || {

@@ -34,6 +34,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="a running llm service (default: start `lane llm` on a free port)")
     parser.add_argument("--model", help="GGUF for the started server (default: embedded SmolLM2-135M)")
+    parser.add_argument("--threads", type=int, help="llama.cpp threads of the started server (default: all cores)")
     parser.add_argument("--runs", type=int, default=3, help="aborts per mode (default 3)")
     parser.add_argument("--abort-after", type=float, default=1.5, help="seconds before the client leaves")
     args = parser.parse_args()
@@ -41,7 +42,7 @@ def main() -> int:
     server = None
     url = args.url
     if url is None:
-        url, server = start_server(args.model)
+        url, server = start_server(args.model, args.threads)
     try:
         idle = statistics.median(baseline_seconds(url) for _ in range(3))
         print(f"server {url}; probe after a finished runaway prompt: {idle:.3f} s")
@@ -61,11 +62,12 @@ def main() -> int:
     return 0
 
 
-def start_server(model: str | None) -> tuple[str, subprocess.Popen[bytes]]:
+def start_server(model: str | None, threads: int | None) -> tuple[str, subprocess.Popen[bytes]]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    command = [sys.executable, "-m", "stack.cli", "llm", "--port", str(port)] + (["--model", model] if model else [])
+    command = [sys.executable, "-m", "stack.cli", "llm", "--port", str(port)]
+    command += (["--model", model] if model else []) + (["--threads", str(threads)] if threads else [])
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"

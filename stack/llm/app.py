@@ -34,7 +34,7 @@ from stack.llm.protocol import (
 
 log = logging.getLogger("lane.llm")
 
-DISCONNECT_POLL_S = 0.2
+DISCONNECT_POLL_S = 0.1
 
 
 def create_app(engine: Engine, *, model_id: str, on_load_failure: Callable[[], None] | None = None) -> FastAPI:
