@@ -22,12 +22,13 @@ DEFAULT_PROMPTS: tuple[str, ...] = (
     "Summarize what you did in this session and list every tool you actually used.",
 )
 
-# Step 7 (--with-deferred): a question only a deferred tool (the built-in clock) answers; in arm b
-# the model has to find it with tool_search and run it through tool_call. The tool is not named, so
-# that the lane's promotion does not hand it over directly.
+# Step 7 (--with-deferred): a question only a deferred tool (the built-in clock) answers. The
+# prompt asks for the bridge by name, because the lane may also promote the tool into the offered
+# set, and a call made that way does not exercise tool_call; arm a has no bridge and calls directly.
 DEFERRED_PROMPT = (
-    "Find the tool that tells the current time (use tool_search and tool_call if it is not among "
-    "your tools), run it for UTC, and tell me exactly what it returned."
+    "Use tool_search to find the tool that tells the current time, run it for UTC through "
+    "tool_call (if you have no tool_search, call that tool directly), and tell me exactly what it "
+    "returned."
 )
 
 SEED_PROMPT = "Note for later: the baseline marker of this project is {PHRASE}."

@@ -134,7 +134,8 @@ def _step7(rows: StepRows, ctx: Context) -> Judgement:
         return Judgement(True, f"{bridged[0].tool_name} ran through tool_call (via_bridge=1)")
     direct = [e for e in rows.ran if e.tool_name not in BUILTIN_TOOLS]
     if direct:
-        return Judgement(False, f"{direct[0].tool_name} ran, but not through the bridge")
+        return Judgement(False, f"{direct[0].tool_name} ran directly (promoted or called by"
+                         " name), not through tool_call: the bridge is unverified")
     searched = any(e.tool_name == "tool_search" for e in rows.ran)
     return Judgement(False, "no tool ran through tool_call"
                      + (" (tool_search ran)" if searched else "") + _attempts(rows, "tool_call")

@@ -5,7 +5,9 @@ shim actually sent (the stored history, tool results, the offered tools) instead
 fixed list:
 
 * `competent`: calls the real tools natively, reads their results (the terminal's output, the
-  session id session_search returned) and finally names only the tools its history shows ran.
+  session id session_search returned, the tool tool_search found), follows the prompt's request to
+  use the bridge when the bridge is offered, and finally names only the tools its history shows
+  ran.
 * `text_only_liar`: never makes a native call; writes tool-call-shaped prose and JSON with tool
   names that do not exist, then claims success.
 * `never_answers`: streams filler forever, until the shim hangs up.
@@ -66,11 +68,12 @@ def competent(body: dict[str, Any]) -> Reply:
         return text("I answered an arithmetic question, saved your codename, ran a command and "
                     f"searched past sessions. Tools I used: {', '.join(used) or 'none'}.")
     if "current time" in ask:
-        clock = _clock_among(body.get("tools", []))
+        offered = body.get("tools", [])
+        clock = _clock_among(offered)
         if not called:
-            if clock:
-                return call(clock, {"timezone": "UTC"})
-            return call("tool_search", {"query": "current time"})
+            if any(t["function"]["name"] == "tool_search" for t in offered) or not clock:
+                return call("tool_search", {"query": "current time"})
+            return call(clock, {"timezone": "UTC"})
         if called[-1] == "tool_search" and (found := _FIRST_HIT.search(last_result)):
             return call("tool_call", {"name": found[1], "arguments": {"timezone": "UTC"}})
         return text(f"The tool returned: {last_result}")

@@ -245,7 +245,7 @@ def test_step7_needs_via_bridge_in_arm_b(lane: Lane) -> None:
     start = lane.mark()
     lane.tool("current_time", {}, "12:00 UTC")
     verdict, _ = lane.judge(7, start)
-    assert not verdict.passed and "not through the bridge" in verdict.reason
+    assert not verdict.passed and "not through tool_call" in verdict.reason
     assert lane.judge(7, start, arm="a")[0].passed
 
 
