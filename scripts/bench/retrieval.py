@@ -14,8 +14,9 @@ Scoring (k = 1, 3, 5):
   (`Catalog.confident`), next to the same flag's rate on answerable queries (false alarms).
 
 Latency: wall time of one `.search(query, 5)` for every query, at 100 tools (a fixed random
-sample of the catalog) and at 1,000 tools (the catalog padded with copies of real tools under
-renamed servers, e.g. `github_2__list_issues`, as a second GitHub Enterprise instance would be).
+sample of the catalog) and at 1,000 tools (the catalog's first 1,000; a smaller catalog is padded
+with copies of real tools under renamed servers, e.g. `github_2__list_issues`, as a second GitHub
+Enterprise instance would appear).
 Each timed query text is new to the process (whitespace-padded), so caches keyed by query text
 do not hide the cost of embedding it.
 
@@ -77,8 +78,8 @@ def load(catalog: Path, queries: Path) -> tuple[list[dict], list[dict]]:
 
 
 def padded(tools: list[dict], size: int) -> list[dict]:
-    """`tools` grown to `size` with copies of real tools under renamed servers (`slack_2__...`),
-    the way a second instance of the same server would appear in a catalog."""
+    """Exactly `size` tools: the first `size` of `tools`, or all of them plus copies of real tools
+    under renamed servers (`slack_2__...`), the way a second instance of a server would appear."""
     out = list(tools)
     copy = 2
     while len(out) < size:
@@ -236,8 +237,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "answerable": sum(q["category"] != "negative" for q in queries),
         "negatives": sum(q["category"] == "negative" for q in queries),
         "methods": {}, "latency": [], "notes": notes,
-        "latency_setup": "100 = fixed random sample (seed %d); 1000 = catalog padded with copies "
-                         "under renamed servers" % SEED,
+        "latency_setup": f"100 = fixed random sample (seed {SEED}); 1000 = the catalog's first "
+                         f"1000 (padded with renamed-server copies if shorter); cold query texts",
     }
     texts = [q["query"] for q in queries]
     small = random.Random(SEED).sample(tools, min(100, len(tools)))
