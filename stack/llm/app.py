@@ -148,9 +148,13 @@ async def _complete(
     request: Request, engine: Engine, job: Job, completion_id: str, model_id: str
 ) -> JSONResponse:
     done = _start(engine, job, completion_id, lambda _piece: None)
-    while not done.done():
-        await asyncio.wait({done}, timeout=DISCONNECT_POLL_S)
-        if not done.done() and not job.cancel.is_set() and await request.is_disconnected():
+    try:
+        while not done.done():
+            await asyncio.wait({done}, timeout=DISCONNECT_POLL_S)
+            if not done.done() and not job.cancel.is_set() and await request.is_disconnected():
+                job.cancel.set()
+    finally:  # also when the server shuts down and cancels this handler
+        if not done.done():
             job.cancel.set()
     try:
         outcome = done.result()

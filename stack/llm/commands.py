@@ -12,6 +12,8 @@ log = logging.getLogger("lane.llm")
 DEFAULT_PORT = 8081
 DEFAULT_CTX = 8192
 DEFAULT_CAP = 4096
+# On SIGTERM, requests still generating get this long before they are cancelled.
+SHUTDOWN_GRACE_S = 3
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,7 +58,11 @@ def handle(args: argparse.Namespace) -> int:
         server.should_exit = True
 
     app = create_app(engine, model_id=model_path.stem, on_load_failure=stop_on_load_failure)
-    server = uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, access_log=False, log_config=None))
+    config = uvicorn.Config(
+        app, host=args.host, port=args.port, access_log=False, log_config=None,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+    )
+    server = uvicorn.Server(config)
     log.info("lane llm on http://%s:%d/v1 serving %s", args.host, args.port, model_path)
     server.run()
     return 1 if engine.load_error else 0
