@@ -52,7 +52,8 @@ def parse_chat_request(body: Any, cap: int) -> ChatRequest:
     if requested is None:
         requested = _optional_int(body, "max_tokens")
     stream = _optional_bool(body, "stream", False)
-    options = body.get("stream_options") or {}
+    options = body.get("stream_options")
+    options = {} if options is None else options
     if not isinstance(options, dict):
         raise BadRequest("'stream_options' must be an object")
     tools = body.get("tools")
