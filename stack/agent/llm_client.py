@@ -95,18 +95,25 @@ class LlmClient:
         except httpx.TimeoutException:
             raise LlmTimeout(f"the llm service did not answer within {self.timeout_s:g} s") from None
         except httpx.HTTPError as exc:
-            raise LlmError(f"llm service at {self.base_url} failed: {exc}") from None
+            raise LlmError(f"llm service at {self.base_url} failed: "
+                           f"{type(exc).__name__} {exc}".rstrip()) from None
         if not reply.prompt_tokens:
             reply.prompt_tokens = _estimate_tokens(body)
         return reply
 
     async def _stream(self, body: dict[str, Any]) -> ModelReply:
-        async with self._http.stream("POST", f"{self.base_url}/chat/completions", json=body) as r:
+        request = self._http.build_request("POST", f"{self.base_url}/chat/completions", json=body)
+        r = await self._send(request)
+        try:
             if r.status_code >= 400:
                 detail = (await r.aread()).decode(errors="replace")[:500]
                 raise LlmError(f"llm service answered {r.status_code}: {detail}")
             if "text/event-stream" not in r.headers.get("content-type", ""):
-                return _from_completion(json.loads(await r.aread()))
+                raw = await r.aread()
+                try:
+                    return _from_completion(json.loads(raw))
+                except json.JSONDecodeError:
+                    raise LlmError(f"llm service sent no JSON: {raw[:200]!r}") from None
             builder = _ReplyBuilder()
             async for line in r.aiter_lines():
                 if not line.startswith("data:"):
@@ -119,6 +126,18 @@ class LlmClient:
                 except json.JSONDecodeError:
                     raise LlmError(f"llm service sent a malformed stream chunk: {data[:200]}")
             return builder.reply()
+        finally:
+            await r.aclose()
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        """A pooled keep-alive connection that the server has just closed fails before any answer
+        comes back; that one case is retried once on a fresh connection. Once the response has
+        started, nothing is retried: the model may already have generated."""
+        try:
+            return await self._http.send(request, stream=True)
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+            log.info("the llm service closed a pooled connection; retrying once")
+            return await self._http.send(request, stream=True)
 
 
 class _ReplyBuilder:
