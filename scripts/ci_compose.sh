@@ -47,6 +47,8 @@ cleanup() {
     compose logs --no-color --tail 60 || true
   fi
   if [ -n "${COMPOSE_UP:-}" ]; then compose down -v --remove-orphans >/dev/null 2>&1 || true; fi
+  find stack/docker/wheelhouse -name '*.whl' -delete
+  rm -rf "$WORK/models"
   if [ -n "${DOCKERD_PID:-}" ]; then kill "$DOCKERD_PID" 2>/dev/null && wait "$DOCKERD_PID" 2>/dev/null || true; fi
   echo "== ci_compose timings"
   printf '  %s\n' "${TIMINGS[@]}"

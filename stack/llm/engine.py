@@ -17,7 +17,7 @@ import ctypes
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -25,6 +25,7 @@ from stack.llm.protocol import ChatRequest
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 log = logging.getLogger("lane.llm")
 
@@ -58,8 +59,8 @@ class Outcome:
     completion_tokens: int
     finish_reason: str  # "stop" | "length" | "cancelled" (never sent: its client is gone)
     cancelled: bool
-    wait_s: float
-    gen_s: float
+    wait_s: float = 0.0
+    gen_s: float = 0.0
 
 
 class Engine:
@@ -74,7 +75,7 @@ class Engine:
         self.cap = cap
         self._template_override = chat_template
         self._llm: Llama | None = None
-        self._formatter: Callable[..., object] | None = None
+        self._formatter: Jinja2ChatFormatter | None = None
         self._lock = threading.Lock()
         self._abort_flag: threading.Event | None = None
         self._abort_callback: object = None
@@ -153,13 +154,13 @@ class Engine:
                 raise Cancelled()
             wait_s = time.monotonic() - queued
             started = time.monotonic()
-            result = self._run(job, emit)
-            return Outcome(**result, wait_s=wait_s, gen_s=time.monotonic() - started)
+            outcome = self._run(job, emit)
+            return replace(outcome, wait_s=wait_s, gen_s=time.monotonic() - started)
         finally:
             self._abort_flag = None
             self._lock.release()
 
-    def _run(self, job: Job, emit: Callable[[str], None]) -> dict[str, object]:
+    def _run(self, job: Job, emit: Callable[[str], None]) -> Outcome:
         from llama_cpp import StoppingCriteriaList
 
         llm = self._llm
@@ -175,7 +176,8 @@ class Engine:
         if room < 1:
             raise PromptTooLong(f"the prompt has {len(prompt)} tokens; the context window holds {self.n_ctx}")
         limit = min(request.max_tokens, room)
-        stops = tuple(dict.fromkeys(request.stop + tuple(s for s in (rendered.stop or ()) if s)))
+        template_stops = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or ())
+        stops = tuple(dict.fromkeys(request.stop + tuple(s for s in template_stops if s)))
         if request.seed is not None:
             llm.set_seed(request.seed)
 
@@ -220,13 +222,13 @@ class Engine:
             text.flush()
         if job.cancel.is_set():
             finish = "cancelled"
-        return {
-            "text": text.emitted,
-            "prompt_tokens": len(prompt),
-            "completion_tokens": completion,
-            "finish_reason": finish,
-            "cancelled": job.cancel.is_set(),
-        }
+        return Outcome(
+            text=text.emitted,
+            prompt_tokens=len(prompt),
+            completion_tokens=completion,
+            finish_reason=finish,
+            cancelled=job.cancel.is_set(),
+        )
 
 
 class _StopScanner:
