@@ -42,9 +42,9 @@ EXACT_NAME_BONUS = 2.0
 # "issue"), chosen among the words sharing the most character trigrams with it.
 TYPO_MIN_SIMILARITY = 0.74
 TYPO_CANDIDATES = 40
-# Reciprocal rank fusion constant: small enough that a first place counts clearly more than a
-# fifth, large enough that a tool both rankers like beats one that only one ranker loves.
-RRF_K = 10
+# Weight of the lexical score (0..1 after normalising to the best tool) next to the cosine
+# similarity (about 0.2-0.8 for related texts) in the hybrid; tuned on scripts/bench/data.
+LEXICAL_WEIGHT = 0.2
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][\w.\-]*")
 # Paging and formatting knobs that half of all tools take: they say nothing about what a tool does.
 GENERIC_PARAMETERS = frozenset({"page", "per_page", "perpage", "limit", "offset", "cursor",
@@ -243,11 +243,15 @@ class ToolIndex:
         return np.clip(self._vectors @ vector, 0.0, None)
 
     def _fused(self, query: str) -> np.ndarray:
+        """Cosine similarity plus a share of the normalised lexical score: the embedder orders
+        paraphrases, the words break its near-ties, and an exact name stays on top."""
         lexical = self.lexical_scores(query)
-        semantic = self.semantic_scores(query)
-        fused = _rrf(lexical) + _rrf(semantic)
-        # An exact name typed by the user stays on top whatever the embedder thinks.
-        fused += (lexical >= EXACT_NAME_BONUS) * 1.0
+        exact = lexical >= EXACT_NAME_BONUS
+        lexical -= exact * EXACT_NAME_BONUS
+        top = lexical.max(initial=0.0)
+        fused = self.semantic_scores(query) + exact * EXACT_NAME_BONUS
+        if top > 0:
+            fused += LEXICAL_WEIGHT * lexical / top
         return fused
 
     def _coverage(self, terms: list[str]) -> np.ndarray:
@@ -273,11 +277,3 @@ def _name_index(names: list[frozenset[str]]) -> tuple[dict[str, np.ndarray], np.
 def _trigrams(word: str) -> set[str]:
     padded = f" {word} "
     return {padded[i:i + 3] for i in range(len(padded) - 2)}
-
-
-def _rrf(scores: np.ndarray) -> np.ndarray:
-    """Reciprocal-rank scores; tools with no evidence get nothing."""
-    ranks = np.empty(len(scores), dtype=np.float64)
-    ranks[np.argsort(-scores, kind="stable")] = np.arange(1, len(scores) + 1)
-    return np.where(scores > 0, 1.0 / (RRF_K + ranks), 0.0)
-
