@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from difflib import SequenceMatcher
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
@@ -28,7 +27,8 @@ import numpy as np
 
 from .embedding import Embedder
 from .embedding import default_embedder as _default_embedder
-from .tokens import expansions, split_words, tokens
+from .spelling import Speller, trigrams
+from .tokens import STOPWORDS, expansions, split_words, stem, tokens
 
 log = logging.getLogger("lane.toolsearch")
 
@@ -38,14 +38,11 @@ NAME_REPEAT = 3
 EXPANSION_WEIGHT = 0.35
 COVERAGE_WEIGHT = 0.35
 EXACT_NAME_BONUS = 2.0
-# An unknown query word is read as the catalog word it resembles at least this much ("isue" ->
-# "issue"), chosen among the words sharing the most character trigrams with it.
-TYPO_MIN_SIMILARITY = 0.74
-TYPO_CANDIDATES = 40
 # Weight of the lexical score (0..1 after normalising to the best tool) next to the cosine
 # similarity (about 0.2-0.8 for related texts) in the hybrid; tuned on scripts/bench/data.
 LEXICAL_WEIGHT = 0.2
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][\w.\-]*")
+_CODE_LIKE = re.compile(r"[_\-]|[a-z][A-Z]")
 # Paging and formatting knobs that half of all tools take: they say nothing about what a tool does.
 GENERIC_PARAMETERS = frozenset({"page", "per_page", "perpage", "limit", "offset", "cursor",
                                 "page_size", "pagesize", "after", "before", "format"})
@@ -106,15 +103,15 @@ def document_terms(doc: ToolDoc) -> list[str]:
 
 
 @functools.lru_cache(maxsize=8192)
-def _analysed(name: str, description: str, source: str,
-              parameters: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str]]:
-    """(BM25 terms, name terms) of one tool. Remembered by content: the catalog is rebuilt for
-    every model call, its tools rarely change between two calls."""
-    terms = tokens(name) * NAME_REPEAT
-    terms += tokens(source)
-    terms += tokens(" ".join(p for p in parameters if p.lower() not in GENERIC_PARAMETERS))
-    terms += tokens(description)
-    return tuple(terms), frozenset(name_terms(name, source))
+def _analysed(name: str, description: str, source: str, parameters: tuple[str, ...]
+              ) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
+    """(BM25 terms, name terms, words as written) of one tool. Remembered by content: the
+    catalog is rebuilt for every model call, its tools rarely change between two calls."""
+    kept = " ".join(p for p in parameters if p.lower() not in GENERIC_PARAMETERS)
+    text = f"{name} {source} {kept} {description}"
+    terms = tokens(name) * NAME_REPEAT + tokens(f"{source} {kept} {description}")
+    words = tuple(w for w in split_words(text) if w not in STOPWORDS)
+    return tuple(terms), frozenset(name_terms(name, source)), words
 
 
 class ToolIndex:
@@ -128,15 +125,20 @@ class ToolIndex:
         self.docs = list(docs)
         self.names = [d.name for d in self.docs]
         self._by_name = {d.name.lower(): i for i, d in enumerate(self.docs)}
-        analysed = [_analysed(d.name, d.description, d.source, tuple(d.parameter_names))
-                    for d in self.docs]
+        self._by_own_name: dict[str, list[int]] = {}
+        for i, d in enumerate(self.docs):
+            if "__" in d.name:
+                self._by_own_name.setdefault(d.name.split("__", 1)[1].lower(), []).append(i)
+        self._analysed = [_analysed(d.name, d.description, d.source, tuple(d.parameter_names))
+                          for d in self.docs]
         self._bm25 = bm25s.BM25()
         if self.docs:
-            self._bm25.index([list(terms) or ["_"] for terms, _ in analysed], show_progress=False)
-        self._name_postings, self._name_length = _name_index([names for _, names in analysed])
-        self._term_sets = [frozenset(terms) for terms, _ in analysed]
+            self._bm25.index([list(terms) or ["_"] for terms, _, _ in self._analysed],
+                             show_progress=False)
+        self._name_postings, self._name_length = _name_index([n for _, n, _ in self._analysed])
+        self._term_sets = [frozenset(terms) for terms, _, _ in self._analysed]
         self._vocabulary = frozenset(t for terms in self._term_sets for t in terms)
-        self._trigrams: dict[str, list[str]] | None = None
+        self._speller: Speller | None = None
         self.embedder = embedder
         if method != "bm25" and embedder is None:
             embedder = _default_embedder()
@@ -170,8 +172,18 @@ class ToolIndex:
         return [Hit(self.names[i], float(scores[i])) for i in order if scores[i] > 0]
 
     def query_terms(self, query: str) -> list[str]:
-        """The query's terms, a misspelt word replaced by the catalog word it most resembles."""
-        return [t if t in self._vocabulary else self._nearest_term(t) or t for t in tokens(query)]
+        """The query's terms, a misspelt word read as the catalog word it was meant to be."""
+        terms = []
+        for word in split_words(query):
+            if word in STOPWORDS:
+                continue
+            term = stem(word)
+            if term not in self._vocabulary:
+                if self._speller is None:
+                    self._speller = Speller(w for _, _, words in self._analysed for w in words)
+                term = stem(self._speller.correct(word) or word)
+            terms.append(term)
+        return terms
 
     def query_coverage(self, query: str, name: str) -> float:
         """The share of the query's terms (or their synonyms) found in the named tool's text."""
@@ -192,31 +204,10 @@ class ToolIndex:
     def closest(self, query: str, limit: int) -> list[str]:
         """Tool names ranked by shared character trigrams with the query: a last resort that
         still points somewhere when no word matches."""
-        grams = _trigrams(query.lower())
-        scored = sorted(((len(grams & _trigrams(n.lower())), n) for n in self.names),
+        grams = trigrams(query.lower())
+        scored = sorted(((len(grams & trigrams(n.lower())), n) for n in self.names),
                         key=lambda pair: -pair[0])
         return [name for _, name in scored[:limit]]
-
-    def _nearest_term(self, term: str) -> str | None:
-        if len(term) < 4 or not term.isascii():
-            return None
-        if self._trigrams is None:
-            self._trigrams = {}
-            for word in self._vocabulary:
-                for gram in _trigrams(word):
-                    self._trigrams.setdefault(gram, []).append(word)
-        grams = _trigrams(term)
-        shared: dict[str, int] = {}
-        for gram in grams:
-            for word in self._trigrams.get(gram, ()):
-                shared[word] = shared.get(word, 0) + 1
-        candidates = sorted(shared, key=lambda w: -shared[w])[:TYPO_CANDIDATES]
-        best, best_ratio = None, TYPO_MIN_SIMILARITY
-        for word in candidates:
-            ratio = SequenceMatcher(None, term, word).ratio()
-            if ratio > best_ratio:
-                best, best_ratio = word, ratio
-        return best
 
     def lexical_scores(self, query: str) -> np.ndarray:
         """BM25 on the query's words (plus weaker synonyms), normalised to the best document,
@@ -234,6 +225,8 @@ class ToolIndex:
             exact = self._by_name.get(word.lower())
             if exact is not None:
                 scores[exact] += EXACT_NAME_BONUS
+            elif _CODE_LIKE.search(word):  # "kv_put" names cloudflare__kv_put
+                scores[self._by_own_name.get(word.lower(), [])] += EXACT_NAME_BONUS
         return scores
 
     def semantic_scores(self, query: str) -> np.ndarray:
@@ -274,6 +267,3 @@ def _name_index(names: list[frozenset[str]]) -> tuple[dict[str, np.ndarray], np.
     return {t: np.array(ids, dtype=np.int64) for t, ids in postings.items()}, lengths
 
 
-def _trigrams(word: str) -> set[str]:
-    padded = f" {word} "
-    return {padded[i:i + 3] for i in range(len(padded) - 2)}

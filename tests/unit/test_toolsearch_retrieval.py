@@ -172,3 +172,24 @@ def test_bm25_latency_at_a_thousand_tools():
         index.search(query, 5)
         timings.append(time.perf_counter() - start)
     assert np.percentile(timings, 95) < 0.010  # the target is 2 ms; leave room for a busy CI box
+
+
+def test_speller_fixes_swaps_and_drops_but_leaves_unknown_real_words():
+    from stack.toolsearch.spelling import Speller, edit_distance
+
+    speller = Speller(["list", "list", "merge", "large", "large", "large", "namespaces", "delete"])
+    assert speller.correct("lsit") == "list"          # swapped letters share no trigram
+    assert speller.correct("marge") == "merge"        # first letter breaks the tie with large
+    assert speller.correct("namespases") == "namespaces"
+    assert speller.correct("delte") == "delete"
+    assert speller.correct("acme") is None            # nothing one edit away
+    assert speller.correct("list") is None            # known words stay
+    assert edit_distance("abcd", "badc", 1) == 2
+
+
+def test_bare_tool_name_without_server_prefix_is_exact():
+    index = ToolIndex.from_openai([fn("cloudflare__kv_put", "Put a value."),
+                                   fn("cloudflare__kv_get", "Get a value."),
+                                   fn("github__get_me", "The authenticated user.")])
+    assert index.search("kv_put", 1)[0].name == "cloudflare__kv_put"
+    assert index.search("get_me", 1)[0].name == "github__get_me"

@@ -1,0 +1,80 @@
+"""Reading a misspelt query word as the catalog word the user meant ("lsit" -> "list").
+
+Only words absent from the catalog are corrected, only to a catalog word one edit away (two for
+long words), where swapping two neighbouring letters counts as one edit. Ties go to the word the
+catalog uses most. A rare real word the catalog lacks ("acme") usually has no such neighbour
+and stays as typed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
+
+MIN_LENGTH = 4
+LONG_WORD = 8
+CANDIDATES = 60
+
+
+class Speller:
+    """Candidates come from two indexes: shared character trigrams (good for long words) and
+    shared one-letter deletions (catches "lsit" -> "list", which share no trigram)."""
+
+    def __init__(self, words: Iterable[str]):
+        self.frequency = Counter(w for w in words if len(w) >= MIN_LENGTH - 1 and w.isascii())
+        self._grams: dict[str, list[str]] = {}
+        self._deletions: dict[str, list[str]] = {}
+        for word in self.frequency:
+            for gram in trigrams(word):
+                self._grams.setdefault(gram, []).append(word)
+            if len(word) < LONG_WORD:
+                for variant in deletions(word) | {word}:
+                    self._deletions.setdefault(variant, []).append(word)
+
+    def correct(self, word: str) -> str | None:
+        """The intended catalog word, or None when the word is known or has no close neighbour."""
+        if len(word) < MIN_LENGTH or not word.isascii() or word in self.frequency:
+            return None
+        limit = 2 if len(word) >= LONG_WORD else 1
+        shared: Counter[str] = Counter()
+        for gram in trigrams(word):
+            shared.update(self._grams.get(gram, ()))
+        candidates = {c for c, _ in shared.most_common(CANDIDATES)}
+        for variant in deletions(word) | {word}:
+            candidates.update(self._deletions.get(variant, ()))
+        best: tuple[int, bool, int, str] | None = None
+        for candidate in candidates:
+            if abs(len(candidate) - len(word)) > limit:
+                continue
+            distance = edit_distance(word, candidate, limit)
+            if distance <= limit:
+                # Typing rarely gets the first letter wrong: "marge" is merge, not large.
+                key = (distance, candidate[0] != word[0], -self.frequency[candidate], candidate)
+                best = key if best is None or key < best else best
+        return best[3] if best else None
+
+
+def trigrams(word: str) -> set[str]:
+    padded = f" {word} "
+    return {padded[i:i + 3] for i in range(len(padded) - 2)}
+
+
+def deletions(word: str) -> set[str]:
+    return {word[:i] + word[i + 1:] for i in range(len(word))}
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Edits (insert, delete, substitute, swap neighbours) from a to b; limit + 1 once above."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        current = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return previous[-1]
