@@ -103,7 +103,7 @@ def search_text(catalog: Catalog, query: str, limit: int | None, settings: Setti
         lines = [f"- {signature(catalog.tools[h.name])}: "
                  f"{one_line(catalog.tools[h.name].description)}" for h in hits]
         return "\n".join(lines + ['Call one: tool_call(name, arguments={...}).'])
-    closest = [h.name for h in hits[:3]] or catalog.closest(query, 3)
+    closest = [h.name for h in hits] or catalog.closest(query, 3)
     lines = [f"- {signature(catalog.tools[n])}: {one_line(catalog.tools[n].description)}"
              for n in closest]
     return "\n".join([

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Does promotion help? How often the tool it would offer directly is a gold tool, and how often
+a wrong one, on the labelled queries of the retrieval corpus.
+
+For each query, promotion (stack/toolsearch/promotion.py, the lane's settings) picks 0-2 deferred
+tools from the catalog. Counted per category:
+  gold   a gold tool of the query is among the promoted (the model can act at once)
+  wrong  tools were promoted, none of them gold (they cost tokens and may mislead; on negative
+         queries any promotion is wrong)
+  none   nothing promoted (the model searches as usual)
+
+    .venv/bin/python scripts/bench/promotion.py [--catalog FILE] [--queries FILE.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from stack.config import Settings  # noqa: E402
+from stack.tools.base import Tool  # noqa: E402
+from stack.toolsearch.catalog import Catalog  # noqa: E402
+from stack.toolsearch.commands import load_catalog_file  # noqa: E402
+from stack.toolsearch.embedding import default_embedder  # noqa: E402
+from stack.toolsearch.promotion import promoted_tools  # noqa: E402
+
+DATA = ROOT / "scripts" / "bench" / "data"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--catalog", type=Path, default=DATA / "catalog.json")
+    parser.add_argument("--queries", type=Path, default=DATA / "queries.jsonl")
+    parser.add_argument("--method", choices=("bm25", "hybrid"), default=None)
+    args = parser.parse_args()
+    method = args.method or ("hybrid" if default_embedder() else "bm25")
+    docs = load_catalog_file(args.catalog)
+    catalog = Catalog({d.name: Tool(d.name, d.description, dict(d.parameters), _never, d.source)
+                       for d in docs}, method=method)
+    settings = Settings()
+    counts: dict[str, Counter[str]] = defaultdict(Counter)
+    for line in args.queries.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        query = json.loads(line)
+        promoted = promoted_tools(catalog, query["query"], settings)
+        gold = set(query.get("gold") or [])
+        verdict = "none" if not promoted else "gold" if set(promoted) & gold else "wrong"
+        for key in (query.get("category", "all"), "ALL"):
+            counts[key][verdict] += 1
+            counts[key]["n"] += 1
+            counts[key]["promoted"] += len(promoted)
+    print(f"promotion ({method}, margin rule of stack/toolsearch/promotion.py, "
+          f"budget {settings.promote_budget_tokens} tokens)")
+    print(f"{'category':<12} {'n':>4} {'gold':>6} {'wrong':>6} {'none':>6} {'tools/query':>11}")
+    for key in sorted(counts, key=lambda k: (k == "ALL", k)):
+        c = counts[key]
+        print(f"{key:<12} {c['n']:>4} {c['gold'] / c['n']:>6.1%} {c['wrong'] / c['n']:>6.1%} "
+              f"{c['none'] / c['n']:>6.1%} {c['promoted'] / c['n']:>11.2f}")
+    return 0
+
+
+def _never(arguments: dict, ctx: object) -> str:
+    raise RuntimeError("the promotion bench never runs tools")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
