@@ -19,9 +19,10 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from stack.llm.protocol import ChatRequest
+from stack.llm.tool_prompt import template_dropped_tools, with_tools_in_system_message
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -160,6 +161,14 @@ class Engine:
             self._abort_flag = None
             self._lock.release()
 
+    def _render(self, messages: list[dict[str, Any]], request: ChatRequest) -> Any:
+        assert self._formatter is not None
+        try:
+            return self._formatter(messages=messages, tools=request.tools,
+                                   tool_choice=request.tool_choice)
+        except Exception as exc:  # Jinja raises many kinds; all mean "these messages do not fit the template"
+            raise TemplateFailure(f"the chat template cannot render these messages: {exc}") from exc
+
     def _run(self, job: Job, emit: Callable[[str], None]) -> Outcome:
         from llama_cpp import StoppingCriteriaList
 
@@ -167,10 +176,10 @@ class Engine:
         if llm is None or self._formatter is None:
             raise RuntimeError("the model is not loaded yet")
         request = job.request
-        try:
-            rendered = self._formatter(messages=request.messages, tools=request.tools, tool_choice=request.tool_choice)
-        except Exception as exc:  # Jinja raises many kinds; all mean "these messages do not fit the template"
-            raise TemplateFailure(f"the chat template cannot render these messages: {exc}") from exc
+        rendered = self._render(request.messages, request)
+        if request.tools and template_dropped_tools(rendered.prompt, request.tools):
+            rendered = self._render(with_tools_in_system_message(request.messages, request.tools),
+                                    request)
         prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
         room = self.n_ctx - len(prompt)
         if room < 1:

@@ -60,3 +60,16 @@ def test_emitted_pieces_add_up_to_the_text(engine: Engine) -> None:
     outcome, pieces = run(engine, {"messages": [{"role": "user", "content": "Tell me about cats."}], "temperature": 0})
     assert outcome.completion_tokens <= engine.cap
     assert "".join(pieces) == outcome.text and outcome.text
+
+
+def test_tools_reach_a_model_whose_own_template_drops_them() -> None:
+    """SmolLM2's own template has no place for tools; the engine describes them in the system
+    message in the <tool_call> convention instead of letting the model go blind."""
+    path = embedded_model_path()
+    assert path is not None
+    own_template = Engine(path, n_ctx=1024, n_threads=int(TEST_THREADS), cap=4)
+    own_template.load()
+    messages = [{"role": "user", "content": "list the files"}]
+    plain, _ = run(own_template, {"messages": messages, "max_tokens": 1})
+    with_tools, _ = run(own_template, {"messages": messages, "max_tokens": 1, "tools": [TOOL]})
+    assert with_tools.prompt_tokens > plain.prompt_tokens + 40
