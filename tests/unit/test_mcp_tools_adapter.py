@@ -8,11 +8,10 @@ import sys
 import pytest
 
 from stack.config import Settings
-from stack.store import Store
-from stack.tools.base import ToolContext
 from stack.tools.execute import run_tool
 from stack.tools.mcp_tools import as_tool, mcp_provider, open_lane_registry
 from stack.tools.registry import build_registry
+from tests.fakes.tool_context import tool_context
 
 connection = pytest.importorskip("stack.mcp.connection")
 
@@ -37,11 +36,8 @@ class FakeManager:
 
 @pytest.fixture
 def ctx(tmp_path):
-    settings = Settings(home=tmp_path)
-    store = Store(settings.db_path)
-    store.create_session("s1")
-    yield ToolContext(settings, store, "s1")
-    store.close()
+    with tool_context(tmp_path) as context:
+        yield context
 
 
 def test_results_and_failures_become_outcomes(ctx):

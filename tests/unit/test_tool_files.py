@@ -2,32 +2,22 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from stack.config import Settings
-from stack.store import Store
 from stack.tools import files
 from stack.tools.base import ToolContext
 from stack.tools.execute import Outcome, run_tool
+from tests.fakes.tool_context import make_tool_context, tool_context
 
 TOOLS = {tool.name: tool for tool in files.TOOLS}
 
 
-def make_ctx(home: Path, **limits) -> ToolContext:
-    settings = Settings(home=home, **limits)
-    store = Store(settings.db_path)
-    store.create_session("s1")
-    return ToolContext(settings, store, "s1")
-
-
 @pytest.fixture
 def ctx(tmp_path: Path):
-    context = make_ctx(tmp_path / "home")
-    yield context
-    context.store.close()
+    with tool_context(tmp_path / "home") as context:
+        yield context
 
 
 @pytest.fixture
@@ -112,7 +102,7 @@ def test_absolute_paths_inside_the_workspace_and_harmless_dotdot_are_fine(ctx, w
 
 
 def test_workspace_is_created_on_first_use(tmp_path):
-    context = make_ctx(tmp_path / "fresh")
+    context = make_tool_context(tmp_path / "fresh")
     assert not context.settings.workspace.exists()
     outcome = call("write_file", {"path": "x.txt", "content": "1"}, context)
     assert outcome.status == "ok"
@@ -145,7 +135,7 @@ def test_read_file_offset_past_the_end_is_an_error(ctx, ws):
 
 
 def test_read_file_stops_at_the_byte_cap_and_says_where_to_continue(tmp_path):
-    context = make_ctx(tmp_path / "home", read_file_bytes=100)
+    context = make_tool_context(tmp_path / "home", read_file_bytes=100)
     ws = files.workspace_root(context.settings)
     (ws / "big.txt").write_text("".join(f"{n:09d}\n" for n in range(1, 101)))  # 10 bytes a line
     outcome = call("read_file", {"path": "big.txt"}, context)
@@ -160,7 +150,7 @@ def test_read_file_stops_at_the_byte_cap_and_says_where_to_continue(tmp_path):
 
 
 def test_read_file_cuts_a_single_line_longer_than_the_cap(tmp_path):
-    context = make_ctx(tmp_path / "home", read_file_bytes=64)
+    context = make_tool_context(tmp_path / "home", read_file_bytes=64)
     (files.workspace_root(context.settings) / "wide.txt").write_text("x" * 1000 + "\n")
     outcome = call("read_file", {"path": "wide.txt"}, context)
     assert outcome.status == "ok"
@@ -208,7 +198,7 @@ def test_write_file_creates_parents_and_overwrites(ctx, ws):
 
 
 def test_write_file_over_the_cap_is_an_error_and_writes_nothing(tmp_path):
-    context = make_ctx(tmp_path / "home", write_file_bytes=10)
+    context = make_tool_context(tmp_path / "home", write_file_bytes=10)
     outcome = call("write_file", {"path": "f.txt", "content": "x" * 11}, context)
     assert outcome.status == "error"
     assert "at most 10 bytes" in outcome.output
@@ -338,7 +328,7 @@ def test_patch_argument_errors(ctx, ws, arguments, message):
 
 
 def test_patch_result_over_the_write_cap_is_refused_and_file_untouched(tmp_path):
-    context = make_ctx(tmp_path / "home", write_file_bytes=20)
+    context = make_tool_context(tmp_path / "home", write_file_bytes=20)
     path = files.workspace_root(context.settings) / "f.txt"
     path.write_text("short\n")
     outcome = call("patch", {"path": "f.txt", "old_string": "short", "new_string": "x" * 30}, context)

@@ -7,21 +7,18 @@ from pathlib import Path
 import pytest
 
 from stack.config import Settings
-from stack.store import Store
 from stack.tools import memory
 from stack.tools.base import ToolContext
 from stack.tools.execute import Outcome, run_tool
+from tests.fakes.tool_context import tool_context
 
 TOOL = memory.TOOLS[0]
 
 
 @pytest.fixture
 def ctx(tmp_path: Path):
-    settings = Settings(home=tmp_path / "home")
-    store = Store(settings.db_path)
-    store.create_session("s1")
-    yield ToolContext(settings, store, "s1")
-    store.close()
+    with tool_context(tmp_path / "home") as context:
+        yield context
 
 
 def mem(ctx: ToolContext, **arguments) -> Outcome:

@@ -14,11 +14,11 @@ from zoneinfo import ZoneInfo
 import jsonschema
 import pytest
 
-from stack.config import DEFAULT_CORE_TOOLS, Settings
-from stack.store import Store
+from stack.config import DEFAULT_CORE_TOOLS
 from stack.tools import calculator, clock, python_exec, web
 from stack.tools.base import ToolContext
 from stack.tools.execute import run_tool
+from tests.fakes.tool_context import tool_context
 from stack.tools.registry import build_registry
 
 EXTRAS = {tool.name: tool for module in (clock, calculator, python_exec, web) for tool in module.TOOLS}
@@ -26,11 +26,8 @@ EXTRAS = {tool.name: tool for module in (clock, calculator, python_exec, web) fo
 
 @pytest.fixture
 def ctx(tmp_path: Path):
-    settings = Settings(home=tmp_path / "home", terminal_timeout_s=10.0)
-    store = Store(settings.db_path)
-    store.create_session("s1")
-    yield ToolContext(settings, store, "s1")
-    store.close()
+    with tool_context(tmp_path / "home", terminal_timeout_s=10.0) as context:
+        yield context
 
 
 def call(name: str, arguments: dict, ctx: ToolContext):
@@ -101,16 +98,12 @@ def test_run_python_runs_in_the_workspace(ctx):
 
 
 def test_run_python_timeout_and_output_cap(tmp_path):
-    settings = Settings(home=tmp_path / "h", terminal_output_bytes=2000)
-    store = Store(settings.db_path)
-    store.create_session("s1")
-    ctx = ToolContext(settings, store, "s1")
-    slow = call("run_python", {"code": "import time\nprint('started', flush=True)\ntime.sleep(30)",
-                               "timeout": 1}, ctx)
+    with tool_context(tmp_path / "h", terminal_output_bytes=2000) as ctx:
+        slow = call("run_python", {"code": "import time\nprint('started', flush=True)\n"
+                                           "time.sleep(30)", "timeout": 1}, ctx)
+        loud = call("run_python", {"code": "print('x' * 100000)"}, ctx)
     assert slow.status == "error" and "timed out after 1 s" in slow.output and "started" in slow.output
-    loud = call("run_python", {"code": "print('x' * 100000)"}, ctx)
     assert loud.status == "ok" and "bytes of output cut" in loud.output and len(loud.output) < 2200
-    store.close()
 
 
 def test_run_python_reports_exceptions(ctx):

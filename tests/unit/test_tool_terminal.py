@@ -8,27 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from stack.config import Settings
-from stack.store import Store
 from stack.tools import terminal
 from stack.tools.base import ToolContext
 from stack.tools.execute import Outcome, run_tool
+from tests.fakes.tool_context import make_tool_context, tool_context
 
 TOOL = terminal.TOOLS[0]
 
 
-def make_ctx(home: Path, **limits) -> ToolContext:
-    settings = Settings(home=home, **limits)
-    store = Store(settings.db_path)
-    store.create_session("s1")
-    return ToolContext(settings, store, "s1")
-
-
 @pytest.fixture
 def ctx(tmp_path: Path):
-    context = make_ctx(tmp_path / "home")
-    yield context
-    context.store.close()
+    with tool_context(tmp_path / "home") as context:
+        yield context
 
 
 def run(command: str, ctx: ToolContext, **extra) -> Outcome:
@@ -94,7 +85,7 @@ def test_background_processes_do_not_outlive_the_command(ctx):
 
 
 def test_output_cap_keeps_head_and_tail_and_marks_the_cut(tmp_path):
-    context = make_ctx(tmp_path / "home", terminal_output_bytes=1024)
+    context = make_tool_context(tmp_path / "home", terminal_output_bytes=1024)
     outcome = run("seq 1 100000", context)
     assert outcome.status == "ok"
     body = outcome.output.split("\n", 1)[1]
@@ -109,14 +100,14 @@ def test_output_cap_keeps_head_and_tail_and_marks_the_cut(tmp_path):
 
 
 def test_output_under_the_cap_is_not_marked(tmp_path):
-    context = make_ctx(tmp_path / "home", terminal_output_bytes=1024)
+    context = make_tool_context(tmp_path / "home", terminal_output_bytes=1024)
     outcome = run("printf 'x%.0s' $(seq 1 1024)", context)
     assert outcome.output == "exit code: 0\n" + "x" * 1024
     context.store.close()
 
 
 def test_timeout_above_the_maximum_is_lowered(tmp_path):
-    context = make_ctx(tmp_path / "home", terminal_max_timeout_s=1.0)
+    context = make_tool_context(tmp_path / "home", terminal_max_timeout_s=1.0)
     outcome = run("echo hi", context, timeout=500)
     assert outcome.status == "ok"
     assert outcome.output.startswith("exit code: 0 (timeout lowered to the maximum, 1 s)")
@@ -126,7 +117,7 @@ def test_timeout_above_the_maximum_is_lowered(tmp_path):
 
 
 def test_default_timeout_comes_from_settings(tmp_path):
-    context = make_ctx(tmp_path / "home", terminal_timeout_s=0.5)
+    context = make_tool_context(tmp_path / "home", terminal_timeout_s=0.5)
     started = time.monotonic()
     outcome = run("sleep 5", context)
     assert outcome.status == "error" and "timed out after 0.5 s" in outcome.output
