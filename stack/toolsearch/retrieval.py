@@ -27,6 +27,7 @@ import numpy as np
 
 from .embedding import Embedder
 from .embedding import default_embedder as _default_embedder
+from .glossary import english, english_gloss
 from .spelling import Speller, trigrams
 from .tokens import STOPWORDS, expansions, split_words, stem, tokens
 
@@ -177,6 +178,10 @@ class ToolIndex:
         for word in split_words(query):
             if word in STOPWORDS:
                 continue
+            meaning = english(word)
+            if meaning:  # a foreign task word: its English reading is what the catalog says
+                terms.extend(stem(m) for m in meaning)
+                continue
             term = stem(word)
             if term not in self._vocabulary:
                 if self._speller is None:
@@ -199,7 +204,7 @@ class ToolIndex:
         i = self._by_name.get(name.lower())
         if self._vectors is None or self.embedder is None or i is None:
             return 0.0
-        return float(self._vectors[i] @ self.embedder.embed([query])[0])
+        return float(self._vectors[i] @ self.embedder.embed([_with_gloss(query)])[0])
 
     def closest(self, query: str, limit: int) -> list[str]:
         """Tool names ranked by shared character trigrams with the query: a last resort that
@@ -232,7 +237,7 @@ class ToolIndex:
     def semantic_scores(self, query: str) -> np.ndarray:
         """Cosine similarity of the query to each tool, clipped at zero."""
         assert self.embedder is not None and self._vectors is not None
-        vector = self.embedder.embed([query])[0]
+        vector = self.embedder.embed([_with_gloss(query)])[0]
         return np.clip(self._vectors @ vector, 0.0, None)
 
     def _fused(self, query: str) -> np.ndarray:
@@ -267,3 +272,8 @@ def _name_index(names: list[frozenset[str]]) -> tuple[dict[str, np.ndarray], np.
     return {t: np.array(ids, dtype=np.int64) for t, ids in postings.items()}, lengths
 
 
+def _with_gloss(query: str) -> str:
+    """The query, followed by the English reading of its foreign task words (for the English
+    embedder): "crea una rama" -> "crea una rama (create branch)"."""
+    gloss = english_gloss(split_words(query))
+    return f"{query} ({' '.join(gloss)})" if gloss else query

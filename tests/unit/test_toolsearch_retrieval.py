@@ -193,3 +193,13 @@ def test_bare_tool_name_without_server_prefix_is_exact():
                                    fn("github__get_me", "The authenticated user.")])
     assert index.search("kv_put", 1)[0].name == "cloudflare__kv_put"
     assert index.search("get_me", 1)[0].name == "github__get_me"
+
+
+def test_foreign_task_words_are_read_in_english():
+    from stack.toolsearch.glossary import english, english_gloss
+
+    assert english("Lösche") == ("delete",)
+    assert english_gloss(["crea", "una", "rama"]) == ["create", "branch"]
+    index = ToolIndex.from_openai(CATALOG)
+    assert index.search("crea un evento en el calendario", 1)[0].name == "calendar_create_event"
+    assert index.search("envoie un message dans le canal", 1)[0].name == "slack_post_message"
