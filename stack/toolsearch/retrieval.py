@@ -29,7 +29,7 @@ from .embedding import Embedder
 from .embedding import default_embedder as _default_embedder
 from .glossary import english, english_gloss
 from .spelling import Speller, trigrams
-from .tokens import STOPWORDS, expansions, split_words, stem, tokens
+from .tokens import STOPWORDS, clauses, expansions, split_words, stem, tokens
 
 log = logging.getLogger("lane.toolsearch")
 
@@ -163,14 +163,20 @@ class ToolIndex:
         """The best `limit` tools for the query, best first; only tools with some evidence."""
         if not self.docs or limit <= 0:
             return []
-        if self.method == "bm25":
-            scores = self.lexical_scores(query)
-        elif self.method == "embed":
-            scores = self.semantic_scores(query)
-        else:
-            scores = self._fused(query)
+        # A request with several tasks is also scored task by task, and each tool keeps its best
+        # score, so the tool for the second task is not crowded out by neighbours of the first.
+        texts = [query, *clauses(query)]
+        scores = np.maximum.reduce(self._scores(texts))
         order = np.argsort(-scores, kind="stable")[:limit]
         return [Hit(self.names[i], float(scores[i])) for i in order if scores[i] > 0]
+
+    def _scores(self, texts: list[str]) -> list[np.ndarray]:
+        if self.method == "bm25":
+            return [self.lexical_scores(text) for text in texts]
+        semantic = self._semantic(texts)
+        if self.method == "embed":
+            return semantic
+        return [self._fused(text, cosine) for text, cosine in zip(texts, semantic)]
 
     def query_terms(self, query: str) -> list[str]:
         """The query's terms, a misspelt word read as the catalog word it was meant to be."""
@@ -236,18 +242,21 @@ class ToolIndex:
 
     def semantic_scores(self, query: str) -> np.ndarray:
         """Cosine similarity of the query to each tool, clipped at zero."""
-        assert self.embedder is not None and self._vectors is not None
-        vector = self.embedder.embed([_with_gloss(query)])[0]
-        return np.clip(self._vectors @ vector, 0.0, None)
+        return self._semantic([query])[0]
 
-    def _fused(self, query: str) -> np.ndarray:
+    def _semantic(self, texts: list[str]) -> list[np.ndarray]:
+        assert self.embedder is not None and self._vectors is not None
+        vectors = self.embedder.embed([_with_gloss(text) for text in texts])
+        return list(np.clip(vectors @ self._vectors.T, 0.0, None))
+
+    def _fused(self, query: str, cosine: np.ndarray) -> np.ndarray:
         """Cosine similarity plus a share of the normalised lexical score: the embedder orders
         paraphrases, the words break its near-ties, and an exact name stays on top."""
         lexical = self.lexical_scores(query)
         exact = lexical >= EXACT_NAME_BONUS
         lexical -= exact * EXACT_NAME_BONUS
         top = lexical.max(initial=0.0)
-        fused = self.semantic_scores(query) + exact * EXACT_NAME_BONUS
+        fused = cosine + exact * EXACT_NAME_BONUS
         if top > 0:
             fused += LEXICAL_WEIGHT * lexical / top
         return fused

@@ -64,6 +64,11 @@ _SYNONYM_GROUPS = (
     "label tag",
 )
 
+# Where one request holds several tasks: "find the page and leave a comment on it".
+_CLAUSE_BREAK = re.compile(
+    r"\s*(?:[;,]|\b(?:and then|and also|then|and|also|after that|afterwards|"
+    r"y luego|y|et puis|et|und dann|und|e poi|e)\b)\s*", re.IGNORECASE)
+
 _SUFFIXES = (("sses", "ss"), ("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))
 
 
@@ -116,3 +121,10 @@ def expansions(terms: list[str]) -> list[str]:
             if other not in present:
                 extra[other] = None
     return list(extra)
+
+
+def clauses(text: str) -> list[str]:
+    """The tasks of a request that holds more than one, each with at least two content words;
+    [] for a single task."""
+    parts = [part for part in _CLAUSE_BREAK.split(text) if part and len(tokens(part)) >= 2]
+    return parts if len(parts) >= 2 else []
