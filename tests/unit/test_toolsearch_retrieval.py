@@ -203,3 +203,15 @@ def test_foreign_task_words_are_read_in_english():
     index = ToolIndex.from_openai(CATALOG)
     assert index.search("crea un evento en el calendario", 1)[0].name == "calendar_create_event"
     assert index.search("envoie un message dans le canal", 1)[0].name == "slack_post_message"
+
+
+def test_requests_with_several_tasks_find_a_tool_for_each():
+    from stack.toolsearch.tokens import clauses
+
+    assert clauses("go to example.com and then take a screenshot") == \
+        ["go to example.com", "take a screenshot"]
+    assert clauses("list branches and tags") == []  # one task, two objects
+    index = ToolIndex.from_openai(CATALOG)
+    names = [h.name for h in index.search(
+        "open an issue on github for the outage, then post a message to the ops channel", 2)]
+    assert set(names) == {"github__create_issue", "slack_post_message"}
