@@ -2,12 +2,15 @@
 
 BM25 (bm25s) sees each tool as one bag of words in which the name counts three times, then the
 source (server) and parameter names once and the description once: names are short and precise,
-descriptions long and chatty. Two corrections sit on top of plain BM25:
+descriptions long and chatty. On top of plain BM25:
 
 * name coverage: the share of a tool's name words that the query contains, so `get_accounts`
   beats `get_accounts_list` for "get accounts" (BM25's length normalisation alone can't see that
   the longer name has a word the user never asked for);
-* an exact name in the query ("call github__create_issue") wins outright.
+* an exact name in the query ("call github__create_issue", or just "kv_put") wins outright;
+* query words are read generously: weaker synonyms (tokens.py), misspellings corrected against
+  the catalog's own words (spelling.py), common foreign task words in English (glossary.py);
+* a request with several tasks ("find the page and comment on it") is also scored per task.
 
 Paraphrases with no word in common with the tool need meaning, not words: `method="embed"`
 ranks by cosine similarity of sentence embeddings and `method="hybrid"` fuses both. Without an
@@ -99,10 +102,6 @@ def name_terms(name: str, source: str = "") -> list[str]:
     return [t for t in terms if t not in prefix] or terms
 
 
-def document_terms(doc: ToolDoc) -> list[str]:
-    return list(_analysed(doc.name, doc.description, doc.source, tuple(doc.parameter_names))[0])
-
-
 @functools.lru_cache(maxsize=8192)
 def _analysed(name: str, description: str, source: str, parameters: tuple[str, ...]
               ) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
@@ -116,8 +115,8 @@ def _analysed(name: str, description: str, source: str, parameters: tuple[str, .
 
 
 class ToolIndex:
-    """A searchable snapshot of a list of tools. Cheap to build (about 10 ms per 1,000 tools for
-    BM25), so callers rebuild it whenever the tool list may have changed."""
+    """A searchable snapshot of a list of tools. Cheap to build (about 30 ms per 1,000 tools once
+    their texts were seen), so callers rebuild it whenever the tool list may have changed."""
 
     def __init__(self, docs: Sequence[ToolDoc], *, method: Method = "bm25",
                  embedder: Embedder | None = None):
@@ -239,10 +238,6 @@ class ToolIndex:
             elif _CODE_LIKE.search(word):  # "kv_put" names cloudflare__kv_put
                 scores[self._by_own_name.get(word.lower(), [])] += EXACT_NAME_BONUS
         return scores
-
-    def semantic_scores(self, query: str) -> np.ndarray:
-        """Cosine similarity of the query to each tool, clipped at zero."""
-        return self._semantic([query])[0]
 
     def _semantic(self, texts: list[str]) -> list[np.ndarray]:
         assert self.embedder is not None and self._vectors is not None

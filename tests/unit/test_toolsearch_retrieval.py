@@ -1,6 +1,7 @@
 """Retrieval: tokenisation, BM25 ranking with its name corrections, embeddings and fusion."""
 
 import json
+import zlib
 import time
 from pathlib import Path
 
@@ -110,7 +111,7 @@ class BagOfWordsEmbedder:
         rows = np.zeros((len(texts), 64), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in tokens(text):
-                rows[row, hash(word) % 64] += 1.0
+                rows[row, zlib.crc32(word.encode()) % 64] += 1.0
         norms = np.linalg.norm(rows, axis=1, keepdims=True)
         return rows / np.maximum(norms, 1e-9)
 
