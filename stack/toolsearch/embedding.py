@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
+import threading
 import unicodedata
 from collections import OrderedDict
 from pathlib import Path
@@ -118,8 +119,14 @@ class OnnxMiniLM:
                                              providers=["CPUExecutionProvider"])
         self._tokenizer = tokenizer or WordPiece()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        # Tools run in worker threads: two sessions may search at once.
+        self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
         # Similar lengths batch together, so little of each batch is padding.
         missing.sort(key=len)

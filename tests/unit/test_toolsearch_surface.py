@@ -229,3 +229,10 @@ def test_promotion_stays_out_of_vague_queries_and_respects_switch_and_budget(set
     broke = settings.with_overrides(promote_budget_tokens=10)
     _, catalog = build_catalog(registry(), broke)
     assert promoted_tools(catalog, query, broke) == []
+
+
+def test_warm_up_indexes_the_deferred_catalog(settings):
+    from stack.toolsearch.catalog import warm_up
+
+    assert warm_up(registry(), settings) == len(DEFERRED)
+    assert warm_up(Registry(CORE), settings) == 0
