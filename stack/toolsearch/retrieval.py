@@ -35,6 +35,8 @@ from .spelling import Speller, trigrams
 from .tokens import STOPWORDS, clauses, expansions, split_words, stem, tokens
 
 log = logging.getLogger("lane.toolsearch")
+# bm25s sets its own logger to DEBUG and would log every index build (one per model call).
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 Method = Literal["bm25", "embed", "hybrid"]
 
