@@ -49,6 +49,9 @@ EXACT_NAME_BONUS = 2.0
 LEXICAL_WEIGHT = 0.2
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][\w.\-]*")
 _CODE_LIKE = re.compile(r"[_\-]|[a-z][A-Z]")
+# "acme/api", "src/utils", "https://x.com/docs": values the tool will receive, not words for what
+# it does ("kubernetes/kubernetes" is a GitHub repository, not a Kubernetes task).
+_SLUG = re.compile(r"\S*\w/\w\S*")
 # Paging and formatting knobs that half of all tools take: they say nothing about what a tool does.
 GENERIC_PARAMETERS = frozenset({"page", "per_page", "perpage", "limit", "offset", "cursor",
                                 "page_size", "pagesize", "after", "before", "format"})
@@ -180,9 +183,10 @@ class ToolIndex:
         return [self._fused(text, cosine) for text, cosine in zip(texts, semantic)]
 
     def query_terms(self, query: str) -> list[str]:
-        """The query's terms, a misspelt word read as the catalog word it was meant to be."""
+        """The query's task words (paths and slugs left out), a misspelt word read as the
+        catalog word it was meant to be."""
         terms = []
-        for word in split_words(query):
+        for word in split_words(_SLUG.sub(" ", query)):
             if word in STOPWORDS:
                 continue
             meaning = english(word)

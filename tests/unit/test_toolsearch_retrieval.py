@@ -216,3 +216,15 @@ def test_requests_with_several_tasks_find_a_tool_for_each():
     names = [h.name for h in index.search(
         "open an issue on github for the outage, then post a message to the ops channel", 2)]
     assert set(names) == {"github__create_issue", "slack_post_message"}
+
+
+def test_slugs_and_paths_are_values_not_task_words():
+    index = ToolIndex.from_openai([
+        fn("github__get_latest_release", "Get the latest release in a GitHub repository.",
+           owner="string", repo="string"),
+        fn("kubernetes__pods_list", "List Kubernetes pods."),
+        fn("kubernetes__resources_get", "Get a Kubernetes resource."),
+    ])
+    assert index.search("get the latest release of kubernetes/kubernetes", 1)[0].name == \
+        "github__get_latest_release"
+    assert "kubernet" not in index.query_terms("release of kubernetes/kubernetes")
