@@ -1,0 +1,65 @@
+"""The spine end to end: a two-turn session through the real shim with the real memory tool and
+the lane's default configuration (tool search on), the model's call written natively or as text."""
+
+import json
+import sqlite3
+
+import httpx
+import pytest
+
+from stack.config import Settings
+from tests.fakes.scripted_model import Reply, ScriptedModel, call, text
+from tests.integration.shim_server import ShimServer
+
+CODENAME = "BLUE-HERON-42"
+SAVE = {"action": "add", "content": f"Project codename: {CODENAME}"}
+
+
+def first_reply(form: str) -> Reply:
+    if form == "native":
+        return call("memory", SAVE)
+    payload = json.dumps({"name": "memory", "arguments": SAVE})
+    if form == "tagged":
+        return text(f"Saving it.\n<tool_call>\n{payload}\n</tool_call>")
+    return text(payload)
+
+
+@pytest.mark.parametrize("form, origin", [("native", "native"), ("tagged", "content"),
+                                          ("bare_json", "content")])
+def test_remember_then_recall_the_codename(tmp_path, form, origin):
+    def answer_from_memory(body):
+        system = body["messages"][0]["content"]
+        known = CODENAME if CODENAME in system else "I do not know"
+        return text(f"Your codename is {known}.")
+
+    replies = [first_reply(form), text("Saved.")]
+
+    def script(body):
+        return replies.pop(0) if replies else answer_from_memory(body)
+
+    with ScriptedModel(script) as model:
+        settings = Settings(home=tmp_path, llm_url=model.url)
+        with ShimServer(settings) as shim, httpx.Client(base_url=shim.url, timeout=20) as client:
+            headers = {"X-Session-Id": "codename-run"}
+            remember = client.post("/v1/chat/completions", headers=headers, json={"messages": [
+                {"role": "user", "content": f"Remember: my project codename is {CODENAME}."}]})
+            recall = client.post("/v1/chat/completions", headers=headers, json={"messages": [
+                {"role": "user", "content": "What is my project codename?"}]})
+
+    assert remember.status_code == recall.status_code == 200
+    assert remember.json()["usage"]["lane"]["tools_executed"] == ["memory"]
+    assert recall.json()["choices"][0]["message"]["content"] == f"Your codename is {CODENAME}."
+    # tool search is on by default: the model saw the bridges beside the core tools
+    offered = {t["function"]["name"] for t in model.requests[0]["tools"]}
+    assert {"memory", "tool_search", "tool_call"} <= offered
+
+    with sqlite3.connect(settings.db_path) as db:
+        executions = db.execute(
+            "SELECT tool_name, status, origin, via_bridge, tool_call_id FROM tool_executions"
+            " WHERE session_id = 'codename-run'").fetchall()
+        assert [row[:4] for row in executions] == [("memory", "ok", origin, 0)]
+        tool_message = db.execute(
+            "SELECT content FROM messages WHERE role = 'tool' AND tool_call_id = ?",
+            (executions[0][4],)).fetchone()
+        assert tool_message is not None and tool_message[0]
+    assert CODENAME in (tmp_path / "memory.md").read_text()
