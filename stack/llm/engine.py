@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from stack.llm.protocol import ChatRequest
-from stack.llm.tool_prompt import template_dropped_tools, with_tools_in_system_message
+from stack.llm.tool_prompt import with_tools_in_system_message
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -161,11 +161,11 @@ class Engine:
             self._abort_flag = None
             self._lock.release()
 
-    def _render(self, messages: list[dict[str, Any]], request: ChatRequest) -> Any:
+    def _render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                tool_choice: Any) -> Any:
         assert self._formatter is not None
         try:
-            return self._formatter(messages=messages, tools=request.tools,
-                                   tool_choice=request.tool_choice)
+            return self._formatter(messages=messages, tools=tools, tool_choice=tool_choice)
         except Exception as exc:  # Jinja raises many kinds; all mean "these messages do not fit the template"
             raise TemplateFailure(f"the chat template cannot render these messages: {exc}") from exc
 
@@ -176,10 +176,11 @@ class Engine:
         if llm is None or self._formatter is None:
             raise RuntimeError("the model is not loaded yet")
         request = job.request
-        rendered = self._render(request.messages, request)
-        if request.tools and template_dropped_tools(rendered.prompt, request.tools):
+        rendered = self._render(request.messages, request.tools, request.tool_choice)
+        if request.tools and rendered.prompt == self._render(request.messages, None, None).prompt:
+            # The template has no place for tools: describe them in the system message instead.
             rendered = self._render(with_tools_in_system_message(request.messages, request.tools),
-                                    request)
+                                    None, None)
         prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
         room = self.n_ctx - len(prompt)
         if room < 1:

@@ -1,9 +1,9 @@
 """Offered tools for chat templates that have no place for them.
 
 Many small GGUFs (SmolLM2 among them) ship a chat template that silently drops `tools`, so the
-model would be asked to use tools it never saw. When the rendered prompt names none of the offered
-tools, the engine renders again with the tools described in the system message, in the Hermes/Qwen
-`<tool_call>` convention that the shim knows how to read back from plain text.
+model would be asked to use tools it never saw. When a template renders the same prompt with and
+without tools, the engine renders again with the tools described in the system message, in the
+Hermes/Qwen `<tool_call>` convention that the shim knows how to read back from plain text.
 """
 
 from __future__ import annotations
@@ -20,11 +20,6 @@ INSTRUCTIONS = (
 )
 
 
-def template_dropped_tools(prompt: str, tools: list[dict[str, Any]]) -> bool:
-    names = [_name(tool) for tool in tools]
-    return bool(names) and not any(name and name in prompt for name in names)
-
-
 def with_tools_in_system_message(messages: list[dict[str, Any]],
                                  tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     signatures = "\n".join(json.dumps(tool, separators=(",", ":")) for tool in tools)
@@ -34,7 +29,3 @@ def with_tools_in_system_message(messages: list[dict[str, Any]],
         return [first, *messages[1:]]
     return [{"role": "system", "content": block}, *messages]
 
-
-def _name(tool: dict[str, Any]) -> str:
-    function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-    return str(function.get("name") or "")

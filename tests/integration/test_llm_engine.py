@@ -69,7 +69,9 @@ def test_tools_reach_a_model_whose_own_template_drops_them() -> None:
     assert path is not None
     own_template = Engine(path, n_ctx=1024, n_threads=int(TEST_THREADS), cap=4)
     own_template.load()
-    messages = [{"role": "user", "content": "list the files"}]
+    # the system message names a tool, as the shim's does; that must not pass for rendered tools
+    messages = [{"role": "system", "content": "Use the terminal tool when a task needs it."},
+                {"role": "user", "content": "list the files"}]
     plain, _ = run(own_template, {"messages": messages, "max_tokens": 1})
     with_tools, _ = run(own_template, {"messages": messages, "max_tokens": 1, "tools": [TOOL]})
     assert with_tools.prompt_tokens > plain.prompt_tokens + 40

@@ -1,15 +1,9 @@
 """Tools described in the system message when a chat template drops them."""
 
-from stack.llm.tool_prompt import template_dropped_tools, with_tools_in_system_message
+from stack.llm.tool_prompt import with_tools_in_system_message
 
 TOOL = {"type": "function", "function": {"name": "terminal", "description": "Run a command.",
         "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}
-
-
-def test_a_prompt_that_names_no_offered_tool_dropped_them():
-    assert template_dropped_tools("<|im_start|>user\nhi<|im_end|>", [TOOL])
-    assert not template_dropped_tools('... "name": "terminal" ...', [TOOL])
-    assert not template_dropped_tools("anything", [])
 
 
 def test_tools_join_an_existing_system_message():
