@@ -21,6 +21,7 @@ from ..config import Settings
 from ..store import Store, new_session_id
 from ..tools.mcp_tools import open_lane_registry
 from ..tools.registry import Registry
+from ..toolsearch.catalog import warm_up
 from .chat_request import (
     check_session_id,
     last_user_message,
@@ -60,7 +61,9 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
             app.state.llm = client
             app.state.turns = TurnRunner(settings, store, Agent(settings, store, tools, client),
                                          keepalive_s)
-            log.info("shim ready: store %s, llm %s", settings.db_path, settings.llm_url)
+            deferred = await asyncio.to_thread(warm_up, tools, settings)
+            log.info("shim ready: store %s, llm %s, %d deferred tools indexed",
+                     settings.db_path, settings.llm_url, deferred)
             yield
 
     app = FastAPI(title="fallback-lane shim", lifespan=lifespan, docs_url=None,
