@@ -61,9 +61,13 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
             app.state.llm = client
             app.state.turns = TurnRunner(settings, store, Agent(settings, store, tools, client),
                                          keepalive_s)
-            deferred = await asyncio.to_thread(warm_up, tools, settings)
-            log.info("shim ready: store %s, llm %s, %d deferred tools indexed",
-                     settings.db_path, settings.llm_url, deferred)
+            try:
+                indexed = f"{await asyncio.to_thread(warm_up, tools, settings)} deferred tools"
+            except Exception:  # only a head start: the first request builds the index anyway
+                log.exception("could not index the deferred tools at start-up")
+                indexed = "deferred tools not indexed yet"
+            log.info("shim ready: store %s, llm %s, %s", settings.db_path, settings.llm_url,
+                     indexed)
             yield
 
     app = FastAPI(title="fallback-lane shim", lifespan=lifespan, docs_url=None,
