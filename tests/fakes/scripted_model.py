@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
+
+from tests.fakes.threaded_server import ThreadedServer
 
 
 @dataclass
@@ -52,8 +51,7 @@ class ScriptedModel:
     port: int = 0
 
     def __post_init__(self) -> None:
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: ThreadedServer | None = None
         self._served = 0
 
     @property
@@ -142,28 +140,15 @@ class ScriptedModel:
             raise
 
     def __enter__(self) -> "ScriptedModel":
-        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets it recognises as TCP, and
-        # without it keep-alive requests stall ~40 ms on delayed ACKs.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.bind(("127.0.0.1", self.port))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app(), log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("scripted model did not start")
-            time.sleep(0.01)
+        self._server = ThreadedServer(self.app(), port=self.port, lifespan="off",
+                                      name="scripted model")
+        self._server.start()
+        self.port = self._server.port
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self._server and self._thread
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
+        assert self._server
+        self._server.stop()
 
 
 def _raw_arguments(item: dict[str, Any]) -> str:
