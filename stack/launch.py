@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import os
 import signal
 import subprocess
 import sys

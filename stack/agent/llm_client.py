@@ -64,7 +64,8 @@ class LlmClient:
                 response.raise_for_status()
                 self._model = str(response.json()["data"][0]["id"])
             except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
-                raise LlmError(f"cannot read the model name from {self.base_url}/models: {exc}")
+                raise LlmError(
+                    f"cannot read the model name from {self.base_url}/models: {exc}") from None
         return self._model
 
     async def healthy(self) -> bool:
@@ -124,7 +125,8 @@ class LlmClient:
                 try:
                     builder.add(json.loads(data))
                 except json.JSONDecodeError:
-                    raise LlmError(f"llm service sent a malformed stream chunk: {data[:200]}")
+                    raise LlmError(
+                        f"llm service sent a malformed stream chunk: {data[:200]}") from None
             return builder.reply()
         finally:
             await r.aclose()

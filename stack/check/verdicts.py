@@ -160,7 +160,7 @@ def _missing_memory(rows: StepRows, ctx: Context, needle: str, what: str, *,
         return f"memory ran without {what} ({_args(ran[-1])})"
     if memory:
         return _not_run("memory", memory[-1]) + _text_calls(rows, ctx)
-    return f"memory did not run" + _text_calls(rows, ctx)
+    return "memory did not run" + _text_calls(rows, ctx)
 
 
 def _attempts(rows: StepRows, name: str) -> str:
