@@ -44,9 +44,13 @@ NAME_REPEAT = 3
 EXPANSION_WEIGHT = 0.35
 COVERAGE_WEIGHT = 0.35
 EXACT_NAME_BONUS = 2.0
-# Weight of the lexical score (0..1 after normalising to the best tool) next to the cosine
+# Weight of the lexical evidence (0..1, from the tool's lexical rank) next to the cosine
 # similarity (about 0.2-0.8 for related texts) in the hybrid; tuned on scripts/bench/data.
 LEXICAL_WEIGHT = 0.2
+# The lexical share halves by rank LEXICAL_RANK_HALF + 1: the fusion reads BM25 by rank, not by
+# score, because how far BM25's best lies above the rest depends on the query's rare words more
+# than on how well the tools fit (one rare word makes a single tool tower over near-equals).
+LEXICAL_RANK_HALF = 10
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][\w.\-]*")
 _CODE_LIKE = re.compile(r"[_\-]|[a-z][A-Z]")
 # "acme/api", "src/utils", "https://x.com/docs": values the tool will receive, not words for what
@@ -251,16 +255,12 @@ class ToolIndex:
         return list(np.clip(vectors @ self._vectors.T, 0.0, None))
 
     def _fused(self, query: str, cosine: np.ndarray) -> np.ndarray:
-        """Cosine similarity plus a share of the normalised lexical score: the embedder orders
-        paraphrases, the words break its near-ties, and an exact name stays on top."""
+        """Cosine similarity plus a share of the lexical rank: the embedder orders paraphrases,
+        the words break its near-ties, and an exact name stays on top."""
         lexical = self.lexical_scores(query)
         exact = lexical >= EXACT_NAME_BONUS
         lexical -= exact * EXACT_NAME_BONUS
-        top = lexical.max(initial=0.0)
-        fused = cosine + exact * EXACT_NAME_BONUS
-        if top > 0:
-            fused += LEXICAL_WEIGHT * lexical / top
-        return fused
+        return cosine + exact * EXACT_NAME_BONUS + LEXICAL_WEIGHT * _rank_share(lexical)
 
     def _coverage(self, terms: list[str]) -> np.ndarray:
         counts = np.zeros(len(self), dtype=np.float64)
@@ -269,6 +269,14 @@ class ToolIndex:
             if postings is not None:
                 counts[postings] += 1.0
         return counts / self._name_length
+
+
+def _rank_share(scores: np.ndarray) -> np.ndarray:
+    """1 for the best lexical score, halving by rank LEXICAL_RANK_HALF + 1, 0 without any
+    evidence; equal scores share a rank."""
+    descending = np.sort(scores)[::-1]
+    ranks = np.searchsorted(-descending, -scores, side="left")
+    return (LEXICAL_RANK_HALF / (LEXICAL_RANK_HALF + ranks)) * (scores > 0)
 
 
 def _name_index(names: list[frozenset[str]]) -> tuple[dict[str, np.ndarray], np.ndarray]:
