@@ -49,6 +49,7 @@ class LlmClient:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
         self._model = model
+        self._info: tuple[str, int | None] | None = None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(
             headers=headers, timeout=httpx.Timeout(timeout_s, connect=10.0)
@@ -58,15 +59,30 @@ class LlmClient:
         await self._http.aclose()
 
     async def model_name(self) -> str:
-        if self._model is None:
+        """LANE_MODEL, or the first model the service lists."""
+        return self._model or (await self._model_info())[0]
+
+    async def context_window(self) -> int | None:
+        """The upstream model's context size when the service reports it (the lane's llm service
+        does, as `meta.n_ctx` in /v1/models); None when it does not or cannot say."""
+        try:
+            return (await self._model_info())[1]
+        except LlmError:
+            return None
+
+    async def _model_info(self) -> tuple[str, int | None]:
+        if self._info is None:
             try:
                 response = await self._http.get(f"{self.base_url}/models", timeout=10.0)
                 response.raise_for_status()
-                self._model = str(response.json()["data"][0]["id"])
-            except (httpx.HTTPError, KeyError, IndexError, ValueError) as exc:
+                first = response.json()["data"][0]
+                model_id = str(first["id"])
+            except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as exc:
                 raise LlmError(
                     f"cannot read the model name from {self.base_url}/models: {exc}") from None
-        return self._model
+            n_ctx = (first.get("meta") or {}).get("n_ctx")
+            self._info = (model_id, n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None)
+        return self._info
 
     async def healthy(self) -> bool:
         try:

@@ -61,7 +61,8 @@ class Agent:
 
         for _ in range(self.settings.max_iterations):
             toolset = assemble(self.registry, self.settings, profile=profile, query=query)
-            messages = self._request_messages(session_id, toolset, cap)
+            messages = self._request_messages(session_id, toolset, cap,
+                                              await self.llm.context_window())
             reply = await self.llm.chat(messages, toolset.offered, max_tokens=cap,
                                         temperature=temperature)
             _count(turn, reply)
@@ -88,13 +89,18 @@ class Agent:
                                tool_call_id=message.get("tool_call_id"),
                                tool_name=message.get("name"))
 
-    def _request_messages(self, session_id: str, toolset: Toolset, cap: int) -> list[dict[str, Any]]:
+    def _request_messages(self, session_id: str, toolset: Toolset, cap: int,
+                          upstream_context: int | None) -> list[dict[str, Any]]:
         prompt = system_prompt(read_memory(self.settings),
                                bridged=any(t["function"]["name"] == "tool_search"
                                            for t in toolset.offered))
         if self.store.last_lane_prompt(session_id) != prompt:
             self.store.add_message(session_id, "system", prompt, lane_prompt=True)
-        budget = self.settings.context_tokens - cap - estimate_tokens(toolset.offered) \
+        context = min(self.settings.context_tokens,
+                      upstream_context or self.settings.context_tokens)
+        # The llm service generates into whatever room is left, so a quarter of the window is
+        # enough to keep free; reserving the whole cap would starve history on an 8k model.
+        budget = context - min(cap, context // 4) - estimate_tokens(toolset.offered) \
             - estimate_tokens(prompt)
         history = conversation(self.store.messages(session_id), max(budget, 0))
         return [{"role": "system", "content": prompt}, *history]

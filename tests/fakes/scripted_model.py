@@ -46,6 +46,8 @@ def call(name: str, arguments: dict[str, Any] | str, **more: Any) -> Reply:
 class ScriptedModel:
     script: Script
     model_name: str = "scripted-model"
+    # reported as meta.n_ctx in /v1/models, as the lane's llm service does
+    n_ctx: int | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     disconnects: int = 0
     port: int = 0
@@ -72,7 +74,10 @@ class ScriptedModel:
 
         @app.get("/v1/models")
         async def models() -> dict[str, Any]:
-            return {"object": "list", "data": [{"id": self.model_name, "object": "model"}]}
+            model: dict[str, Any] = {"id": self.model_name, "object": "model"}
+            if self.n_ctx:
+                model["meta"] = {"n_ctx": self.n_ctx}
+            return {"object": "list", "data": [model]}
 
         @app.get("/health")
         async def health() -> dict[str, str]:

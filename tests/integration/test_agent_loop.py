@@ -210,3 +210,28 @@ def test_usage_is_summed_over_the_turn(lane):
                          " WHERE role='assistant'")[0]
     assert result.prompt_tokens == prompt_tokens[0] > 0
     assert result.peak_prompt_tokens == prompt_tokens[1]
+
+
+def test_history_is_trimmed_to_the_context_the_llm_service_reports(lane):
+    settings, store = lane
+    session = store.create_session()
+    for n in range(6):
+        store.add_message(session, "user", f"old question {n} " + "x" * 2000)
+        store.add_message(session, "assistant", f"old answer {n} " + "y" * 2000)
+
+    async def go():
+        with ScriptedModel([text("fits")], n_ctx=2048) as model:
+            llm = LlmClient(model.url, model="pinned-name", timeout_s=settings.llm_timeout_s)
+            agent = Agent(settings, store, Registry(TOOLS), llm)
+            await agent.run_turn(session, [{"role": "user", "content": "the new question"}])
+            await llm.aclose()
+            return model.requests[0]
+
+    sent = asyncio.run(go())
+    contents = [m["content"] for m in sent["messages"]]
+    assert contents[0].startswith("You are") and contents[-1] == "the new question"
+    assert not any(c.startswith("old question 0") for c in contents)
+    assert (len(json.dumps(sent["messages"])) + len(json.dumps(sent["tools"]))) // 4 <= 2048
+    assert sent["model"] == "pinned-name"
+    # every stored message is still in the store: only the request was trimmed
+    assert len(store.messages(session)) >= 13
