@@ -20,7 +20,7 @@ from ..agent.loop import Agent
 from ..config import Settings
 from ..store import Store, new_session_id
 from ..tools.mcp_tools import open_lane_registry
-from ..tools.registry import Registry
+from ..tools.registry import Registry, describe_selection
 from ..toolsearch.catalog import warm_up
 from .chat_request import (
     check_session_id,
@@ -62,9 +62,10 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
             app.state.turns = TurnRunner(settings, store, Agent(settings, store, tools, client),
                                          keepalive_s)
             try:
+                log.info(describe_selection(tools, settings))
                 indexed = f"{await asyncio.to_thread(warm_up, tools, settings)} deferred tools"
-            except Exception:  # only a head start: the first request builds the index anyway
-                log.exception("could not index the deferred tools at start-up")
+            except Exception:  # a tool source that fails now is reported by each request
+                log.exception("could not read the tools at start-up")
                 indexed = "deferred tools not indexed yet"
             log.info("shim ready: store %s, llm %s, %s", settings.db_path, settings.llm_url,
                      indexed)

@@ -103,14 +103,6 @@ class Store:
         rows = self._read("SELECT * FROM sessions WHERE id = ?", (session_id,))
         return dict(rows[0]) if rows else None
 
-    def set_session_fields(self, session_id: str, *, title: str | None = None,
-                           model: str | None = None) -> None:
-        self._write(
-            "UPDATE sessions SET title = coalesce(title, ?), model = coalesce(?, model)"
-            " WHERE id = ?",
-            (title, model, session_id),
-        )
-
     def list_sessions(self, limit: int = 50) -> list[dict[str, Any]]:
         rows = self._read(
             """SELECT s.*,

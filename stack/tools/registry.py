@@ -36,9 +36,6 @@ class Registry:
             raise ValueError(f"a tool named {tool.name} is already registered")
         self._static[tool.name] = tool
 
-    def add_provider(self, provider: ToolProvider) -> None:
-        self._providers.append(provider)
-
     def tools(self) -> dict[str, Tool]:
         """The live list: static tools first, then each provider's, reserved names and clashes
         dropped with a log line rather than shadowing a tool already there."""
