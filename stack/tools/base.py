@@ -8,7 +8,7 @@ the shim. A tool reports failure by raising ToolError (recorded as status 'error
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,7 +33,6 @@ class ToolContext:
     session_id: str
     # Set by `clarify`: the turn ends and this question is the answer to the user.
     question_for_user: str | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def workspace(self) -> Path:
