@@ -69,4 +69,12 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, position)
     );
     """,
+    # cached_tokens: prompt tokens the llm served from its cache, per model call (like
+    # prompt_tokens). memory_snapshot: the memory as the session's first turn saw it; the system
+    # prompt is built from it for the whole session, so a memory write never moves the prompt's
+    # cached prefix (the write shows in its tool result, and in later sessions).
+    """
+    ALTER TABLE messages ADD COLUMN cached_tokens INTEGER;
+    ALTER TABLE sessions ADD COLUMN memory_snapshot TEXT;
+    """,
 )

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .schema import MIGRATIONS
 
@@ -99,6 +99,17 @@ class Store:
         )
         return session_id
 
+    def memory_snapshot(self, session_id: str, read_memory: Callable[[], str]) -> str:
+        """The memory this session started with: taken (with `read_memory`) on first use, then
+        the same text for every later turn of the session."""
+        rows = self._read("SELECT memory_snapshot FROM sessions WHERE id = ?", (session_id,))
+        if rows and rows[0]["memory_snapshot"] is not None:
+            return str(rows[0]["memory_snapshot"])
+        self._write("UPDATE sessions SET memory_snapshot = ? WHERE id = ? AND memory_snapshot IS NULL",
+                    (read_memory(), session_id))
+        rows = self._read("SELECT memory_snapshot FROM sessions WHERE id = ?", (session_id,))
+        return str(rows[0]["memory_snapshot"] or "") if rows else ""
+
     def session(self, session_id: str) -> dict[str, Any] | None:
         rows = self._read("SELECT * FROM sessions WHERE id = ?", (session_id,))
         return dict(rows[0]) if rows else None
@@ -127,12 +138,14 @@ class Store:
         tool_name: str | None = None,
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
+        cached_tokens: int | None = None,
         lane_prompt: bool = False,
     ) -> int:
         return self._write(
             """INSERT INTO messages(session_id, role, content, tool_calls, tool_call_id,
-                   tool_name, prompt_tokens, completion_tokens, created_at, lane_prompt)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   tool_name, prompt_tokens, completion_tokens, cached_tokens, created_at,
+                   lane_prompt)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 session_id,
                 role,
@@ -142,6 +155,7 @@ class Store:
                 tool_name,
                 prompt_tokens,
                 completion_tokens,
+                cached_tokens,
                 now_iso(),
                 int(lane_prompt),
             ),
