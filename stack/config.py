@@ -40,6 +40,9 @@ class Settings:
     model: str | None = None
     max_tokens: int = 4096
     llm_timeout_s: float = 300.0
+    # RAM the llm service may spend keeping recent prompts' KV state (stack/llm/prompt_cache.py):
+    # on an 8 GB laptop with Qwen3-4B (~0.14 MB per token) that is two sessions of ~3,500 tokens.
+    llm_cache_mb: int = 1024
     max_iterations: int = 12
     home: Path = Path(".lane")
     db: Path | None = None
@@ -89,6 +92,7 @@ _ENV_NAMES = {
     "LANE_MODEL": "model",
     "LANE_MAX_TOKENS": "max_tokens",
     "LANE_LLM_TIMEOUT": "llm_timeout_s",
+    "LANE_LLM_CACHE_MB": "llm_cache_mb",
     "LANE_MAX_ITERATIONS": "max_iterations",
     "LANE_HOME": "home",
     "LANE_DB": "db",
@@ -209,4 +213,6 @@ def _validated(settings: Settings) -> Settings:
         raise ConfigError(f"port {settings.port} is not a TCP port")
     if settings.llm_timeout_s <= 0 or settings.max_iterations < 1:
         raise ConfigError("llm_timeout_s and max_iterations must be positive")
+    if settings.llm_cache_mb < 0:
+        raise ConfigError("llm_cache_mb must be 0 (off) or a positive number of MiB")
     return settings

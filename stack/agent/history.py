@@ -30,11 +30,12 @@ def conversation(rows: list[dict[str, Any]], budget_tokens: int) -> list[dict[st
     to be kept when the whole does not fit."""
     messages = [openai_message(row) for row in rows if not row.get("lane_prompt")]
     starts = [i for i, m in enumerate(messages) if m["role"] == "user"] or [0]
+    # The opening system messages (a client's own) survive a cut; later ones belong to their turn.
+    opening = [m for m in messages[:starts[0]] if m["role"] == "system"]
     for start in starts:
         kept = messages[start:]
         if estimate_tokens(kept) <= budget_tokens or start == starts[-1]:
-            system = [m for m in messages[:start] if m["role"] == "system"]
-            return system + kept
+            return opening + kept
     return messages
 
 

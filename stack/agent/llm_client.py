@@ -41,6 +41,7 @@ class ModelReply:
     finish_reason: str = "stop"
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
 
 
 class LlmClient:
@@ -192,8 +193,7 @@ class _ReplyBuilder:
             tool_calls=[NativeCall(c["id"], c["name"], c["arguments"])
                         for _, c in sorted(self.calls.items())],
             finish_reason=self.finish_reason,
-            prompt_tokens=int(self.usage.get("prompt_tokens") or 0),
-            completion_tokens=int(self.usage.get("completion_tokens") or 0),
+            **_token_counts(self.usage),
         )
 
 
@@ -207,14 +207,20 @@ def _from_completion(payload: dict[str, Any]) -> ModelReply:
         NativeCall(c.get("id", ""), c["function"]["name"], c["function"].get("arguments") or "")
         for c in message.get("tool_calls") or []
     ]
-    usage = payload.get("usage") or {}
     return ModelReply(
         content=message.get("content") or "",
         tool_calls=calls,
         finish_reason=choice.get("finish_reason") or "stop",
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
+        **_token_counts(payload.get("usage") or {}),
     )
+
+
+def _token_counts(usage: dict[str, Any]) -> dict[str, int]:
+    """Token counts of an OpenAI usage block; servers without a prompt cache send no details."""
+    details = usage.get("prompt_tokens_details") or {}
+    return {"prompt_tokens": int(usage.get("prompt_tokens") or 0),
+            "completion_tokens": int(usage.get("completion_tokens") or 0),
+            "cached_tokens": int(details.get("cached_tokens") or 0)}
 
 
 def _estimate_tokens(body: dict[str, Any]) -> int:

@@ -19,7 +19,7 @@ from ..tools.registry import Registry
 from ..toolsearch.surface import Toolset, assemble
 from .history import conversation, estimate_tokens
 from .llm_client import LlmClient, ModelReply
-from .prompt import system_prompt
+from .prompt import promoted_tools_note, system_prompt
 from .toolcalls import extract_calls, new_call_id
 
 
@@ -30,6 +30,7 @@ class TurnResult:
     finish_reason: str  # stop | length | clarify | iteration_limit
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
     model_calls: int = 0
     peak_prompt_tokens: int = 0
     tools_executed: list[str] = field(default_factory=list)
@@ -59,8 +60,12 @@ class Agent:
         ctx = ToolContext(self.settings, self.store, session_id)
         turn = TurnResult(session_id, "", "stop")
 
-        for _ in range(self.settings.max_iterations):
+        for iteration in range(self.settings.max_iterations):
             toolset = assemble(self.registry, self.settings, profile=profile, query=query)
+            if iteration == 0 and toolset.promoted:
+                # After the turn's user message, not in `tools`: what changes per turn never moves
+                # the prompt's cached prefix (the system prompt and the tools block before it).
+                self.store.add_message(session_id, "system", promoted_tools_note(toolset.promoted_schemas))
             messages = self._request_messages(session_id, toolset, cap,
                                               await self.llm.context_window())
             reply = await self.llm.chat(messages, toolset.offered, max_tokens=cap,
@@ -69,7 +74,8 @@ class Agent:
             calls = _calls_of(reply, toolset)
             message_id = self.store.add_message(
                 session_id, "assistant", reply.content, tool_calls=[_stored(c) for c in calls],
-                prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens)
+                prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+                cached_tokens=reply.cached_tokens)
             if not calls:
                 turn.content = reply.content
                 turn.finish_reason = "length" if reply.finish_reason == "length" else "stop"
@@ -91,9 +97,8 @@ class Agent:
 
     def _request_messages(self, session_id: str, toolset: Toolset, cap: int,
                           upstream_context: int | None) -> list[dict[str, Any]]:
-        prompt = system_prompt(read_memory(self.settings),
-                               bridged=any(t["function"]["name"] == "tool_search"
-                                           for t in toolset.offered))
+        memory = self.store.memory_snapshot(session_id, lambda: read_memory(self.settings))
+        prompt = system_prompt(memory, bridged=toolset.bridged)
         if self.store.last_lane_prompt(session_id) != prompt:
             self.store.add_message(session_id, "system", prompt, lane_prompt=True)
         context = min(self.settings.context_tokens,
@@ -145,6 +150,7 @@ def _count(turn: TurnResult, reply: ModelReply) -> None:
     turn.model_calls += 1
     turn.prompt_tokens += reply.prompt_tokens
     turn.completion_tokens += reply.completion_tokens
+    turn.cached_tokens += reply.cached_tokens
     turn.peak_prompt_tokens = max(turn.peak_prompt_tokens, reply.prompt_tokens)
 
 

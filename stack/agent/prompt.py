@@ -1,10 +1,14 @@
 """The lane's system prompt: short, because a 4B model pays attention per token.
 
 It says who the assistant is, how to use tools (the bridge protocol only when bridges are offered),
-that only tools whose results it saw count as used, and what it remembers.
+that only tools whose results it saw count as used, and what it remembered when the session began
+(a snapshot: the prompt stays byte-identical for the whole session, so the llm's cached prefix holds).
 """
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 BASE = (
     "You are a helpful assistant running on a local model. "
@@ -16,6 +20,12 @@ BRIDGE = (
     "Tools not listed are hidden: find them with tool_search, then run one with "
     'tool_call(name, arguments).'
 )
+
+
+def promoted_tools_note(schemas: list[dict[str, Any]]) -> str:
+    """The deferred tools this turn's request singles out, offered in a message of their own."""
+    listed = "\n".join(json.dumps(schema, ensure_ascii=False) for schema in schemas)
+    return f"Also available for this request, called like the other tools:\n<tools>\n{listed}\n</tools>"
 
 
 def system_prompt(memory: str, *, bridged: bool) -> str:

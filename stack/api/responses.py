@@ -27,6 +27,7 @@ def usage_of(result: Any) -> dict[str, Any]:
         "prompt_tokens": result.prompt_tokens,
         "completion_tokens": result.completion_tokens,
         "total_tokens": result.prompt_tokens + result.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": result.cached_tokens},
         "lane": {
             "model_calls": result.model_calls,
             "peak_prompt_tokens": result.peak_prompt_tokens,

@@ -136,11 +136,12 @@ def _start(engine: Engine, job: Job, completion_id: str, emit: Callable[[str], N
 def _log_outcome(completion_id: str, job: Job, outcome: Outcome) -> None:
     rate = outcome.completion_tokens / outcome.gen_s if outcome.gen_s > 0 else 0.0
     log.info(
-        "%s stream=%s prompt=%d completion=%d max_tokens=%d(requested %s) wait=%.2fs gen=%.2fs "
-        "%.1f tok/s finish=%s cancelled=%s",
-        completion_id, job.request.stream, outcome.prompt_tokens, outcome.completion_tokens,
-        job.request.max_tokens, job.request.requested_max_tokens, outcome.wait_s, outcome.gen_s,
-        rate, outcome.finish_reason, outcome.cancelled,
+        "%s stream=%s prompt=%d cached=%d evaluated=%d completion=%d max_tokens=%d(requested %s) "
+        "wait=%.2fs prompt_eval=%.2fs gen=%.2fs %.1f tok/s finish=%s cancelled=%s",
+        completion_id, job.request.stream, outcome.prompt_tokens, outcome.cached_tokens,
+        outcome.prompt_tokens - outcome.cached_tokens, outcome.completion_tokens,
+        job.request.max_tokens, job.request.requested_max_tokens, outcome.wait_s, outcome.prompt_s,
+        outcome.gen_s, rate, outcome.finish_reason, outcome.cancelled,
     )
 
 
@@ -167,10 +168,7 @@ async def _complete(
     except Exception as exc:  # a llama.cpp failure: an error body, the server stays up
         return JSONResponse(error_body(str(exc), "generation_failed", "server_error"), status_code=500)
     return JSONResponse(
-        completion_body(
-            completion_id, model_id, outcome.text, outcome.finish_reason,
-            outcome.prompt_tokens, outcome.completion_tokens,
-        )
+        completion_body(completion_id, model_id, outcome.text, outcome.finish_reason, _usage(outcome))
     )
 
 
@@ -213,14 +211,17 @@ async def _stream(
             return
         yield _sse(chunk_body(completion_id, model_id, {}, outcome.finish_reason))
         if job.request.include_usage:
-            block = usage(outcome.prompt_tokens, outcome.completion_tokens)
-            yield _sse(chunk_body(completion_id, model_id, None, usage_block=block))
+            yield _sse(chunk_body(completion_id, model_id, None, usage_block=_usage(outcome)))
         yield "data: [DONE]\n\n"
     finally:
         if getter is not None:
             getter.cancel()
         if not done.done():
             job.cancel.set()
+
+
+def _usage(outcome: Outcome) -> dict[str, Any]:
+    return usage(outcome.prompt_tokens, outcome.completion_tokens, outcome.cached_tokens)
 
 
 def _sse(payload: dict[str, Any]) -> str:

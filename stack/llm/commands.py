@@ -7,16 +7,21 @@ import logging
 import os
 from pathlib import Path
 
+from stack.config import ConfigError, Settings, load_settings
+
 log = logging.getLogger("lane.llm")
 
 DEFAULT_PORT = 8081
 DEFAULT_CTX = 8192
-DEFAULT_CAP = 4096
 # On SIGTERM, requests still generating get this long before they are cancelled.
 SHUTDOWN_GRACE_S = 3
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    try:
+        settings = load_settings()
+    except ConfigError:  # reported by the command that runs, not while building the parser
+        settings = Settings()
     parser = subparsers.add_parser(
         "llm",
         help="the llm service alone (llama.cpp, capped and cancellable)",
@@ -31,9 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"context window in tokens (default {DEFAULT_CTX})")
     parser.add_argument("--threads", type=_positive, default=os.cpu_count() or 1,
                         help="CPU threads for generation and prompt evaluation (default: all cores)")
-    parser.add_argument("--max-tokens", dest="max_tokens", type=_positive,
-                        default=os.environ.get("LANE_MAX_TOKENS") or str(DEFAULT_CAP),
-                        help=f"hard cap on generated tokens per request (env LANE_MAX_TOKENS; default {DEFAULT_CAP})")
+    parser.add_argument("--max-tokens", dest="max_tokens", type=_positive, default=settings.max_tokens,
+                        help=f"hard cap on generated tokens per request (env LANE_MAX_TOKENS; "
+                        f"default {Settings.max_tokens})")
+    parser.add_argument("--cache-mb", dest="cache_mb", type=_non_negative, default=settings.llm_cache_mb,
+                        help="RAM for the KV state of recent prompts, so alternating conversations stay "
+                        f"cached; 0 turns it off (env LANE_LLM_CACHE_MB; default {Settings.llm_cache_mb})")
     parser.add_argument("--chat-format", dest="chat_format", default=None, metavar="FILE",
                         help="a Jinja chat template file to use instead of the GGUF's own template")
     parser.set_defaults(func=handle)
@@ -52,7 +60,8 @@ def handle(args: argparse.Namespace) -> int:
     except (ModelNotFound, OSError) as exc:
         log.error("%s", exc)
         return 2
-    engine = Engine(model_path, n_ctx=args.ctx, n_threads=args.threads, cap=args.max_tokens, chat_template=template)
+    engine = Engine(model_path, n_ctx=args.ctx, n_threads=args.threads, cap=args.max_tokens,
+                    chat_template=template, cache_bytes=args.cache_mb * 1024 * 1024)
 
     def stop_on_load_failure() -> None:
         server.should_exit = True
@@ -66,6 +75,13 @@ def handle(args: argparse.Namespace) -> int:
     log.info("lane llm on http://%s:%d/v1 serving %s", args.host, args.port, model_path)
     server.run()
     return 1 if engine.load_error else 0
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative")
+    return value
 
 
 def _positive(text: str) -> int:

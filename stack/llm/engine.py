@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from stack.llm.prompt_cache import PromptCache, common_prefix, context_tokens, load_state, save_state
 from stack.llm.protocol import ChatRequest
 from stack.llm.tool_prompt import with_tools_in_system_message
 
@@ -60,21 +61,25 @@ class Outcome:
     completion_tokens: int
     finish_reason: str  # "stop" | "length" | "cancelled" (never sent: its client is gone)
     cancelled: bool
+    cached_tokens: int = 0
     wait_s: float = 0.0
     gen_s: float = 0.0
+    prompt_s: float = 0.0
 
 
 class Engine:
     """Owns the `Llama` instance; `generate` is blocking and meant to run in a worker thread."""
 
     def __init__(
-        self, model_path: Path, *, n_ctx: int, n_threads: int, cap: int, chat_template: str | None = None
+        self, model_path: Path, *, n_ctx: int, n_threads: int, cap: int, chat_template: str | None = None,
+        cache_bytes: int = 0,
     ) -> None:
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.n_threads = n_threads
         self.cap = cap
         self._template_override = chat_template
+        self.prompt_cache = PromptCache(cache_bytes)
         self._llm: Llama | None = None
         self._formatter: Jinja2ChatFormatter | None = None
         self._lock = threading.Lock()
@@ -170,35 +175,60 @@ class Engine:
             raise TemplateFailure(f"the chat template cannot render these messages: {exc}") from exc
 
     def _run(self, job: Job, emit: Callable[[str], None]) -> Outcome:
-        from llama_cpp import StoppingCriteriaList
-
         llm = self._llm
         if llm is None or self._formatter is None:
             raise RuntimeError("the model is not loaded yet")
         request = job.request
+        prompt, stops = self._prompt(llm, request)
+        room = self.n_ctx - len(prompt)
+        if room < 1:
+            raise PromptTooLong(f"the prompt has {len(prompt)} tokens; the context window holds {self.n_ctx}")
+        if request.seed is not None:
+            llm.set_seed(request.seed)
+        cached = self._restore_longest_prefix(llm, prompt)
+        self._abort_flag = job.cancel
+        outcome = self._sample(llm, job, prompt, stops, min(request.max_tokens, room), emit)
+        if not outcome.cancelled and self.prompt_cache.budget_bytes:
+            self.prompt_cache.put(context_tokens(llm), save_state(llm))
+        return replace(outcome, cached_tokens=cached)
+
+    def _prompt(self, llm: Llama, request: ChatRequest) -> tuple[list[int], tuple[str, ...]]:
+        """The request rendered with the chat template and tokenized, and its stop strings."""
         rendered = self._render(request.messages, request.tools, request.tool_choice)
         if request.tools and rendered.prompt == self._render(request.messages, None, None).prompt:
             # The template has no place for tools: describe them in the system message instead.
             rendered = self._render(with_tools_in_system_message(request.messages, request.tools),
                                     None, None)
         prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
-        room = self.n_ctx - len(prompt)
-        if room < 1:
-            raise PromptTooLong(f"the prompt has {len(prompt)} tokens; the context window holds {self.n_ctx}")
-        limit = min(request.max_tokens, room)
         template_stops = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or ())
-        stops = tuple(dict.fromkeys(request.stop + tuple(s for s in template_stops if s)))
-        if request.seed is not None:
-            llm.set_seed(request.seed)
+        return prompt, tuple(dict.fromkeys(request.stop + tuple(s for s in template_stops if s)))
+
+    def _restore_longest_prefix(self, llm: Llama, prompt: list[int]) -> int:
+        """Load the saved state sharing the longest prefix with `prompt` when it beats what the
+        context holds; the number of prompt tokens that will not be evaluated again."""
+        reused = common_prefix(context_tokens(llm), prompt)
+        entry, saved = self.prompt_cache.best(prompt)
+        if entry is not None and saved > reused:
+            reused = saved if load_state(llm, entry) else 0
+            self.prompt_cache.touch(entry)
+        # generate() always evaluates the prompt's last token again, for fresh logits.
+        return min(reused, len(prompt) - 1)
+
+    def _sample(self, llm: Llama, job: Job, prompt: list[int], stops: tuple[str, ...], limit: int,
+                emit: Callable[[str], None]) -> Outcome:
+        from llama_cpp import StoppingCriteriaList
+
+        request = job.request
 
         def stop_if_cancelled(_ids: object, _logits: object) -> bool:
             return job.cancel.is_set()
 
-        self._abort_flag = job.cancel
         text = _StopScanner(stops, emit)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         completion = 0
         finish = "length"
+        started = time.monotonic()
+        prompt_s = 0.0
         tokens = llm.generate(
             prompt,
             temp=request.temperature,
@@ -212,6 +242,7 @@ class Engine:
         )
         try:
             for token in tokens:
+                prompt_s = prompt_s or time.monotonic() - started
                 if self._is_eog(self._vocab, token):
                     finish = "stop"
                     break
@@ -230,15 +261,10 @@ class Engine:
         if not text.stopped:
             text.feed(decoder.decode(b"", final=True))
             text.flush()
-        if job.cancel.is_set():
-            finish = "cancelled"
-        return Outcome(
-            text=text.emitted,
-            prompt_tokens=len(prompt),
-            completion_tokens=completion,
-            finish_reason=finish,
-            cancelled=job.cancel.is_set(),
-        )
+        cancelled = job.cancel.is_set()
+        return Outcome(text=text.emitted, prompt_tokens=len(prompt), completion_tokens=completion,
+                       finish_reason="cancelled" if cancelled else finish, cancelled=cancelled,
+                       prompt_s=prompt_s)
 
 
 class _StopScanner:

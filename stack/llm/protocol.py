@@ -148,16 +148,18 @@ def new_completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex[:24]}"
 
 
-def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> dict[str, Any]:
+    """OpenAI's usage block; `cached_tokens` are prompt tokens served from the KV cache."""
     return {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": cached_tokens},
     }
 
 
 def completion_body(
-    completion_id: str, model: str, content: str, finish_reason: str, prompt_tokens: int, completion_tokens: int
+    completion_id: str, model: str, content: str, finish_reason: str, usage_block: dict[str, Any]
 ) -> dict[str, Any]:
     return {
         "id": completion_id,
@@ -171,13 +173,13 @@ def completion_body(
                 "finish_reason": finish_reason,
             }
         ],
-        "usage": usage(prompt_tokens, completion_tokens),
+        "usage": usage_block,
     }
 
 
 def chunk_body(
     completion_id: str, model: str, delta: dict[str, Any] | None, finish_reason: str | None = None,
-    *, usage_block: dict[str, int] | None = None,
+    *, usage_block: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One streaming chunk; with `usage_block` it is the final usage chunk (no choices)."""
     chunk: dict[str, Any] = {

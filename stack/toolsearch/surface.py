@@ -39,11 +39,17 @@ class Toolset:
 
     @property
     def offered(self) -> list[dict[str, Any]]:
-        """The `tools` array of the model request: direct tools, then the bridges."""
-        schemas = [tool.openai_schema() for tool in self.direct.values()]
+        """The `tools` array of the model request: direct tools, then the bridges. Promoted tools
+        are not in it: they change per turn, and the array sits in the prompt's stable prefix."""
+        schemas = [tool.openai_schema() for name, tool in self.direct.items() if name not in self.promoted]
         if self.bridged:
             schemas += [tool.openai_schema() for tool in self.bridges.values()] + [CALL_SCHEMA]
         return schemas
+
+    @property
+    def promoted_schemas(self) -> list[dict[str, Any]]:
+        """The promoted tools' schemas, which the agent offers in a message after the user's."""
+        return [self.direct[name].openai_schema() for name in self.promoted]
 
     def parameters_of(self, name: str) -> dict[str, Any] | None:
         """The argument schema of an offered tool, None when the name is not offered."""

@@ -43,8 +43,9 @@ def test_remember_then_recall_the_codename(tmp_path, form, origin):
             headers = {"X-Session-Id": "codename-run"}
             remember = client.post("/v1/chat/completions", headers=headers, json={"messages": [
                 {"role": "user", "content": f"Remember: my project codename is {CODENAME}."}]})
-            recall = client.post("/v1/chat/completions", headers=headers, json={"messages": [
-                {"role": "user", "content": "What is my project codename?"}]})
+            # Memory is a snapshot taken when a session starts: a new session sees the write.
+            recall = client.post("/v1/chat/completions", headers={"X-Session-Id": "codename-later"},
+                                 json={"messages": [{"role": "user", "content": "What is my project codename?"}]})
 
     assert remember.status_code == recall.status_code == 200
     assert remember.json()["usage"]["lane"]["tools_executed"] == ["memory"]
@@ -63,3 +64,28 @@ def test_remember_then_recall_the_codename(tmp_path, form, origin):
             (executions[0][4],)).fetchone()
         assert tool_message is not None and tool_message[0]
     assert CODENAME in (tmp_path / "memory.md").read_text()
+
+
+def test_a_memory_write_leaves_the_next_requests_prefix_unchanged(tmp_path):
+    """The system prompt and the tools block come first in the rendered prompt; a memory write in
+    the middle of a session must change neither, or the llm re-reads the whole prompt."""
+    replies = [call("memory", SAVE), text("Saved."), text("It is in my notes.")]
+
+    with ScriptedModel(lambda body: replies.pop(0)) as model:
+        settings = Settings(home=tmp_path, llm_url=model.url)
+        (tmp_path / "memory.md").write_text("The user prefers short answers.\n")
+        with ShimServer(settings) as shim, httpx.Client(base_url=shim.url, timeout=20) as client:
+            for prompt in (f"Remember: my project codename is {CODENAME}.", "What did I ask you to keep?"):
+                reply = client.post("/v1/chat/completions", headers={"X-Session-Id": "prefix-run"},
+                                    json={"messages": [{"role": "user", "content": prompt}]})
+                assert reply.status_code == 200
+
+    assert CODENAME in (tmp_path / "memory.md").read_text()
+    first, *later = model.requests
+    assert len(later) == 2
+    for request in later:
+        assert request["messages"][0] == first["messages"][0]
+        assert request["tools"] == first["tools"]
+        assert request["messages"][: len(first["messages"])] == first["messages"]
+    assert "short answers" in first["messages"][0]["content"]
+    assert CODENAME not in later[-1]["messages"][0]["content"]

@@ -123,8 +123,15 @@ def test_promoted_tool_is_offered_and_called_directly(lane):
     result, model = run(promoting, store, [
         call("currency_convert", {"amount": 5, "to": "JPY"}), text("10 JPY")],
         user="Please convert 5 EUR into JPY currency")
-    offered = [t["function"]["name"] for t in model.requests[0]["tools"]]
-    assert "currency_convert" in offered and "delete_everything" not in offered
+    # Offered after the user's message, not in `tools`: the tools block stays the same every turn.
+    first = model.requests[0]
+    offered = [t["function"]["name"] for t in first["tools"]]
+    assert offered == ["memory", "tool_search", "tool_describe", "tool_call"]
+    user_at = next(i for i, m in enumerate(first["messages"]) if m["role"] == "user")
+    note = first["messages"][user_at + 1]
+    assert note["role"] == "system" and '"name": "currency_convert"' in note["content"]
+    assert "delete_everything" not in json.dumps(first)
+    assert model.requests[1]["messages"][: len(first["messages"])] == first["messages"]
     assert executions(promoting) == [("currency_convert", "ok", 0, json.dumps(
         {"amount": 5, "to": "JPY"}))]
     assert result.tools_executed == ["currency_convert"]

@@ -214,7 +214,10 @@ def test_deferred_tool_called_by_name_runs_and_parameters_of_follows_offer(setti
 def test_promotion_offers_a_clear_winner_directly(settings, ctx):
     toolset = assemble(registry(), settings, query="What is the weather forecast for Oslo?")
     assert toolset.promoted == ["weather_forecast"]
-    assert names(toolset) == ["memory", "terminal", "weather_forecast", *BRIDGES]
+    # offered in a message of the turn, not in the tools block that opens every prompt
+    assert names(toolset) == ["memory", "terminal", *BRIDGES]
+    assert [s["function"]["name"] for s in toolset.promoted_schemas] == ["weather_forecast"]
+    assert toolset.parameters_of("weather_forecast")["required"] == ["city"]
     assert toolset.dispatch("weather_forecast", {"city": "Oslo"}, ctx).status == "ok"
     through = toolset.dispatch("tool_call", {"name": "weather_forecast",
                                              "arguments": {"city": "Oslo"}}, ctx)
