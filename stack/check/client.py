@@ -24,6 +24,7 @@ class TurnReply:
     wall_s: float
     # None when the turn produced no answer (timeout, HTTP error): `error` then says why.
     prompt_tokens: int | None = None
+    cached_tokens: int = 0
     model_calls: int | None = None
     content: str = ""
     error: str | None = None
@@ -85,7 +86,9 @@ def _reply(wall: float, response: httpx.Response) -> TurnReply:
         return TurnReply(wall, error=f"not an OpenAI chat completion: {response.text[:120]!r}")
     usage = data.get("usage") or {}
     lane = usage.get("lane") or {}
+    details = usage.get("prompt_tokens_details") or {}
     return TurnReply(wall, prompt_tokens=_int(usage.get("prompt_tokens")),
+                     cached_tokens=_int(details.get("cached_tokens")) or 0,
                      model_calls=_int(lane.get("model_calls")), content=content)
 
 

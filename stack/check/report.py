@@ -12,10 +12,10 @@ _FOOTNOTE = f"{TEXT_MARK} the model wrote tool calls as text that did not run"
 
 
 def arm_table(arm: ArmResult) -> str:
-    header = ["step", "wall", "prompt tok", "model calls", "executed?", "verdict"]
-    rows = [[str(s.step), _wall(s.wall_s), str(s.prompt_tokens), str(s.model_calls),
-             _executed(s), f"{_verdict(s)}: {s.reason}"] for s in arm.steps]
-    lines = [_title(arm), *_grid(header, rows, right={1, 2, 3}), summary_line(arm)]
+    header = ["step", "wall", "prompt tok", "evaluated", "model calls", "executed?", "verdict"]
+    rows = [[str(s.step), _wall(s.wall_s), str(s.prompt_tokens), str(s.evaluated_tokens),
+             str(s.model_calls), _executed(s), f"{_verdict(s)}: {s.reason}"] for s in arm.steps]
+    lines = [_title(arm), *_grid(header, rows, right={1, 2, 3, 4}), summary_line(arm)]
     if any(s.unexecuted_tool_text for s in arm.steps):
         lines.append(_FOOTNOTE)
     return "\n".join(lines)
@@ -25,21 +25,21 @@ def side_by_side(a: ArmResult, b: ArmResult) -> str:
     header = ["step"]
     for arm in (a, b):
         tag = arm.arm.upper()
-        header += [f"{tag} wall", f"{tag} prompt tok", f"{tag} calls", f"{tag} executed?",
-                   f"{tag} verdict"]
+        header += [f"{tag} wall", f"{tag} prompt tok", f"{tag} evaluated", f"{tag} calls",
+                   f"{tag} executed?", f"{tag} verdict"]
     rows = []
     for step_a, step_b in zip(a.steps, b.steps):
         row = [str(step_a.step)]
         for step in (step_a, step_b):
-            row += [_wall(step.wall_s), str(step.prompt_tokens), str(step.model_calls),
-                    _executed(step), _verdict(step)]
+            row += [_wall(step.wall_s), str(step.prompt_tokens), str(step.evaluated_tokens),
+                    str(step.model_calls), _executed(step), _verdict(step)]
         rows.append(row)
     totals = ["total"]
     for arm in (a, b):
-        totals += [_wall(arm.wall_s), str(arm.prompt_tokens), str(arm.model_calls), "",
-                   f"{arm.passed}/{arm.total}"]
+        totals += [_wall(arm.wall_s), str(arm.prompt_tokens), str(arm.evaluated_tokens),
+                   str(arm.model_calls), "", f"{arm.passed}/{arm.total}"]
     rows.append(totals)
-    lines = [_title(a), _title(b), *_grid(header, rows, right={1, 2, 3, 6, 7, 8})]
+    lines = [_title(a), _title(b), *_grid(header, rows, right={1, 2, 3, 4, 7, 8, 9, 10})]
     lines += [summary_line(a), summary_line(b)]
     for arm in (a, b):
         lines += [f"  {arm.arm.upper()} step {s.step}: {s.reason}" for s in arm.steps if not s.passed]
@@ -51,7 +51,8 @@ def side_by_side(a: ArmResult, b: ArmResult) -> str:
 def summary_line(arm: ArmResult) -> str:
     verdict = "PASS" if arm.passed == arm.total else "FAIL"
     return (f"{verdict} arm {arm.arm} ({PROFILE_OF_ARM[arm.arm]}): {arm.passed}/{arm.total} steps"
-            f" passed · prompt tokens {arm.prompt_tokens} · wall {arm.wall_s:.1f}s"
+            f" passed · prompt tokens {arm.prompt_tokens} (evaluated {arm.evaluated_tokens})"
+            f" · wall {arm.wall_s:.1f}s"
             f" · model calls {arm.model_calls}")
 
 

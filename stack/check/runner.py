@@ -41,10 +41,17 @@ class StepResult:
     unexecuted_tool_text: bool
     hallucinated: list[str] = field(default_factory=list)
     timed_out: bool = False
+    cached_tokens: int = 0
+
+    @property
+    def evaluated_tokens(self) -> int:
+        """Prompt tokens the model had to read again: the cost of a turn on a laptop CPU."""
+        return self.prompt_tokens - self.cached_tokens
 
     def as_json(self) -> dict[str, Any]:
         return {"step": self.step, "verdict": "pass" if self.passed else "fail",
                 "wall_s": round(self.wall_s, 3), "prompt_tokens": self.prompt_tokens,
+                "cached_tokens": self.cached_tokens, "evaluated_tokens": self.evaluated_tokens,
                 "model_calls": self.model_calls, "executed": self.executed,
                 "unexecuted_tool_text": self.unexecuted_tool_text, "reason": self.reason,
                 "hallucinated": self.hallucinated, "timed_out": self.timed_out,
@@ -72,6 +79,14 @@ class ArmResult:
         return sum(s.prompt_tokens for s in self.steps)
 
     @property
+    def cached_tokens(self) -> int:
+        return sum(s.cached_tokens for s in self.steps)
+
+    @property
+    def evaluated_tokens(self) -> int:
+        return self.prompt_tokens - self.cached_tokens
+
+    @property
     def wall_s(self) -> float:
         return sum(s.wall_s for s in self.steps)
 
@@ -85,7 +100,8 @@ class ArmResult:
                 "arm": self.arm, "profile": PROFILE_OF_ARM[self.arm],
                 "session_id": self.session_id, "seed_session_id": self.seed_session_id,
                 "codename": self.markers.codename, "phrase": self.markers.phrase,
-                "totals": {"prompt_tokens": self.prompt_tokens, "wall_s": round(self.wall_s, 3),
+                "totals": {"prompt_tokens": self.prompt_tokens, "cached_tokens": self.cached_tokens,
+                           "evaluated_tokens": self.evaluated_tokens, "wall_s": round(self.wall_s, 3),
                            "model_calls": self.model_calls}}
 
 
@@ -137,6 +153,7 @@ def _run_step(client: ShimClient, reader: StoreReader, result: ArmResult, number
     return StepResult(
         step=number, prompt=prompt, passed=passed, reason=reason, wall_s=reply.wall_s,
         prompt_tokens=reply.prompt_tokens if reply.prompt_tokens is not None else rows.prompt_tokens,
+        cached_tokens=reply.cached_tokens,
         model_calls=reply.model_calls if reply.model_calls is not None else rows.model_calls,
         executed=[e.tool_name for e in rows.ran],
         unexecuted_tool_text=bool(unexecuted_tool_text(rows, vocabulary)),

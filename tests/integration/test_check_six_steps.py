@@ -121,7 +121,8 @@ def test_both_arms_side_by_side(tmp_path: Path) -> None:
     total = next(line for line in run.out.splitlines() if line.startswith("total"))
     cells = [c.strip() for c in total.split("|")]
     assert cells[2] == str(arms["a"]["totals"]["prompt_tokens"])
-    assert cells[7] == str(arms["b"]["totals"]["prompt_tokens"])
+    assert cells[3] == str(arms["a"]["totals"]["evaluated_tokens"])
+    assert cells[8] == str(arms["b"]["totals"]["prompt_tokens"])
 
 
 def test_text_only_liar_fails_the_tool_steps(tmp_path: Path) -> None:

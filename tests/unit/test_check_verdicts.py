@@ -299,17 +299,19 @@ def test_prompts_file_forms(tmp_path: Path) -> None:
 
 def _step(number: int, passed: bool, *, text: bool = False) -> StepResult:
     return StepResult(number, "p", passed, "ok" if passed else "memory did not run", 1.25, 300, 2,
-                      ["memory"] if passed else [], text)
+                      ["memory"] if passed else [], text, cached_tokens=100)
 
 
 def test_tables_show_every_column_and_totals() -> None:
     arm_b = ArmResult("b", SESSION, SEED, MARKERS, [_step(1, True), _step(2, False, text=True)])
     table = arm_table(arm_b)
     lines = [" ".join(line.split()) for line in table.splitlines()]
-    assert lines[1] == "step | wall | prompt tok | model calls | executed? | verdict"
+    assert lines[1] == "step | wall | prompt tok | evaluated | model calls | executed? | verdict"
+    assert lines[3].startswith("1 | 1.2s | 300 | 200 |")
     assert "none*" in table and "FAIL: memory did not run" in table
-    assert "FAIL arm b (search): 1/2 steps passed · prompt tokens 600 · wall 2.5s" in table
+    assert "FAIL arm b (search): 1/2 steps passed · prompt tokens 600 (evaluated 400) · wall 2.5s" in table
     arm_a = ArmResult("a", "check-a", "seed-a", MARKERS, [_step(1, True), _step(2, True)])
     both = side_by_side(arm_a, arm_b)
     total = next(line for line in both.splitlines() if line.startswith("total"))
-    assert total.split("|")[2].strip() == "600" and total.split("|")[-1].strip() == "1/2"
+    assert total.split("|")[2].strip() == "600" and total.split("|")[3].strip() == "400"
+    assert total.split("|")[-1].strip() == "1/2"
