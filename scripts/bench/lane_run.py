@@ -1,0 +1,84 @@
+"""Shared by the benchmarks that run the six-step check on a real model: start `lane up` in a
+fresh state folder, run `lane check` against it, return the check's JSON report.
+
+Every run gets its own LANE_HOME (store, memory, workspace), so runs never see each other's
+memory or sessions, and the llm starts cold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_check(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
+              check_args: list[str], step_timeout_s: int, log_dir: Path | None = None) -> dict[str, Any]:
+    """`lane up` + `lane check --json`; the check's report, with the llm/shim log path added."""
+    home = Path(tempfile.mkdtemp(prefix="lane-bench-"))
+    log_dir = log_dir or home
+    llm_port, shim_port = free_port(), free_port()
+    environment = {**os.environ, "LANE_HOME": str(home), "LANE_CONFIG": str(home / "none.yaml"),
+                   "LANE_PORT": str(shim_port), **env}
+    environment.pop("LANE_DB", None)
+    (home / "none.yaml").write_text("{}\n")
+    up_args = ["up", "--llm-port", str(llm_port), "--port", str(shim_port), "--ctx", str(ctx),
+               "--threads", str(threads), "--home", str(home)] + (["--model", model] if model else [])
+    log_path = log_dir / f"lane-up-{shim_port}.log"
+    with log_path.open("w") as log:
+        lane = subprocess.Popen([sys.executable, "-m", "stack.cli", *up_args], cwd=ROOT,
+                                env=environment, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_healthy(f"http://127.0.0.1:{shim_port}/health", lane, log_path)
+            report_path = home / "check.json"
+            subprocess.run([sys.executable, "-m", "stack.cli", "check", "--url",
+                            f"http://127.0.0.1:{shim_port}", "--db", str(home / "state.db"),
+                            "--timeout", str(step_timeout_s), "--json", str(report_path), *check_args],
+                           cwd=ROOT, env=environment, check=False)
+            report = json.loads(report_path.read_text())
+        finally:
+            lane.terminate()
+            try:
+                lane.wait(30)
+            except subprocess.TimeoutExpired:
+                lane.kill()
+    report["log"] = str(log_path)
+    report["db"] = str(home / "state.db")
+    return report
+
+
+def arms_of(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """{arm: arm report} whether the check ran one arm or both."""
+    if "arms" in report:
+        return report["arms"]
+    return {report["arm"]: report}
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"lane up exited with {process.returncode}:\n{log.read_text()[-2000:]}")
+        try:
+            if httpx.get(url, timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"the lane was not healthy after 300 s; see {log}")
