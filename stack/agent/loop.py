@@ -14,9 +14,11 @@ from typing import Any
 from ..config import Settings
 from ..store import Store
 from ..tools.base import ToolContext
+from ..tools.execute import Outcome
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.surface import Toolset, assemble
+from .corrections import TurnLedger, correction, fallback_answer, repeated
 from .history import conversation, estimate_tokens
 from .llm_client import LlmClient, ModelReply
 from .prompt import promoted_tools_note, system_prompt
@@ -27,7 +29,7 @@ from .toolcalls import extract_calls, new_call_id
 class TurnResult:
     session_id: str
     content: str
-    finish_reason: str  # stop | length | clarify | iteration_limit
+    finish_reason: str  # stop | length | clarify | iteration_limit | repeated_call
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
@@ -37,11 +39,34 @@ class TurnResult:
 
 
 @dataclass(frozen=True)
-class _Call:
+class ToolCall:
+    """One call the model made, natively or written as text; `arguments` as the model gave them."""
+
     id: str
     name: str
     arguments: Any
     origin: str  # native | content
+
+
+class TurnEnded(Exception):
+    """Ends a turn. `content` is the answer; `lane_written` when the lane, not the model, wrote it
+    (the model's own answer is already stored with its model call)."""
+
+    def __init__(self, content: str, reason: str, *, lane_written: bool = True):
+        super().__init__(reason)
+        self.content, self.reason, self.lane_written = content, reason, lane_written
+
+
+@dataclass
+class Turn:
+    result: TurnResult
+    query: str
+    profile: str
+    cap: int
+    temperature: float | None
+    ctx: ToolContext
+    ledger: TurnLedger = field(default_factory=TurnLedger)
+    outcomes: list[Outcome] = field(default_factory=list)
 
 
 class Agent:
@@ -53,47 +78,76 @@ class Agent:
                        temperature: float | None = None) -> TurnResult:
         for message in new_messages:
             self._store_incoming(session_id, message)
+        turn = self._new_turn(session_id, new_messages, profile, max_tokens, temperature)
+        try:
+            for iteration in range(self.settings.max_iterations):
+                toolset = self._toolset(turn, first=iteration == 0)
+                reply = await self._ask(turn, toolset)
+                calls = _calls_of(reply, toolset)
+                message_id = self._store_reply(turn, reply, calls)
+                if not calls:
+                    self._answer_or_correct(turn, reply, toolset)
+                for call in calls:
+                    await self._execute(call, toolset, turn, message_id)
+        except TurnEnded as end:
+            return self._finish(turn, end)
+        ran = ", ".join(turn.result.tools_executed) or "none"
+        return self._finish(turn, TurnEnded(
+            f"I stopped after {turn.result.model_calls} model calls without reaching a final "
+            f"answer. Tools that ran: {ran}.", "iteration_limit"))
+
+    def _new_turn(self, session_id: str, new_messages: list[dict[str, Any]], profile: str,
+                  max_tokens: int | None, temperature: float | None) -> Turn:
         cap = min(max_tokens, self.settings.max_tokens) if max_tokens and max_tokens > 0 \
             else self.settings.max_tokens
         query = next((_text(m.get("content")) or "" for m in reversed(new_messages)
                       if m.get("role") == "user"), "")
-        ctx = ToolContext(self.settings, self.store, session_id)
-        turn = TurnResult(session_id, "", "stop")
-
-        for iteration in range(self.settings.max_iterations):
-            toolset = assemble(self.registry, self.settings, profile=profile, query=query)
-            if iteration == 0 and toolset.promoted:
-                # After the turn's user message, not in `tools`: what changes per turn never moves
-                # the prompt's cached prefix (the system prompt and the tools block before it).
-                self.store.add_message(session_id, "system", promoted_tools_note(toolset.promoted_schemas))
-            messages = self._request_messages(session_id, toolset, cap,
-                                              await self.llm.context_window())
-            reply = await self.llm.chat(messages, toolset.offered, max_tokens=cap,
-                                        temperature=temperature)
-            _count(turn, reply)
-            calls = _calls_of(reply, toolset)
-            message_id = self.store.add_message(
-                session_id, "assistant", reply.content, tool_calls=[_stored(c) for c in calls],
-                prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-                cached_tokens=reply.cached_tokens)
-            if not calls:
-                turn.content = reply.content
-                turn.finish_reason = "length" if reply.finish_reason == "length" else "stop"
-                return turn
-            for call in calls:
-                await self._execute(call, toolset, ctx, message_id, turn)
-            if ctx.question_for_user:
-                return self._finish(turn, ctx.question_for_user, "clarify")
-
-        ran = ", ".join(turn.tools_executed) or "none"
-        return self._finish(turn, f"I stopped after {turn.model_calls} model calls without reaching "
-                            f"a final answer. Tools that ran: {ran}.", "iteration_limit")
+        return Turn(TurnResult(session_id, "", "stop"), query, profile, cap, temperature,
+                    ToolContext(self.settings, self.store, session_id))
 
     def _store_incoming(self, session_id: str, message: dict[str, Any]) -> None:
         self.store.add_message(session_id, message["role"], _text(message.get("content")),
                                tool_calls=message.get("tool_calls"),
                                tool_call_id=message.get("tool_call_id"),
                                tool_name=message.get("name"))
+
+    def _toolset(self, turn: Turn, *, first: bool) -> Toolset:
+        toolset = assemble(self.registry, self.settings, profile=turn.profile, query=turn.query)
+        if first and toolset.promoted:
+            # After the turn's user message, not in `tools`: what changes per turn never moves
+            # the prompt's cached prefix (the system prompt and the tools block before it).
+            self.store.add_message(turn.result.session_id, "system",
+                                   promoted_tools_note(toolset.promoted_schemas))
+        return toolset
+
+    async def _ask(self, turn: Turn, toolset: Toolset) -> ModelReply:
+        messages = self._request_messages(turn.result.session_id, toolset, turn.cap,
+                                          await self.llm.context_window())
+        reply = await self.llm.chat(messages, toolset.offered, max_tokens=turn.cap,
+                                    temperature=turn.temperature)
+        _count(turn.result, reply)
+        return reply
+
+    def _store_reply(self, turn: Turn, reply: ModelReply, calls: list[ToolCall]) -> int:
+        return self.store.add_message(
+            turn.result.session_id, "assistant", reply.content, tool_calls=[_stored(c) for c in calls],
+            prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+            cached_tokens=reply.cached_tokens)
+
+    def _answer_or_correct(self, turn: Turn, reply: ModelReply, toolset: Toolset) -> None:
+        """A reply without calls ends the turn, unless it earns the turn's one correction."""
+        if not turn.ledger.corrected:
+            offered = {t["function"]["name"]: t["function"].get("parameters") or {}
+                       for t in toolset.offered + toolset.promoted_schemas}
+            note = correction(reply.content, offered, self.store.tools_that_ran(turn.result.session_id))
+            if note:
+                turn.ledger.corrected = True
+                self.store.add_message(turn.result.session_id, "system", note)
+                return
+        if reply.content.strip():
+            raise TurnEnded(reply.content, "length" if reply.finish_reason == "length" else "stop",
+                            lane_written=False)
+        raise TurnEnded(fallback_answer(turn.outcomes), "stop")
 
     def _request_messages(self, session_id: str, toolset: Toolset, cap: int,
                           upstream_context: int | None) -> list[dict[str, Any]]:
@@ -110,10 +164,23 @@ class Agent:
         history = conversation(self.store.messages(session_id), max(budget, 0))
         return [{"role": "system", "content": prompt}, *history]
 
-    async def _execute(self, call: _Call, toolset: Toolset, ctx: ToolContext, message_id: int,
-                       turn: TurnResult) -> None:
-        outcome = await asyncio.to_thread(toolset.dispatch, call.name, call.arguments, ctx)
-        session = ctx.session_id
+    async def _execute(self, call: ToolCall, toolset: Toolset, turn: Turn, message_id: int) -> None:
+        key, earlier = turn.ledger.attempt(call.name, call.arguments)
+        if turn.ledger.too_many(key):
+            raise TurnEnded(fallback_answer(turn.outcomes), "repeated_call")
+        if earlier is not None:
+            outcome = repeated(call.name, call.arguments, earlier)
+        else:
+            outcome = await asyncio.to_thread(toolset.dispatch, call.name, call.arguments, turn.ctx)
+            turn.ledger.outcomes[key] = outcome
+            turn.outcomes.append(outcome)
+        self._record(turn.ctx.session_id, message_id, call, outcome)
+        if outcome.status == "ok":
+            turn.result.tools_executed.append(outcome.tool_name)
+        if turn.ctx.question_for_user:
+            raise TurnEnded(turn.ctx.question_for_user, "clarify")
+
+    def _record(self, session: str, message_id: int, call: ToolCall, outcome: Outcome) -> None:
         self.store.add_message(session, "tool", outcome.for_model, tool_call_id=call.id,
                                tool_name=outcome.tool_name)
         self.store.record_execution(
@@ -122,24 +189,23 @@ class Agent:
             status=outcome.status, result=outcome.output if outcome.status == "ok" else None,
             error=None if outcome.status == "ok" else outcome.output,
             started_at=outcome.started_at, duration_ms=outcome.duration_ms)
-        if outcome.status == "ok":
-            turn.tools_executed.append(outcome.tool_name)
 
-    def _finish(self, turn: TurnResult, content: str, reason: str) -> TurnResult:
-        self.store.add_message(turn.session_id, "assistant", content)
-        turn.content, turn.finish_reason = content, reason
-        return turn
+    def _finish(self, turn: Turn, end: TurnEnded) -> TurnResult:
+        if end.lane_written:
+            self.store.add_message(turn.result.session_id, "assistant", end.content)
+        turn.result.content, turn.result.finish_reason = end.content, end.reason
+        return turn.result
 
 
-def _calls_of(reply: ModelReply, toolset: Toolset) -> list[_Call]:
+def _calls_of(reply: ModelReply, toolset: Toolset) -> list[ToolCall]:
     if reply.tool_calls:
-        return [_Call(c.id or new_call_id(), c.name, c.arguments, "native")
+        return [ToolCall(c.id or new_call_id(), c.name, c.arguments, "native")
                 for c in reply.tool_calls]
-    return [_Call(c.id, c.name, c.arguments, "content")
+    return [ToolCall(c.id, c.name, c.arguments, "content")
             for c in extract_calls(reply.content, toolset.parameters_of)]
 
 
-def _stored(call: _Call) -> dict[str, Any]:
+def _stored(call: ToolCall) -> dict[str, Any]:
     arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
     stored = {"id": call.id, "type": "function",
               "function": {"name": call.name, "arguments": arguments}}

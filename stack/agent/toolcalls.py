@@ -2,7 +2,7 @@
 
 Recovered forms: Hermes/Qwen `<tool_call>{...}</tool_call>` (a missing closing tag at the very end is
 forgiven), a fenced ```json block, and a bare JSON object `{"name": ..., "arguments": ...}` in prose;
-several in one message. A call only counts when its name is an offered tool. A `<tool_call>` tag is
+several in one message; doubled braces `{{...}}` and arguments flattened beside the name. A call only counts when its name is an offered tool. A `<tool_call>` tag is
 an unmistakable attempt, so its call goes through even with bad arguments and the model gets the
 validation error back; untagged JSON must also validate against the tool's schema, otherwise it is
 just text (a model explaining JSON is not calling anything).
@@ -47,6 +47,10 @@ def _tagged_calls(body: str, parameters_of: SchemaLookup) -> list[TextCall]:
     try:
         value = json.loads(body)
     except json.JSONDecodeError:
+        # `{{"name": ...}}`, copied from a template's doubled braces, holds a well-formed call.
+        embedded = _json_calls(body, parameters_of)
+        if embedded:
+            return embedded
         name = _name_in_broken_json(body)
         if name and parameters_of(name) is not None:
             return [TextCall(new_call_id(), name, _raw_arguments_text(body))]
@@ -97,8 +101,9 @@ def _json_values(text: str) -> list[Any]:
 
 
 def _call_shape(item: Any) -> tuple[str, Any] | None:
-    """(name, arguments) of the shapes models use: {name, arguments|parameters} or
-    {function: {name, arguments}}."""
+    """(name, arguments) of the shapes models use: {name, arguments|parameters},
+    {function: {name, arguments}}, or the arguments flattened beside the name
+    ({name, command, timeout}: untagged, that shape still has to pass the tool's schema)."""
     if not isinstance(item, dict):
         return None
     if isinstance(item.get("function"), dict):
@@ -107,8 +112,10 @@ def _call_shape(item: Any) -> tuple[str, Any] | None:
     if not isinstance(name, str) or not name:
         return None
     extra = set(item) - {"name", "arguments", "parameters", "id", "type"}
-    if extra:
+    if extra and ("arguments" in item or "parameters" in item):
         return None
+    if extra:
+        return name, {key: item[key] for key in extra}
     return name, item.get("arguments", item.get("parameters", {}))
 
 

@@ -15,7 +15,8 @@ MODEL_ID = "fallback-lane"
 
 # The agent's finish reasons mapped onto OpenAI's: a clarifying question is a normal stop, an
 # exhausted iteration budget is a cut-off answer like a length limit. The original stays in lane.
-_FINISH = {"stop": "stop", "length": "length", "clarify": "stop", "iteration_limit": "length"}
+_FINISH = {"stop": "stop", "length": "length", "clarify": "stop", "iteration_limit": "length",
+           "repeated_call": "stop"}
 
 
 def completion_id() -> str:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from stack.llm.prompt_cache import PromptCache, common_prefix, context_tokens, load_state, save_state
 from stack.llm.protocol import ChatRequest
+from stack.llm.template_quirks import single_braces, wants_object_arguments, with_object_arguments
 from stack.llm.tool_prompt import with_tools_in_system_message
 
 if TYPE_CHECKING:
@@ -85,6 +86,7 @@ class Engine:
         self._lock = threading.Lock()
         self._abort_flag: threading.Event | None = None
         self._abort_callback: object = None
+        self._object_arguments = False
         self.load_error: str | None = None
 
     @property
@@ -125,6 +127,7 @@ class Engine:
         self._vocab = vocab
         self._is_eog = llama_cpp.llama_vocab_is_eog
         self._install_abort_callback(llama_cpp, llm)
+        self._object_arguments = wants_object_arguments(lambda m: self._render(m, None, None).prompt)
         self._llm = llm
         log.info(
             "loaded %s in %.1fs (n_ctx=%d, threads=%d, cap=%d)",
@@ -194,12 +197,13 @@ class Engine:
 
     def _prompt(self, llm: Llama, request: ChatRequest) -> tuple[list[int], tuple[str, ...]]:
         """The request rendered with the chat template and tokenized, and its stop strings."""
-        rendered = self._render(request.messages, request.tools, request.tool_choice)
-        if request.tools and rendered.prompt == self._render(request.messages, None, None).prompt:
+        messages = with_object_arguments(request.messages) if self._object_arguments else request.messages
+        rendered = self._render(messages, request.tools, request.tool_choice)
+        if request.tools and rendered.prompt == self._render(messages, None, None).prompt:
             # The template has no place for tools: describe them in the system message instead.
-            rendered = self._render(with_tools_in_system_message(request.messages, request.tools),
-                                    None, None)
-        prompt = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
+            rendered = self._render(with_tools_in_system_message(messages, request.tools), None, None)
+        text = single_braces(rendered.prompt)
+        prompt = llm.tokenize(text.encode("utf-8"), add_bos=not rendered.added_special, special=True)
         template_stops = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or ())
         return prompt, tuple(dict.fromkeys(request.stop + tuple(s for s in template_stops if s)))
 

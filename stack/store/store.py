@@ -213,6 +213,12 @@ class Store:
             ),
         )
 
+    def tools_that_ran(self, session_id: str) -> set[str]:
+        """Names of the tools that ran (status ok) in a session."""
+        rows = self._read("SELECT DISTINCT tool_name FROM tool_executions WHERE session_id = ? AND status = 'ok'",
+                          (session_id,))
+        return {row["tool_name"] for row in rows}
+
     def executions(self, session_id: str) -> list[dict[str, Any]]:
         rows = self._read(
             "SELECT * FROM tool_executions WHERE session_id = ? ORDER BY id", (session_id,)

@@ -63,12 +63,17 @@ class Tool:
 
 
 def object_schema(
-    properties: dict[str, Any], required: list[str] | tuple[str, ...] = ()
+    properties: dict[str, Any], required: list[str] | tuple[str, ...] = (),
+    example: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON schema of a tool's arguments: an object that admits no unknown keys."""
-    return {
+    """The JSON schema of a tool's arguments: an object that admits no unknown keys. An `example`
+    (JSON Schema's `examples`) is what error messages and corrections show the model."""
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": properties,
         "required": list(required),
         "additionalProperties": False,
     }
+    if example is not None:
+        schema["examples"] = [example]
+    return schema

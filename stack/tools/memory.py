@@ -97,7 +97,11 @@ def _memory(arguments: dict[str, Any], ctx: ToolContext) -> str:
                 return "already in memory; nothing changed"
             entries.append(content)
             _save(path, entries)
-            return f"saved to memory ({len(entries)} in all, {_size(entries)}/{MEMORY_MAX_CHARS} chars used)"
+            return (f"saved to memory: {content!r} ({len(entries)} in all, "
+                    f"{_size(entries)}/{MEMORY_MAX_CHARS} chars used)")
+        if not (arguments.get("old_text") or "").strip():
+            raise ToolError(f"{action} needs old_text, a part of the entry to {action}. To save something "
+                            'new instead: {"action": "add", "content": "<the text to remember>"}')
         index = _find(entries, _normalized(arguments.get("old_text"), "old_text"))
         if action == "replace":
             previous = entries[index]
@@ -123,6 +127,7 @@ TOOLS: list[Tool] = [
                 },
             },
             ["action"],
+            example={"action": "add", "content": "The user's favourite colour is green."},
         ),
         run=_memory,
     )

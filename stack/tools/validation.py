@@ -89,6 +89,10 @@ def coerce(schema: dict[str, Any], value: Any) -> Any:
 
 
 def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema's own first `examples` entry, else its required keys with placeholder values."""
+    examples = schema.get("examples")
+    if isinstance(examples, list) and examples and isinstance(examples[0], dict):
+        return examples[0]
     props = schema.get("properties") or {}
     required = schema.get("required") or list(props)[:1]
     return {key: _example_value(key, props.get(key, {})) for key in required}

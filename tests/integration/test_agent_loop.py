@@ -156,7 +156,8 @@ def test_tool_failure_and_tool_bug_are_errors_not_crashes(lane):
 
 def test_iteration_limit_ends_with_an_honest_message(lane):
     settings, store = lane
-    result, _ = run(settings, store, lambda body: call("add", {"a": 1, "b": 1}))
+    counter = iter(range(100))
+    result, _ = run(settings, store, lambda body: call("add", {"a": next(counter), "b": 1}))
     assert result.finish_reason == "iteration_limit"
     assert "without reaching a final answer" in result.content
     assert result.model_calls == settings.max_iterations
@@ -235,3 +236,67 @@ def test_history_is_trimmed_to_the_context_the_llm_service_reports(lane):
     assert sent["model"] == "pinned-name"
     # every stored message is still in the store: only the request was trimmed
     assert len(store.messages(session)) >= 13
+
+
+def system_notes(settings):
+    return [r[0] for r in rows(settings, "SELECT content FROM messages WHERE role = 'system'"
+                               " AND lane_prompt = 0 ORDER BY id")]
+
+
+def test_an_identical_call_runs_once_and_a_third_attempt_ends_the_turn(lane):
+    settings, store = lane
+    result, model = run(settings, store, lambda body: call("add", {"a": 2, "b": 3}))
+    assert rows(settings, "SELECT tool_name, status FROM tool_executions ORDER BY id") == [
+        ("add", "ok"), ("add", "refused")]
+    refusal = rows(settings, "SELECT content FROM messages WHERE role = 'tool' ORDER BY id")[1][0]
+    assert "already ran in this turn and returned: 5" in refusal
+    assert result.finish_reason == "repeated_call" and len(model.requests) == 3
+    assert result.content.strip() and "add returned 5" in result.content
+    assert result.tools_executed == ["add"]
+
+
+def test_an_identical_failing_call_is_never_made_three_times(lane):
+    settings, store = lane
+    result, _ = run(settings, store, lambda body: call("fail", {}))
+    assert rows(settings, "SELECT status, error FROM tool_executions ORDER BY id") == [
+        ("error", "the disk is on fire"),
+        ("refused", "not run again: this exact call already failed in this turn: the disk is on fire\n"
+                    "Change the arguments, call another tool, or tell the user what failed.")]
+    assert "fail error: the disk is on fire" in result.content
+
+
+def test_a_call_described_in_prose_gets_exactly_one_corrective_turn(lane):
+    settings, store = lane
+    prose = text("You can call the add function with a=2 and b=3 to get the sum.")
+    result, model = run(settings, store, [prose, prose, text("never sent")])
+    assert len(model.requests) == 2
+    notes = system_notes(settings)
+    assert len(notes) == 1 and "You mentioned add, but it has not run" in notes[0]
+    assert '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 1}}\n</tool_call>' in notes[0]
+    assert model.requests[1]["messages"][-1] == {"role": "system", "content": notes[0]}
+    assert result.content == prose.content and rows(settings, "SELECT * FROM tool_executions") == []
+
+
+def test_a_corrected_model_that_then_calls_runs_the_tool(lane):
+    settings, store = lane
+    result, _ = run(settings, store, [text('{"name": "add", "a": "two", "b": 3}'),
+                                      call("add", {"a": 2, "b": 3}), text("It is 5.")])
+    assert "That was not a valid call, so add did not run" in system_notes(settings)[0]
+    assert result.tools_executed == ["add"] and result.content == "It is 5."
+
+
+def test_naming_a_tool_that_already_ran_in_the_session_is_no_claim_to_correct(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("I used add: 5.")])
+    assert system_notes(settings) == [] and len(model.requests) == 2
+    assert result.content == "I used add: 5."
+
+
+def test_an_empty_final_answer_is_corrected_once_then_written_by_the_lane(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(""), text("  ")])
+    assert len(model.requests) == 3 and "Your reply was empty" in system_notes(settings)[0]
+    assert result.finish_reason == "stop"
+    assert result.content == "The model gave no final answer. What happened in this turn:\n- add returned 5"
+    last = rows(settings, "SELECT role, content FROM messages ORDER BY id DESC LIMIT 1")[0]
+    assert last == ("assistant", result.content)

@@ -106,3 +106,18 @@ def test_each_call_gets_a_distinct_id():
             '<tool_call>{"name": "memory", "arguments": {"action": "read"}}</tool_call>')
     ids = [c.id for c in extract_calls(text, offered)]
     assert len(set(ids)) == 2
+
+
+def test_doubled_braces_copied_from_a_template_still_make_a_call():
+    text = '{{"name": "terminal", "arguments": {"command": "echo $((6*7))"}}}'
+    assert names_and_args(text) == [("terminal", {"command": "echo $((6*7))"})]
+    tagged = '<tool_call>\n{{"name": "memory", "arguments": {"action": "add", "content": "42"}}}\n</tool_call>'
+    assert names_and_args(tagged) == [("memory", {"action": "add", "content": "42"})]
+
+
+def test_arguments_flattened_beside_the_name_count_only_when_they_fit_the_schema():
+    assert names_and_args('{{"name": "terminal", "command": "echo hi", "timeout": 10}}') == [
+        ("terminal", {"command": "echo hi", "timeout": 10})]
+    assert names_and_args('{"name": "terminal", "cmd": "echo hi"}') == []
+    # a name with both flattened keys and an arguments object is no known shape
+    assert names_and_args('{"name": "terminal", "arguments": {"command": "ls"}, "why": "x"}') == []

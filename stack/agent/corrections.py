@@ -1,0 +1,105 @@
+"""What the lane tells a small model when its turn goes wrong, decided from plain data.
+
+Measured on Qwen2.5-Coder-1.5B through the lane: the model describes a call in prose ("you can call
+the memory function") instead of making it, writes call-shaped JSON that does not fit the tool,
+repeats one call with the same arguments until the iterations run out, and ends turns with an
+empty answer that later turns then imitate. Each has a remedy here:
+* one corrective message per turn when a reply makes no call but names a tool that has not run in
+  this session, spells a call that did not parse, or is empty;
+* a repeated identical call is not run again: the model is told the earlier result (or error);
+  a third identical call ends the turn;
+* a final answer is never empty: when the model gives none, the lane says what ran and what failed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..tools.execute import Outcome, refused
+from ..tools.validation import example_arguments
+
+# Asking twice makes a third identical call the end of the turn.
+MAX_IDENTICAL_CALLS = 2
+RESULT_PREVIEW_CHARS = 300
+
+_CALL_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
+
+
+@dataclass
+class TurnLedger:
+    """What this turn has run and said, keyed by call (name + arguments as JSON)."""
+
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
+    corrected: bool = False
+
+    def attempt(self, name: str, arguments: Any) -> tuple[str, Outcome | None]:
+        """Count a call; its key and the outcome of the same call made earlier in the turn."""
+        key = call_key(name, arguments)
+        self.attempts[key] = self.attempts.get(key, 0) + 1
+        return key, self.outcomes.get(key)
+
+    def too_many(self, key: str) -> bool:
+        return self.attempts.get(key, 0) > MAX_IDENTICAL_CALLS
+
+
+def call_key(name: str, arguments: Any) -> str:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            pass
+    return f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
+
+
+def repeated(name: str, arguments: Any, earlier: Outcome) -> Outcome:
+    """The refusal a repeated identical call gets instead of running again."""
+    if earlier.status == "ok":
+        reason = (f"not run again: this exact call already ran in this turn and returned: "
+                  f"{_preview(earlier.output)}\nUse that result: answer the user, or make a different call.")
+    else:
+        reason = (f"not run again: this exact call already failed in this turn: {_preview(earlier.output)}\n"
+                  "Change the arguments, call another tool, or tell the user what failed.")
+    return refused(name, reason, arguments)
+
+
+def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session: set[str]) -> str | None:
+    """The one corrective message for a reply that made no call, or None when it is a real answer.
+
+    `offered` maps each offered tool to its argument schema."""
+    text = content.strip()
+    if not text:
+        return ("Your reply was empty. Answer the user now in one or two sentences, using the tool "
+                "results above; or call a tool if the task still needs one.")
+    spelled = [n for n in _CALL_NAME.findall(text) if n in offered]
+    if spelled:
+        return (f"That was not a valid call, so {spelled[0]} did not run. To call a tool, reply with "
+                f"only:\n{call_example(spelled[0], offered[spelled[0]])}")
+    named = [n for n in offered if n not in ran_in_session and re.search(rf"\b{re.escape(n)}\b", text)]
+    if named:
+        return (f"You mentioned {named[0]}, but it has not run in this session: a tool only runs "
+                f"when you call it. If the request needs it, call it now:\n"
+                f"{call_example(named[0], offered[named[0]])}\nOtherwise answer without saying you used it.")
+    return None
+
+
+def call_example(name: str, schema: dict[str, Any]) -> str:
+    arguments = json.dumps(example_arguments(schema), ensure_ascii=False)
+    return f'<tool_call>\n{{"name": "{name}", "arguments": {arguments}}}\n</tool_call>'
+
+
+def fallback_answer(outcomes: list[Outcome]) -> str:
+    """A final answer the lane writes when the model wrote none: what ran and what failed."""
+    if not outcomes:
+        return "I could not produce an answer to that. No tool ran."
+    lines = [f"- {o.tool_name} {'returned' if o.status == 'ok' else o.status + ':'} {_preview(o.output)}"
+             for o in outcomes]
+    return "The model gave no final answer. What happened in this turn:\n" + "\n".join(lines)
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= RESULT_PREVIEW_CHARS else flat[:RESULT_PREVIEW_CHARS] + "…"
