@@ -41,6 +41,10 @@ def judge(step: int, rows: StepRows, ctx: Context) -> Judgement:
     return rule(rows, ctx)
 
 
+# Step 1 may be answered by heart or with a calculator: a correct 391 from one is a correct answer.
+CALCULATORS = frozenset({"calculate"})
+
+
 def unexecuted_tool_text(rows: StepRows, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> list[str]:
     """Names of tool calls the model wrote as text in this step that did not run: shaped like a
     call, in an assistant message from which no salvaged call really ran."""
@@ -53,10 +57,12 @@ def unexecuted_tool_text(rows: StepRows, vocabulary: frozenset[str] = BUILTIN_TO
 
 
 def _step1(rows: StepRows, ctx: Context) -> Judgement:
-    if rows.ran:
-        return Judgement(False, f"a tool ran for plain arithmetic: {_names(rows.ran)}")
+    others = [e for e in rows.ran if e.tool_name not in CALCULATORS]
+    if others:
+        return Judgement(False, f"a tool other than a calculator ran for plain arithmetic: {_names(others)}")
     if "391" in rows.answer:
-        return Judgement(True, "answered 391, no tool ran")
+        how = f"through {_names(rows.ran)}" if rows.ran else "no tool ran"
+        return Judgement(True, f"answered 391, {how}")
     return Judgement(False, f"answer lacks 391: {_quote(rows.answer)}")
 
 

@@ -82,6 +82,19 @@ def test_step1_passes_on_391_without_tools(lane: Lane) -> None:
     assert verdict.passed
 
 
+def test_step1_passes_on_391_from_a_calculator_but_not_on_its_result_alone(lane: Lane) -> None:
+    start = lane.mark()
+    lane.tool("calculate", {"expression": "17 * 23"}, "391")
+    lane.answer("391")
+    verdict, _ = lane.judge(1, start)
+    assert verdict.passed and verdict.reason == "answered 391, through calculate"
+    start = lane.mark()
+    lane.tool("calculate", {"expression": "17 * 23"}, "391")
+    lane.answer("The result is shown above.")
+    verdict, _ = lane.judge(1, start)
+    assert not verdict.passed and "lacks 391" in verdict.reason
+
+
 def test_step1_fails_when_a_tool_ran_or_the_number_is_wrong(lane: Lane) -> None:
     start = lane.mark()
     lane.tool("terminal", {"command": "echo $((17*23))"}, "391")
