@@ -20,6 +20,7 @@ from typing import Any
 
 from ..tools.execute import Outcome, refused
 from ..tools.validation import example_arguments
+from .toolcalls import described_call
 
 # Asking twice makes a third identical call the end of the turn.
 MAX_IDENTICAL_CALLS = 2
@@ -58,11 +59,11 @@ def call_key(name: str, arguments: Any) -> str:
 def repeated(name: str, arguments: Any, earlier: Outcome) -> Outcome:
     """The refusal a repeated identical call gets instead of running again."""
     if earlier.status == "ok":
-        reason = (f"not run again: this exact call already ran in this turn and returned: "
-                  f"{_preview(earlier.output)}\nUse that result: answer the user, or make a different call.")
+        reason = (f"Already done: this exact call ran earlier in this turn and returned: "
+                  f"{_preview(earlier.output)}\nDo not call it again. Reply to the user now with that result.")
     else:
-        reason = (f"not run again: this exact call already failed in this turn: {_preview(earlier.output)}\n"
-                  "Change the arguments, call another tool, or tell the user what failed.")
+        reason = (f"Not run: this exact call already failed in this turn with: {_preview(earlier.output)}\n"
+                  "Do not repeat it. Call a tool with different arguments, or tell the user what failed.")
     return refused(name, reason, arguments)
 
 
@@ -74,6 +75,12 @@ def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session:
     if not text:
         return ("Your reply was empty. Answer the user now in one or two sentences, using the tool "
                 "results above; or call a tool if the task still needs one.")
+    described = described_call(text, offered.get)
+    if described is not None and described.name not in ran_in_session:
+        arguments = json.dumps(described.arguments, ensure_ascii=False)
+        return (f"You described a call to {described.name} but did not make it, so nothing ran. To run "
+                f'it, reply with only:\n<tool_call>\n{{"name": "{described.name}", "arguments": {arguments}}}'
+                "\n</tool_call>")
     spelled = [n for n in _CALL_NAME.findall(text) if n in offered]
     if spelled:
         return (f"That was not a valid call, so {spelled[0]} did not run. To call a tool, reply with "

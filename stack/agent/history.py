@@ -28,7 +28,7 @@ def openai_message(row: dict[str, Any]) -> dict[str, Any]:
 def conversation(rows: list[dict[str, Any]], budget_tokens: int) -> list[dict[str, Any]]:
     """The stored conversation (the lane's own system prompts left out), newest exchanges first
     to be kept when the whole does not fit."""
-    messages = [openai_message(row) for row in rows if not row.get("lane_prompt")]
+    messages = [openai_message(row) for row in _without_past_notes(rows)]
     starts = [i for i, m in enumerate(messages) if m["role"] == "user"] or [0]
     # The opening system messages (a client's own) survive a cut; later ones belong to their turn.
     opening = [m for m in messages[:starts[0]] if m["role"] == "system"]
@@ -37,6 +37,16 @@ def conversation(rows: list[dict[str, Any]], budget_tokens: int) -> list[dict[st
         if estimate_tokens(kept) <= budget_tokens or start == starts[-1]:
             return opening + kept
     return messages
+
+
+def _without_past_notes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows the model reads: not the lane's system prompts (the agent sends the current one),
+    and not the notes the lane added inside earlier turns (promoted tools, corrections): they were
+    about that turn, and a small model copies whatever pattern its history shows."""
+    users = [i for i, row in enumerate(rows) if row["role"] == "user"]
+    first, last = (users[0], users[-1]) if users else (len(rows), len(rows))
+    return [row for i, row in enumerate(rows) if not row.get("lane_prompt")
+            and not (row["role"] == "system" and first < i < last)]
 
 
 def estimate_tokens(value: Any) -> int:

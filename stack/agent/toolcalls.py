@@ -82,10 +82,35 @@ def _json_calls(text: str, parameters_of: SchemaLookup) -> list[TextCall]:
     return calls
 
 
+def described_call(text: str, parameters_of: SchemaLookup) -> TextCall | None:
+    """A call told in prose ("I called the memory function with {"action": "add", ...}"): an
+    offered tool named in the text and, after it, a JSON object that fits that tool's schema once
+    its nulls are dropped. Never run as such (a model also describes calls it made before); the
+    agent shows it back to the model as the call to make."""
+    for value, position in _json_values_at(text):
+        if not isinstance(value, dict):
+            continue
+        arguments = {k: v for k, v in value.items() if v is not None}
+        for name in re.findall(r"[A-Za-z_][\w.-]*", text[:position]):
+            schema = parameters_of(name)
+            if schema is None:
+                continue
+            try:
+                return TextCall(new_call_id(), name, validate_arguments(name, schema, arguments))
+            except ToolError:
+                continue
+    return None
+
+
 def _json_values(text: str) -> list[Any]:
-    """Every top-level JSON object or array embedded in text, left to right."""
+    return [value for value, _ in _json_values_at(text)]
+
+
+def _json_values_at(text: str) -> list[tuple[Any, int]]:
+    """Every top-level JSON object or array embedded in text, left to right, with its offset."""
     decoder = json.JSONDecoder()
-    values, position = [], 0
+    values: list[tuple[Any, int]] = []
+    position = 0
     while True:
         starts = [i for i in (text.find("{", position), text.find("[", position)) if i >= 0]
         if not starts:
@@ -96,7 +121,7 @@ def _json_values(text: str) -> list[Any]:
         except json.JSONDecodeError:
             position = start + 1
             continue
-        values.append(value)
+        values.append((value, start))
         position = end
 
 

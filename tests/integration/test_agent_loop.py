@@ -249,7 +249,7 @@ def test_an_identical_call_runs_once_and_a_third_attempt_ends_the_turn(lane):
     assert rows(settings, "SELECT tool_name, status FROM tool_executions ORDER BY id") == [
         ("add", "ok"), ("add", "refused")]
     refusal = rows(settings, "SELECT content FROM messages WHERE role = 'tool' ORDER BY id")[1][0]
-    assert "already ran in this turn and returned: 5" in refusal
+    assert "this exact call ran earlier in this turn and returned: 5" in refusal
     assert result.finish_reason == "repeated_call" and len(model.requests) == 3
     assert result.content.strip() and "add returned 5" in result.content
     assert result.tools_executed == ["add"]
@@ -260,8 +260,8 @@ def test_an_identical_failing_call_is_never_made_three_times(lane):
     result, _ = run(settings, store, lambda body: call("fail", {}))
     assert rows(settings, "SELECT status, error FROM tool_executions ORDER BY id") == [
         ("error", "the disk is on fire"),
-        ("refused", "not run again: this exact call already failed in this turn: the disk is on fire\n"
-                    "Change the arguments, call another tool, or tell the user what failed.")]
+        ("refused", "Not run: this exact call already failed in this turn with: the disk is on fire\n"
+                    "Do not repeat it. Call a tool with different arguments, or tell the user what failed.")]
     assert "fail error: the disk is on fire" in result.content
 
 
@@ -300,3 +300,33 @@ def test_an_empty_final_answer_is_corrected_once_then_written_by_the_lane(lane):
     assert result.content == "The model gave no final answer. What happened in this turn:\n- add returned 5"
     last = rows(settings, "SELECT role, content FROM messages ORDER BY id DESC LIMIT 1")[0]
     assert last == ("assistant", result.content)
+
+
+def test_a_call_told_in_prose_is_shown_back_as_the_exact_call_to_make(lane):
+    settings, store = lane
+    prose = text('I called the "add" function with the arguments {"a": 2, "b": 3, "c": null}.')
+    result, model = run(settings, store, [prose, call("add", {"a": 2, "b": 3}), text("5")])
+    note = system_notes(settings)[0]
+    assert note.startswith("You described a call to add but did not make it, so nothing ran.")
+    assert note.endswith('<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>')
+    assert result.tools_executed == ["add"] and result.content == "5"
+
+
+def test_notes_of_earlier_turns_are_not_sent_again(lane):
+    settings, store = lane
+    prose = text("You can call the add function.")
+
+    async def two_turns():
+        with ScriptedModel([prose, text("Sorry, no."), text("Hello.")]) as model:
+            llm = LlmClient(model.url, model=None, timeout_s=2.0)
+            agent = Agent(settings, store, Registry(TOOLS), llm)
+            session = store.create_session()
+            await agent.run_turn(session, [{"role": "user", "content": "add 2 and 3"}])
+            await agent.run_turn(session, [{"role": "user", "content": "hi"}])
+            await llm.aclose()
+            return model
+
+    model = asyncio.run(two_turns())
+    assert len(system_notes(settings)) == 1  # stored, as evidence
+    second_turn = model.requests[2]["messages"]
+    assert [m["role"] for m in second_turn] == ["system", "user", "assistant", "assistant", "user"]
