@@ -67,30 +67,52 @@ def repeated(name: str, arguments: Any, earlier: Outcome) -> Outcome:
     return refused(name, reason, arguments)
 
 
-def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session: set[str]) -> str | None:
-    """The one corrective message for a reply that made no call, or None when it is a real answer.
+@dataclass(frozen=True)
+class Correction:
+    """The note the model reads next, and the tool its next reply must call (None: free reply)."""
 
-    `offered` maps each offered tool to its argument schema."""
+    note: str
+    force: str | None = None
+
+
+def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session: set[str],
+               request: str) -> Correction | None:
+    """The one correction for a reply that made no call, or None when it is a real answer.
+
+    `offered` maps each offered tool to its argument schema; `request` is the user's message. A
+    call is forced (the llm decodes under a grammar) only where the reply told the call in full or
+    the user's own words named the tool: a tool named in a summary is a claim, not a task."""
     text = content.strip()
     if not text:
-        return ("Your reply was empty. Answer the user now in one or two sentences, using the tool "
-                "results above; or call a tool if the task still needs one.")
+        return Correction("Your reply was empty. Answer the user now in one or two sentences, using the "
+                          "tool results above; or call a tool if the task still needs one.")
     described = described_call(text, offered.get)
     if described is not None and described.name not in ran_in_session:
         arguments = json.dumps(described.arguments, ensure_ascii=False)
-        return (f"You described a call to {described.name} but did not make it, so nothing ran. To run "
-                f'it, reply with only:\n<tool_call>\n{{"name": "{described.name}", "arguments": {arguments}}}'
-                "\n</tool_call>")
+        return Correction(f"You described a call to {described.name} but did not make it, so nothing ran. "
+                          f'To run it, reply with only:\n<tool_call>\n{{"name": "{described.name}", '
+                          f'"arguments": {arguments}}}\n</tool_call>', described.name)
     spelled = [n for n in _CALL_NAME.findall(text) if n in offered]
     if spelled:
-        return (f"That was not a valid call, so {spelled[0]} did not run. To call a tool, reply with "
-                f"only:\n{call_example(spelled[0], offered[spelled[0]])}")
+        return Correction(f"That was not a valid call, so {spelled[0]} did not run. To call a tool, reply "
+                          f"with only:\n{call_example(spelled[0], offered[spelled[0]])}", spelled[0])
     named = [n for n in offered if n not in ran_in_session and re.search(rf"\b{re.escape(n)}\b", text)]
-    if named:
-        return (f"You mentioned {named[0]}, but it has not run in this session: a tool only runs "
-                f"when you call it. If the request needs it, call it now:\n"
-                f"{call_example(named[0], offered[named[0]])}\nOtherwise answer without saying you used it.")
-    return None
+    if not named:
+        return None
+    asked = [n for n in named if _named_in(n, request)]
+    if asked:
+        return Correction(f"The user asked for {asked[0]}, and writing about it does not run it. Call it "
+                          f"now:\n{call_example(asked[0], offered[asked[0]])}", asked[0])
+    return Correction(f"You mentioned {named[0]}, but it has not run in this session: a tool only runs when "
+                      f"you call it. If the request needs it, call it now:\n"
+                      f"{call_example(named[0], offered[named[0]])}")
+
+
+def _named_in(tool: str, request: str) -> bool:
+    """Whether every word of a tool's name is in the request ("search my past sessions" names
+    session_search), plurals included."""
+    words = {w.rstrip("s") for w in re.findall(r"[a-z]+", request.lower())}
+    return all(part.rstrip("s") in words for part in re.findall(r"[a-z]+", tool.lower()))
 
 
 def call_example(name: str, schema: dict[str, Any]) -> str:

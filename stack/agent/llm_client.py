@@ -93,7 +93,8 @@ class LlmClient:
             return False
 
     async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                   max_tokens: int, temperature: float | None = None) -> ModelReply:
+                   max_tokens: int, temperature: float | None = None,
+                   tool_choice: dict[str, Any] | str | None = None) -> ModelReply:
         body: dict[str, Any] = {
             "model": await self.model_name(),
             "messages": messages,
@@ -103,6 +104,8 @@ class LlmClient:
         }
         if tools:
             body["tools"] = tools
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
         if temperature is not None:
             body["temperature"] = temperature
         try:

@@ -66,6 +66,7 @@ class Turn:
     temperature: float | None
     ctx: ToolContext
     ledger: TurnLedger = field(default_factory=TurnLedger)
+    force: str | None = None  # the tool the next model call must call (after a correction)
     outcomes: list[Outcome] = field(default_factory=list)
 
 
@@ -124,7 +125,8 @@ class Agent:
         messages = self._request_messages(turn.result.session_id, toolset, turn.cap,
                                           await self.llm.context_window())
         reply = await self.llm.chat(messages, toolset.offered, max_tokens=turn.cap,
-                                    temperature=turn.temperature)
+                                    temperature=turn.temperature, tool_choice=_forced(turn.force))
+        turn.force = None
         _count(turn.result, reply)
         return reply
 
@@ -139,10 +141,14 @@ class Agent:
         if not turn.ledger.corrected:
             offered = {t["function"]["name"]: t["function"].get("parameters") or {}
                        for t in toolset.offered + toolset.promoted_schemas}
-            note = correction(reply.content, offered, self.store.tools_that_ran(turn.result.session_id))
-            if note:
+            fix = correction(reply.content, offered, self.store.tools_that_ran(turn.result.session_id),
+                             turn.query)
+            if fix:
+                # Only a tool in `tools` can be forced: a promoted one would change the prompt's prefix.
+                in_tools = {t["function"]["name"] for t in toolset.offered}
                 turn.ledger.corrected = True
-                self.store.add_message(turn.result.session_id, "system", note)
+                turn.force = fix.force if fix.force in in_tools else None
+                self.store.add_message(turn.result.session_id, "system", fix.note)
                 return
         if reply.content.strip():
             raise TurnEnded(reply.content, "length" if reply.finish_reason == "length" else "stop",
@@ -203,6 +209,10 @@ def _calls_of(reply: ModelReply, toolset: Toolset) -> list[ToolCall]:
                 for c in reply.tool_calls]
     return [ToolCall(c.id, c.name, c.arguments, "content")
             for c in extract_calls(reply.content, toolset.parameters_of)]
+
+
+def _forced(tool: str | None) -> dict[str, Any] | None:
+    return {"type": "function", "function": {"name": tool}} if tool else None
 
 
 def _stored(call: ToolCall) -> dict[str, Any]:

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any, Callable
 from stack.llm.prompt_cache import PromptCache, common_prefix, context_tokens, load_state, save_state
 from stack.llm.protocol import ChatRequest
 from stack.llm.template_quirks import single_braces, wants_object_arguments, with_object_arguments
+from stack.llm.tool_grammar import call_schema, grammar_text
 from stack.llm.tool_prompt import with_tools_in_system_message
 
 if TYPE_CHECKING:
-    from llama_cpp import Llama
+    from llama_cpp import Llama, LlamaGrammar
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 log = logging.getLogger("lane.llm")
@@ -190,7 +191,8 @@ class Engine:
             llm.set_seed(request.seed)
         cached = self._restore_longest_prefix(llm, prompt)
         self._abort_flag = job.cancel
-        outcome = self._sample(llm, job, prompt, stops, min(request.max_tokens, room), emit)
+        grammar = _grammar(call_schema(request.tools, request.tool_choice))
+        outcome = self._sample(llm, job, prompt, stops, min(request.max_tokens, room), emit, grammar)
         if not outcome.cancelled and self.prompt_cache.budget_bytes:
             self.prompt_cache.put(context_tokens(llm), save_state(llm))
         return replace(outcome, cached_tokens=cached)
@@ -219,7 +221,7 @@ class Engine:
         return min(reused, len(prompt) - 1)
 
     def _sample(self, llm: Llama, job: Job, prompt: list[int], stops: tuple[str, ...], limit: int,
-                emit: Callable[[str], None]) -> Outcome:
+                emit: Callable[[str], None], grammar: LlamaGrammar | None) -> Outcome:
         from llama_cpp import StoppingCriteriaList
 
         request = job.request
@@ -243,6 +245,7 @@ class Engine:
             presence_penalty=request.presence_penalty,
             frequency_penalty=request.frequency_penalty,
             stopping_criteria=StoppingCriteriaList([stop_if_cancelled]),
+            grammar=grammar,
         )
         try:
             for token in tokens:
@@ -269,6 +272,19 @@ class Engine:
         return Outcome(text=text.emitted, prompt_tokens=len(prompt), completion_tokens=completion,
                        finish_reason="cancelled" if cancelled else finish, cancelled=cancelled,
                        prompt_s=prompt_s)
+
+
+def _grammar(schema: dict[str, Any] | None) -> LlamaGrammar | None:
+    """A forced tool call's grammar; a schema the converter cannot express leaves decoding free."""
+    if schema is None:
+        return None
+    from llama_cpp import LlamaGrammar
+
+    try:
+        return LlamaGrammar.from_string(grammar_text(schema), verbose=False)
+    except Exception as exc:  # the converter and the parser reject some valid JSON schemas
+        log.warning("no grammar for the forced tool call (%s); decoding freely", exc)
+        return None
 
 
 class _StopScanner:

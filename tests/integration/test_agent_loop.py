@@ -330,3 +330,20 @@ def test_notes_of_earlier_turns_are_not_sent_again(lane):
     assert len(system_notes(settings)) == 1  # stored, as evidence
     second_turn = model.requests[2]["messages"]
     assert [m["role"] for m in second_turn] == ["system", "user", "assistant", "assistant", "user"]
+
+
+def test_a_tool_the_user_named_is_forced_on_the_corrective_call(lane):
+    settings, store = lane
+    prose = text("To add them, use the add tool with a and b.")
+    result, model = run(settings, store, [prose, call("add", {"a": 2, "b": 3}), text("5")],
+                        user="Please use add on 2 and 3")
+    assert "The user asked for add" in system_notes(settings)[0]
+    assert [r.get("tool_choice") for r in model.requests] == [
+        None, {"type": "function", "function": {"name": "add"}}, None]
+    assert result.tools_executed == ["add"]
+
+
+def test_a_tool_only_the_model_named_is_not_forced(lane):
+    settings, store = lane
+    _, model = run(settings, store, [text("I used add for that."), text("It is 5.")], user="2 plus 3?")
+    assert [r.get("tool_choice") for r in model.requests] == [None, None]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 
 import pytest
 
@@ -74,3 +76,30 @@ def test_tools_reach_a_model_whose_own_template_drops_them() -> None:
     plain, _ = run(own_template, {"messages": messages, "max_tokens": 1})
     with_tools, _ = run(own_template, {"messages": messages, "max_tokens": 1, "tools": [TOOL]})
     assert with_tools.prompt_tokens > plain.prompt_tokens + 40
+
+
+CLOCK = {"type": "function", "function": {"name": "clock", "description": "The time in a zone.",
+         "parameters": {"type": "object", "properties": {"zone": {"type": "string", "enum": ["UTC", "CET"]},
+                                                          "seconds": {"type": "boolean"}},
+                        "required": ["zone", "seconds"], "additionalProperties": False}}}
+
+
+@pytest.mark.parametrize("tool_choice", [{"type": "function", "function": {"name": "clock"}}, "required"])
+def test_a_forced_tool_choice_yields_a_call_that_fits_the_schema(engine: Engine, tool_choice) -> None:
+    """A 135M model cannot choose tools; under the grammar its reply is still a valid call."""
+    body = {"messages": [{"role": "user", "content": "Show me the files in this folder."}],
+            "tools": [TOOL, CLOCK], "tool_choice": tool_choice, "max_tokens": 32, "temperature": 0}
+    outcome, _ = run(engine, body)
+    if tool_choice == "required":  # either tool, its arguments as far as the cap let them go
+        assert re.match(r'\{\s*"name"\s*:\s*"(terminal|clock)"\s*,\s*"arguments"\s*:\s*\{', outcome.text)
+        return
+    call = json.loads(outcome.text)
+    assert call["name"] == "clock" and call["arguments"]["zone"] in ("UTC", "CET")
+    assert isinstance(call["arguments"]["seconds"], bool) and outcome.finish_reason == "stop"
+
+
+def test_auto_tool_choice_leaves_decoding_free(engine: Engine) -> None:
+    body = {"messages": [{"role": "user", "content": "Say hello."}], "tools": [TOOL],
+            "tool_choice": "auto", "max_tokens": 8, "temperature": 0}
+    outcome, _ = run(engine, body)
+    assert not outcome.text.lstrip().startswith('{"name"')
