@@ -21,7 +21,7 @@ from ..toolsearch.surface import Toolset, assemble
 from .corrections import TurnLedger, correction, fallback_answer, repeated
 from .history import conversation, estimate_tokens
 from .llm_client import LlmClient, ModelReply
-from .prompt import promoted_tools_note, system_prompt
+from .prompt import memory_note, promoted_tools_note, system_prompt
 from .toolcalls import extract_calls, new_call_id
 
 
@@ -157,18 +157,18 @@ class Agent:
 
     def _request_messages(self, session_id: str, toolset: Toolset, cap: int,
                           upstream_context: int | None) -> list[dict[str, Any]]:
-        memory = self.store.memory_snapshot(session_id, lambda: read_memory(self.settings))
-        prompt = system_prompt(memory, bridged=toolset.bridged)
+        prompt = system_prompt(bridged=toolset.bridged)
         if self.store.last_lane_prompt(session_id) != prompt:
             self.store.add_message(session_id, "system", prompt, lane_prompt=True)
+        note = memory_note(self.store.memory_snapshot(session_id, lambda: read_memory(self.settings)))
+        opening = [{"role": "system", "content": text} for text in (prompt, note) if text]
         context = min(self.settings.context_tokens,
                       upstream_context or self.settings.context_tokens)
         # The llm service generates into whatever room is left, so a quarter of the window is
         # enough to keep free; reserving the whole cap would starve history on an 8k model.
         budget = context - min(cap, context // 4) - estimate_tokens(toolset.offered) \
-            - estimate_tokens(prompt)
-        history = conversation(self.store.messages(session_id), max(budget, 0))
-        return [{"role": "system", "content": prompt}, *history]
+            - estimate_tokens(opening)
+        return opening + conversation(self.store.messages(session_id), max(budget, 0))
 
     async def _execute(self, call: ToolCall, toolset: Toolset, turn: Turn, message_id: int) -> None:
         key, earlier = turn.ledger.attempt(call.name, call.arguments)

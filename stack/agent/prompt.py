@@ -1,8 +1,9 @@
 """The lane's system prompt: short, because a 4B model pays attention per token.
 
 It says who the assistant is, how to use tools (the bridge protocol only when bridges are offered),
-that only tools whose results it saw count as used, and what it remembered when the session began
-(a snapshot: the prompt stays byte-identical for the whole session, so the llm's cached prefix holds).
+that only tools whose results it saw count as used. What it remembered when the session began (a
+snapshot, byte-identical for the whole session) follows in a message of its own, so a memory write
+moves no cached prefix and different sessions share the prompt and the tools block.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ def promoted_tools_note(schemas: list[dict[str, Any]]) -> str:
     return f"Also available for this request, called like the other tools:\n<tools>\n{listed}\n</tools>"
 
 
-def system_prompt(memory: str, *, bridged: bool) -> str:
-    parts = [BASE]
-    if bridged:
-        parts.append(BRIDGE)
-    if memory.strip():
-        parts.append("What you remember (from the memory tool):\n" + memory.strip())
-    return "\n\n".join(parts)
+def system_prompt(*, bridged: bool) -> str:
+    """The same text for every session of a profile: templates render the tools block right after
+    it, so sessions share the llm's cached prefix up to their first own message."""
+    return "\n\n".join([BASE, BRIDGE] if bridged else [BASE])
+
+
+def memory_note(memory: str) -> str | None:
+    """The memory snapshot, in a system message of its own after the prompt and the tools block."""
+    return "What you remember (from the memory tool):\n" + memory.strip() if memory.strip() else None

@@ -127,12 +127,14 @@ def _json_values_at(text: str) -> list[tuple[Any, int]]:
 
 def _call_shape(item: Any) -> tuple[str, Any] | None:
     """(name, arguments) of the shapes models use: {name, arguments|parameters},
-    {function: {name, arguments}}, or the arguments flattened beside the name
+    {function: {name, arguments}}, {function: name, arguments}, or the arguments flattened beside the name
     ({name, command, timeout}: untagged, that shape still has to pass the tool's schema)."""
     if not isinstance(item, dict):
         return None
     if isinstance(item.get("function"), dict):
         item = item["function"]
+    elif "name" not in item and isinstance(item.get("function"), str):  # {"function": NAME, "arguments"}
+        item = {"name": item["function"], **{k: v for k, v in item.items() if k != "function"}}
     name = item.get("name")
     if not isinstance(name, str) or not name:
         return None

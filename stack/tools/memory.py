@@ -127,7 +127,6 @@ TOOLS: list[Tool] = [
                 },
             },
             ["action"],
-            example={"action": "add", "content": "The user's favourite colour is green."},
         ),
         run=_memory,
     )

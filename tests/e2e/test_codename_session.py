@@ -28,7 +28,7 @@ def first_reply(form: str) -> Reply:
                                           ("bare_json", "content")])
 def test_remember_then_recall_the_codename(tmp_path, form, origin):
     def answer_from_memory(body):
-        system = body["messages"][0]["content"]
+        system = " ".join(m["content"] for m in body["messages"] if m["role"] == "system")
         known = CODENAME if CODENAME in system else "I do not know"
         return text(f"Your codename is {known}.")
 
@@ -87,5 +87,7 @@ def test_a_memory_write_leaves_the_next_requests_prefix_unchanged(tmp_path):
         assert request["messages"][0] == first["messages"][0]
         assert request["tools"] == first["tools"]
         assert request["messages"][: len(first["messages"])] == first["messages"]
-    assert "short answers" in first["messages"][0]["content"]
-    assert CODENAME not in later[-1]["messages"][0]["content"]
+    # the snapshot follows the prompt (and the tools block the template renders after it)
+    assert first["messages"][1] == {"role": "system", "content": "What you remember (from the memory tool):\n"
+                                    "- The user prefers short answers."}
+    assert CODENAME not in json.dumps(later[-1]["messages"][:2])

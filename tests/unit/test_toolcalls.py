@@ -121,3 +121,9 @@ def test_arguments_flattened_beside_the_name_count_only_when_they_fit_the_schema
     assert names_and_args('{"name": "terminal", "cmd": "echo hi"}') == []
     # a name with both flattened keys and an arguments object is no known shape
     assert names_and_args('{"name": "terminal", "arguments": {"command": "ls"}, "why": "x"}') == []
+
+
+def test_function_named_as_a_string_beside_the_arguments():
+    """Measured on Qwen2.5-Coder-1.5B: {"function": NAME, "arguments": {...}}."""
+    text = '{"function": "memory", "arguments": {"action": "add", "content": "ORCHID-4349"}}'
+    assert names_and_args(text) == [("memory", {"action": "add", "content": "ORCHID-4349"})]
