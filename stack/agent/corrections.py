@@ -5,7 +5,7 @@ the memory function") instead of making it, writes call-shaped JSON that does no
 repeats one call with the same arguments until the iterations run out, and ends turns with an
 empty answer that later turns then imitate. Each has a remedy here:
 * one corrective message per turn when a reply makes no call but names a tool that has not run in
-  this session, spells a call that did not parse, or is empty;
+  this session or spells a call that did not parse, and one when a reply is empty;
 * a repeated identical call is not run again: the model is told the earlier result (or error);
   a third identical call ends the turn;
 * a final answer is never empty: when the model gives none, the lane says what ran and what failed.
@@ -35,7 +35,7 @@ class TurnLedger:
 
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
-    corrected: bool = False
+    corrected: set[str] = field(default_factory=set)  # the kinds of correction already given
 
     def attempt(self, name: str, arguments: Any) -> tuple[str, Outcome | None]:
         """Count a call; its key and the outcome of the same call made earlier in the turn."""
@@ -73,19 +73,23 @@ class Correction:
 
     note: str
     force: str | None = None
+    kind: str = "call"  # "call": a call told, spelled or named but not made; "empty": no reply
 
 
 def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session: set[str],
-               request: str) -> Correction | None:
+               request: str, ran_in_turn: set[str]) -> Correction | None:
     """The one correction for a reply that made no call, or None when it is a real answer.
 
     `offered` maps each offered tool to its argument schema; `request` is the user's message. A
     call is forced (the llm decodes under a grammar) only where the reply told the call in full or
-    the user's own words named the tool: a tool named in a summary is a claim, not a task."""
+    the user's own words named the tool: a tool named in a summary is a claim, not a task. An
+    empty reply forces a tool the request names that has not run in this turn."""
     text = content.strip()
     if not text:
+        asked = [n for n in offered if n not in ran_in_turn and named_in(n, request)]
         return Correction("Your reply was empty. Answer the user now in one or two sentences, using the "
-                          "tool results above; or call a tool if the task still needs one.")
+                          "tool results above; or call a tool if the task still needs one.",
+                          asked[0] if asked else None, "empty")
     described = described_call(text, offered.get)
     if described is not None and described.name not in ran_in_session:
         arguments = json.dumps(described.arguments, ensure_ascii=False)
@@ -99,7 +103,7 @@ def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session:
     named = [n for n in offered if n not in ran_in_session and re.search(rf"\b{re.escape(n)}\b", text)]
     if not named:
         return None
-    asked = [n for n in named if _named_in(n, request)]
+    asked = [n for n in named if named_in(n, request)]
     if asked:
         return Correction(f"The user asked for {asked[0]}, and writing about it does not run it. Call it "
                           f"now:\n{call_example(asked[0], offered[asked[0]])}", asked[0])
@@ -108,7 +112,7 @@ def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session:
                       f"{call_example(named[0], offered[named[0]])}")
 
 
-def _named_in(tool: str, request: str) -> bool:
+def named_in(tool: str, request: str) -> bool:
     """Whether every word of a tool's name is in the request ("search my past sessions" names
     session_search), plurals included."""
     words = {w.rstrip("s") for w in re.findall(r"[a-z]+", request.lower())}

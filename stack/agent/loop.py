@@ -18,7 +18,7 @@ from ..tools.execute import Outcome
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.surface import Toolset, assemble
-from .corrections import TurnLedger, correction, fallback_answer, repeated
+from .corrections import TurnLedger, correction, fallback_answer, named_in, repeated
 from .history import conversation, estimate_tokens
 from .llm_client import LlmClient, ModelReply
 from .prompt import memory_note, promoted_tools_note, system_prompt
@@ -114,6 +114,8 @@ class Agent:
 
     def _toolset(self, turn: Turn, *, first: bool) -> Toolset:
         toolset = assemble(self.registry, self.settings, profile=turn.profile, query=turn.query)
+        if any(named_in(t["function"]["name"], turn.query) for t in toolset.offered):
+            toolset.promoted = []  # the user named the tool to use: no other is pushed beside it
         if first and toolset.promoted:
             # After the turn's user message, not in `tools`: what changes per turn never moves
             # the prompt's cached prefix (the system prompt and the tools block before it).
@@ -137,19 +139,18 @@ class Agent:
             cached_tokens=reply.cached_tokens)
 
     def _answer_or_correct(self, turn: Turn, reply: ModelReply, toolset: Toolset) -> None:
-        """A reply without calls ends the turn, unless it earns the turn's one correction."""
-        if not turn.ledger.corrected:
-            offered = {t["function"]["name"]: t["function"].get("parameters") or {}
-                       for t in toolset.offered + toolset.promoted_schemas}
-            fix = correction(reply.content, offered, self.store.tools_that_ran(turn.result.session_id),
-                             turn.query)
-            if fix:
-                # Only a tool in `tools` can be forced: a promoted one would change the prompt's prefix.
-                in_tools = {t["function"]["name"] for t in toolset.offered}
-                turn.ledger.corrected = True
-                turn.force = fix.force if fix.force in in_tools else None
-                self.store.add_message(turn.result.session_id, "system", fix.note)
-                return
+        """A reply without calls ends the turn, unless it earns a correction (one of each kind)."""
+        offered = {t["function"]["name"]: t["function"].get("parameters") or {}
+                   for t in toolset.offered + toolset.promoted_schemas}
+        fix = correction(reply.content, offered, self.store.tools_that_ran(turn.result.session_id),
+                         turn.query, set(turn.result.tools_executed))
+        if fix and fix.kind not in turn.ledger.corrected:
+            # Only a tool in `tools` can be forced: a promoted one would change the prompt's prefix.
+            in_tools = {t["function"]["name"] for t in toolset.offered}
+            turn.ledger.corrected.add(fix.kind)
+            turn.force = fix.force if fix.force in in_tools else None
+            self.store.add_message(turn.result.session_id, "system", fix.note)
+            return
         if reply.content.strip():
             raise TurnEnded(reply.content, "length" if reply.finish_reason == "length" else "stop",
                             lane_written=False)
