@@ -43,6 +43,8 @@ class Settings:
     # RAM the llm service may spend keeping recent prompts' KV state (stack/llm/prompt_cache.py):
     # on an 8 GB laptop with Qwen3-4B (~0.14 MB per token) that is two sessions of ~3,500 tokens.
     llm_cache_mb: int = 1024
+    # Sampling temperature when the client sends none (None: the llm service's default).
+    temperature: float | None = None
     max_iterations: int = 12
     home: Path = Path(".lane")
     db: Path | None = None
@@ -93,6 +95,7 @@ _ENV_NAMES = {
     "LANE_MAX_TOKENS": "max_tokens",
     "LANE_LLM_TIMEOUT": "llm_timeout_s",
     "LANE_LLM_CACHE_MB": "llm_cache_mb",
+    "LANE_TEMPERATURE": "temperature",
     "LANE_MAX_ITERATIONS": "max_iterations",
     "LANE_HOME": "home",
     "LANE_DB": "db",
@@ -171,6 +174,8 @@ def _convert(key: str, value: Any, default: Any) -> Any:
             return _name_list(value)
         if key in ("home", "db"):
             return Path(str(value)).expanduser()
+        if key == "temperature":
+            return None if value is None else float(value)
         if key == "tool_search" and isinstance(value, bool):
             return "on" if value else "off"
         if isinstance(default, bool):
@@ -213,6 +218,8 @@ def _validated(settings: Settings) -> Settings:
         raise ConfigError(f"port {settings.port} is not a TCP port")
     if settings.llm_timeout_s <= 0 or settings.max_iterations < 1:
         raise ConfigError("llm_timeout_s and max_iterations must be positive")
+    if settings.temperature is not None and not 0 <= settings.temperature <= 2:
+        raise ConfigError("temperature must be between 0 and 2")
     if settings.llm_cache_mb < 0:
         raise ConfigError("llm_cache_mb must be 0 (off) or a positive number of MiB")
     return settings

@@ -5,7 +5,8 @@ the memory function") instead of making it, writes call-shaped JSON that does no
 repeats one call with the same arguments until the iterations run out, and ends turns with an
 empty answer that later turns then imitate. Each has a remedy here:
 * one corrective message per turn when a reply makes no call but names a tool that has not run in
-  this session or spells a call that did not parse, and one when a reply is empty;
+  this session or spells a call that did not parse, one when a reply is empty, and one when it
+  repeats word for word an answer to an earlier request (a small model copies its history);
 * a repeated identical call is not run again: the model is told the earlier result (or error);
   a third identical call ends the turn;
 * a final answer is never empty: when the model gives none, the lane says what ran and what failed.
@@ -73,23 +74,28 @@ class Correction:
 
     note: str
     force: str | None = None
-    kind: str = "call"  # "call": a call told, spelled or named but not made; "empty": no reply
+    kind: str = "call"  # "call": a call told, spelled or named but not made; "empty": no reply;
+    # "echo": the reply repeats an answer given to an earlier request
 
 
 def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session: set[str],
-               request: str, ran_in_turn: set[str]) -> Correction | None:
+               request: str, ran_in_turn: set[str], earlier_answers: list[str]) -> Correction | None:
     """The one correction for a reply that made no call, or None when it is a real answer.
 
     `offered` maps each offered tool to its argument schema; `request` is the user's message. A
     call is forced (the llm decodes under a grammar) only where the reply told the call in full or
     the user's own words named the tool: a tool named in a summary is a claim, not a task. An
-    empty reply forces a tool the request names that has not run in this turn."""
+    empty reply forces a tool the request names that has not run in this turn. `earlier_answers` are
+    the final answers of the session's earlier turns."""
     text = content.strip()
     if not text:
         asked = [n for n in offered if n not in ran_in_turn and named_in(n, request)]
         return Correction("Your reply was empty. Answer the user now in one or two sentences, using the "
                           "tool results above; or call a tool if the task still needs one.",
                           asked[0] if asked else None, "empty")
+    if text in (a.strip() for a in earlier_answers):
+        return Correction(f"That is your answer to an earlier request, repeated. The user now asks: {request!r}. "
+                          "Answer that request; call a tool if it needs one.", kind="echo")
     described = described_call(text, offered.get)
     if described is not None and described.name not in ran_in_session:
         arguments = json.dumps(described.arguments, ensure_ascii=False)

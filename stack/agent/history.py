@@ -25,10 +25,11 @@ def openai_message(row: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def conversation(rows: list[dict[str, Any]], budget_tokens: int) -> list[dict[str, Any]]:
-    """The stored conversation (the lane's own system prompts left out), newest exchanges first
-    to be kept when the whole does not fit."""
-    messages = [openai_message(row) for row in _without_past_notes(rows)]
+def conversation(rows: list[dict[str, Any]], budget_tokens: int,
+                 failed_calls: frozenset[str] | set[str] = frozenset()) -> list[dict[str, Any]]:
+    """The stored conversation as the model reads it, newest exchanges first to be kept when the
+    whole does not fit. `failed_calls`: ids of calls that errored or were refused."""
+    messages = [openai_message(row) for row in _clean_record(rows, failed_calls)]
     starts = [i for i, m in enumerate(messages) if m["role"] == "user"] or [0]
     # The opening system messages (a client's own) survive a cut; later ones belong to their turn.
     opening = [m for m in messages[:starts[0]] if m["role"] == "system"]
@@ -39,14 +40,25 @@ def conversation(rows: list[dict[str, Any]], budget_tokens: int) -> list[dict[st
     return messages
 
 
-def _without_past_notes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows the model reads: not the lane's system prompts (the agent sends the current one),
-    and not the notes the lane added inside earlier turns (promoted tools, corrections): they were
-    about that turn, and a small model copies whatever pattern its history shows."""
+def _clean_record(rows: list[dict[str, Any]], failed_calls: frozenset[str] | set[str]) -> list[dict[str, Any]]:
+    """What the model reads of a session. Never the lane's system prompts (the agent sends the
+    current one). Of earlier turns, only what happened: the user's words, the calls that ran with
+    their results, the model's answers; not the lane's notes (promoted tools, corrections, answers
+    it wrote for a silent model) nor failed or refused calls, which were about that turn, and a
+    small model copies whatever pattern its history shows. The current turn is sent whole."""
     users = [i for i, row in enumerate(rows) if row["role"] == "user"]
-    first, last = (users[0], users[-1]) if users else (len(rows), len(rows))
-    return [row for i, row in enumerate(rows) if not row.get("lane_prompt")
-            and not (row["role"] == "system" and first < i < last)]
+    current = users[-1] if users else len(rows)
+    return [row for i, row in enumerate(rows)
+            if not row.get("lane_prompt") and (i >= current or not _noise(row, failed_calls))]
+
+
+def _noise(row: dict[str, Any], failed_calls: frozenset[str] | set[str]) -> bool:
+    if row.get("lane_note"):
+        return True
+    if row["role"] == "tool":
+        return row.get("tool_call_id") in failed_calls
+    calls = row.get("tool_calls") or []
+    return bool(calls) and all(call.get("id") in failed_calls for call in calls)
 
 
 def estimate_tokens(value: Any) -> int:

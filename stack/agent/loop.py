@@ -67,6 +67,7 @@ class Turn:
     ctx: ToolContext
     ledger: TurnLedger = field(default_factory=TurnLedger)
     force: str | None = None  # the tool the next model call must call (after a correction)
+    earlier_answers: list[str] = field(default_factory=list)  # final answers of earlier turns
     outcomes: list[Outcome] = field(default_factory=list)
 
 
@@ -103,8 +104,10 @@ class Agent:
             else self.settings.max_tokens
         query = next((_text(m.get("content")) or "" for m in reversed(new_messages)
                       if m.get("role") == "user"), "")
+        temperature = self.settings.temperature if temperature is None else temperature
         return Turn(TurnResult(session_id, "", "stop"), query, profile, cap, temperature,
-                    ToolContext(self.settings, self.store, session_id))
+                    ToolContext(self.settings, self.store, session_id),
+                    earlier_answers=self.store.final_answers(session_id))
 
     def _store_incoming(self, session_id: str, message: dict[str, Any]) -> None:
         self.store.add_message(session_id, message["role"], _text(message.get("content")),
@@ -120,7 +123,7 @@ class Agent:
             # After the turn's user message, not in `tools`: what changes per turn never moves
             # the prompt's cached prefix (the system prompt and the tools block before it).
             self.store.add_message(turn.result.session_id, "system",
-                                   promoted_tools_note(toolset.promoted_schemas))
+                                   promoted_tools_note(toolset.promoted_schemas), lane_note=True)
         return toolset
 
     async def _ask(self, turn: Turn, toolset: Toolset) -> ModelReply:
@@ -143,13 +146,13 @@ class Agent:
         offered = {t["function"]["name"]: t["function"].get("parameters") or {}
                    for t in toolset.offered + toolset.promoted_schemas}
         fix = correction(reply.content, offered, self.store.tools_that_ran(turn.result.session_id),
-                         turn.query, set(turn.result.tools_executed))
+                         turn.query, set(turn.result.tools_executed), turn.earlier_answers)
         if fix and fix.kind not in turn.ledger.corrected:
             # Only a tool in `tools` can be forced: a promoted one would change the prompt's prefix.
             in_tools = {t["function"]["name"] for t in toolset.offered}
             turn.ledger.corrected.add(fix.kind)
             turn.force = fix.force if fix.force in in_tools else None
-            self.store.add_message(turn.result.session_id, "system", fix.note)
+            self.store.add_message(turn.result.session_id, "system", fix.note, lane_note=True)
             return
         if reply.content.strip():
             raise TurnEnded(reply.content, "length" if reply.finish_reason == "length" else "stop",
@@ -169,7 +172,8 @@ class Agent:
         # enough to keep free; reserving the whole cap would starve history on an 8k model.
         budget = context - min(cap, context // 4) - estimate_tokens(toolset.offered) \
             - estimate_tokens(opening)
-        return opening + conversation(self.store.messages(session_id), max(budget, 0))
+        return opening + conversation(self.store.messages(session_id), max(budget, 0),
+                                      self.store.failed_call_ids(session_id))
 
     async def _execute(self, call: ToolCall, toolset: Toolset, turn: Turn, message_id: int) -> None:
         key, earlier = turn.ledger.attempt(call.name, call.arguments)
@@ -199,7 +203,7 @@ class Agent:
 
     def _finish(self, turn: Turn, end: TurnEnded) -> TurnResult:
         if end.lane_written:
-            self.store.add_message(turn.result.session_id, "assistant", end.content)
+            self.store.add_message(turn.result.session_id, "assistant", end.content, lane_note=True)
         turn.result.content, turn.result.finish_reason = end.content, end.reason
         return turn.result
 

@@ -72,9 +72,12 @@ MIGRATIONS: tuple[str, ...] = (
     # cached_tokens: prompt tokens the llm served from its cache, per model call (like
     # prompt_tokens). memory_snapshot: the memory as the session's first turn saw it; the system
     # prompt is built from it for the whole session, so a memory write never moves the prompt's
-    # cached prefix (the write shows in its tool result, and in later sessions).
+    # cached prefix (the write shows in its tool result, and in later sessions). lane_note: a
+    # message the lane wrote inside a turn (promoted tools, a correction, an answer it wrote
+    # because the model gave none), kept as evidence and not shown to the model in later turns.
     """
     ALTER TABLE messages ADD COLUMN cached_tokens INTEGER;
     ALTER TABLE sessions ADD COLUMN memory_snapshot TEXT;
+    ALTER TABLE messages ADD COLUMN lane_note INTEGER NOT NULL DEFAULT 0;
     """,
 )

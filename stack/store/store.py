@@ -140,12 +140,13 @@ class Store:
         completion_tokens: int | None = None,
         cached_tokens: int | None = None,
         lane_prompt: bool = False,
+        lane_note: bool = False,
     ) -> int:
         return self._write(
             """INSERT INTO messages(session_id, role, content, tool_calls, tool_call_id,
                    tool_name, prompt_tokens, completion_tokens, cached_tokens, created_at,
-                   lane_prompt)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   lane_prompt, lane_note)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 session_id,
                 role,
@@ -158,6 +159,7 @@ class Store:
                 cached_tokens,
                 now_iso(),
                 int(lane_prompt),
+                int(lane_note),
             ),
         )
 
@@ -212,6 +214,25 @@ class Store:
                 duration_ms,
             ),
         )
+
+    def final_answers(self, session_id: str) -> list[str]:
+        """The last assistant message of each turn that has one (the answer its user read)."""
+        rows = self._read(
+            """SELECT content FROM messages m WHERE session_id = ? AND role = 'assistant'
+                 AND tool_calls IS NULL AND coalesce(content, '') != '' AND lane_note = 0
+                 AND NOT EXISTS (SELECT 1 FROM messages later WHERE later.session_id = m.session_id
+                                 AND later.id > m.id AND later.role IN ('assistant', 'tool')
+                                 AND later.id < coalesce((SELECT min(u.id) FROM messages u
+                                     WHERE u.session_id = m.session_id AND u.role = 'user'
+                                     AND u.id > m.id), 1e18))
+               ORDER BY id""", (session_id,))
+        return [row["content"] for row in rows]
+
+    def failed_call_ids(self, session_id: str) -> set[str]:
+        """tool_call_ids of a session's calls that did not run ok (error or refused)."""
+        rows = self._read("SELECT tool_call_id FROM tool_executions WHERE session_id = ? AND status != 'ok'",
+                          (session_id,))
+        return {row["tool_call_id"] for row in rows if row["tool_call_id"]}
 
     def tools_that_ran(self, session_id: str) -> set[str]:
         """Names of the tools that ran (status ok) in a session."""
