@@ -6,7 +6,8 @@ repeats one call with the same arguments until the iterations run out, and ends 
 empty answer that later turns then imitate. Each has a remedy here:
 * one corrective message per turn when a reply makes no call but names a tool that has not run in
   this session or spells a call that did not parse, one when a reply is empty, and one when it
-  repeats word for word an answer to an earlier request (a small model copies its history);
+  repeats word for word an answer to an earlier request (a small model copies its history), and one
+  when it answers before a tool the user's request names has run ("run X, then save it to memory");
 * a repeated identical call is not run again: the model is told the earlier result (or error);
   a third identical call ends the turn;
 * a final answer is never empty: when the model gives none, the lane says what ran and what failed.
@@ -75,7 +76,8 @@ class Correction:
     note: str
     force: str | None = None
     kind: str = "call"  # "call": a call told, spelled or named but not made; "empty": no reply;
-    # "echo": the reply repeats an answer given to an earlier request
+    # "echo": the reply repeats an answer given to an earlier request; "unfinished": an answer while
+    # a tool the user's request names has not run in this turn
 
 
 def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session: set[str],
@@ -88,8 +90,8 @@ def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session:
     empty reply forces a tool the request names that has not run in this turn. `earlier_answers` are
     the final answers of the session's earlier turns."""
     text = content.strip()
+    asked = requested_tools(request, offered, exclude=ran_in_turn)
     if not text:
-        asked = [n for n in offered if n not in ran_in_turn and named_in(n, request)]
         return Correction("Your reply was empty. Answer the user now in one or two sentences, using the "
                           "tool results above; or call a tool if the task still needs one.",
                           asked[0] if asked else None, "empty")
@@ -108,14 +110,24 @@ def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session:
                           f"with only:\n{call_example(spelled[0], offered[spelled[0]])}", spelled[0])
     named = [n for n in offered if n not in ran_in_session and re.search(rf"\b{re.escape(n)}\b", text)]
     if not named:
+        if asked:  # an answer, but a tool the user asked for has not run in this turn
+            return Correction(f"The user also asked for {asked[0]}, which has not run yet. Call it now:\n"
+                              f"{call_example(asked[0], offered[asked[0]])}", asked[0], "unfinished")
         return None
-    asked = [n for n in named if named_in(n, request)]
-    if asked:
-        return Correction(f"The user asked for {asked[0]}, and writing about it does not run it. Call it "
-                          f"now:\n{call_example(asked[0], offered[asked[0]])}", asked[0])
+    if any(n in asked for n in named):
+        tool = next(n for n in asked if n in named)
+        return Correction(f"The user asked for {tool}, and writing about it does not run it. Call it "
+                          f"now:\n{call_example(tool, offered[tool])}", tool)
     return Correction(f"You mentioned {named[0]}, but it has not run in this session: a tool only runs when "
                       f"you call it. If the request needs it, call it now:\n"
                       f"{call_example(named[0], offered[named[0]])}")
+
+
+def requested_tools(request: str, offered: dict[str, Any], *, exclude: set[str]) -> list[str]:
+    """The offered tools the user's words name, in the order the request names them."""
+    lowered = request.lower()
+    named = [n for n in offered if n not in exclude and named_in(n, request)]
+    return sorted(named, key=lambda n: min(lowered.find(p.rstrip("s")) for p in re.findall(r"[a-z]+", n.lower())))
 
 
 def named_in(tool: str, request: str) -> bool:

@@ -321,7 +321,7 @@ def test_notes_of_earlier_turns_are_not_sent_again(lane):
             llm = LlmClient(model.url, model=None, timeout_s=2.0)
             agent = Agent(settings, store, Registry(TOOLS), llm)
             session = store.create_session()
-            await agent.run_turn(session, [{"role": "user", "content": "add 2 and 3"}])
+            await agent.run_turn(session, [{"role": "user", "content": "sum 2 and 3"}])
             await agent.run_turn(session, [{"role": "user", "content": "hi"}])
             await llm.aclose()
             return model
@@ -347,3 +347,13 @@ def test_a_tool_only_the_model_named_is_not_forced(lane):
     settings, store = lane
     _, model = run(settings, store, [text("I used add for that."), text("It is 5.")], user="2 plus 3?")
     assert [r.get("tool_choice") for r in model.requests] == [None, None]
+
+
+def test_an_answer_before_a_tool_the_user_named_has_run_gets_that_tool_forced(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5"),
+                                          call("clarify", {"question": "Saved?"})],
+                        user="Use add on 2 and 3, then clarify with me")
+    assert "The user also asked for clarify, which has not run yet" in system_notes(settings)[0]
+    assert model.requests[2]["tool_choice"] == {"type": "function", "function": {"name": "clarify"}}
+    assert result.finish_reason == "clarify"
