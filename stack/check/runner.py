@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from .claims import BUILTIN_TOOLS
+from ..store.claims import BUILTIN_TOOLS
 from .client import PROFILE_OF_ARM, LaneUnreachable, ShimClient
 from .evidence import Mark, StoreReader, StoreUnreadable
 from .scenario import SEED_PROMPT, Markers

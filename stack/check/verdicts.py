@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .claims import BUILTIN_TOOLS, named_tools, text_tool_calls
+from ..store.claims import BUILTIN_TOOLS, named_tools, unexecuted_text_calls
 from .evidence import Execution, StepRows, arguments_of
 from .scenario import Markers
 
@@ -48,12 +48,10 @@ CALCULATORS = frozenset({"calculate"})
 def unexecuted_tool_text(rows: StepRows, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> list[str]:
     """Names of tool calls the model wrote as text in this step that did not run: shaped like a
     call, in an assistant message from which no salvaged call really ran."""
-    salvaged = {e.message_id for e in rows.ran if e.origin == "content"}
-    names: list[str] = []
-    for message in rows.messages:
-        if message.role == "assistant" and message.id not in salvaged:
-            names += text_tool_calls(message.content, vocabulary)
-    return list(dict.fromkeys(names))
+    salvaged = {e.message_id for e in rows.ran if e.origin == "content" and e.message_id}
+    answers = ((m.id, m.content) for m in rows.messages if m.role == "assistant")
+    found = unexecuted_text_calls(answers, salvaged, vocabulary)
+    return list(dict.fromkeys(name for names in found.values() for name in names))
 
 
 def _step1(rows: StepRows, ctx: Context) -> Judgement:

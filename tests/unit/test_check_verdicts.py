@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stack.check.claims import named_tools, text_tool_calls
+from stack.store.claims import named_tools, text_tool_calls
 from stack.check.evidence import Mark, StoreReader, StoreUnreadable
 from stack.check.report import arm_table, side_by_side
 from stack.check.runner import ArmResult, StepResult

@@ -1,12 +1,15 @@
 """What a model's words claim: tool names it mentions and tool calls it wrote as text.
 
 Only used to *describe* claims; a claim never makes a step pass. The store decides what ran; these
-patterns find what the model said ran (or wrote as a call) so the check can report the difference.
+patterns find what the model said ran (or wrote as a call) so the check and the trace page can show
+the difference. It lives beside the store, not in check/, because both read stored messages with
+it and api/ may not import check/.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 # Tools of every lane (DESIGN.md): the core families and the three bridges. Tools seen in the store
 # (MCP tools, deferred built-ins) are added by the caller.
@@ -40,6 +43,21 @@ def text_tool_calls(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) ->
     if not names and _TAGS.search(content):
         names.append("?")
     return list(dict.fromkeys(names))
+
+
+def unexecuted_text_calls(assistant_messages: Iterable[tuple[int, str]], ran_from_text: set[int],
+                          vocabulary: frozenset[str] = BUILTIN_TOOLS) -> dict[int, list[str]]:
+    """Per assistant message id, the tool calls written as text in its content that did not run:
+    shaped like a call, in a message from which no salvaged call really ran (`ran_from_text`: ids
+    of the messages with an origin='content' execution that really ran). Messages without such
+    text are left out."""
+    found: dict[int, list[str]] = {}
+    for message_id, content in assistant_messages:
+        if message_id not in ran_from_text:
+            names = text_tool_calls(content, vocabulary)
+            if names:
+                found[message_id] = names
+    return found
 
 
 def named_tools(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> set[str]:
