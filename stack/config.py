@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -84,6 +85,22 @@ class Settings:
     def memory_path(self) -> Path:
         return self.home / "memory.md"
 
+    @property
+    def api_key_path(self) -> Path:
+        """Where the shim keeps the key it created (mode 0600), in the state folder so that a
+        container's key survives restarts on its volume."""
+        return self.home / "api_key"
+
+    def key_in_use(self) -> str | None:
+        """LANE_API_KEY when set, else the key stored in $LANE_HOME; None when neither exists
+        (a shim on loopback then stays open)."""
+        if self.api_key:
+            return self.api_key
+        try:
+            return self.api_key_path.read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
     def with_overrides(self, **changes: Any) -> "Settings":
         """A copy with some fields changed (command-line flags use this); None means unchanged."""
         return _validated(replace(self, **{k: v for k, v in changes.items() if v is not None}))
@@ -119,6 +136,20 @@ _TOOL_SEARCH_KEYS = {
     "promote": "promote_tools",
     "promote_budget_tokens": "promote_budget_tokens",
 }
+
+
+def create_api_key(settings: Settings) -> str:
+    """A new random key in `settings.api_key_path`, readable by its owner only. Created with
+    O_EXCL: when two processes race, the second reads the first one's key instead."""
+    settings.api_key_path.parent.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(32)
+    try:
+        fd = os.open(settings.api_key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return settings.api_key_path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key + "\n")
+    return key
 
 
 def load_settings(

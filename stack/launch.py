@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", help="GGUF file for the llm (default: LANE_LLM_MODEL, else embedded SmolLM2-135M)")
     parser.add_argument("--llm-port", type=int, default=DEFAULT_LLM_PORT, help=f"llm port (default {DEFAULT_LLM_PORT})")
     parser.add_argument("--port", type=int, help="shim port (default LANE_PORT or 8642)")
-    parser.add_argument("--host", help="shim address (default 127.0.0.1; off loopback needs LANE_API_KEY)")
+    parser.add_argument("--host", help="shim address (default 127.0.0.1; off loopback the shim creates a key: `lane key`)")
     parser.add_argument("--home", type=Path, help="state folder: store, memory, workspace (default LANE_HOME or ./.lane)")
     parser.add_argument("--ctx", type=int, help="llm context window in tokens")
     parser.add_argument("--threads", type=int, help="llm CPU threads (default: all cores)")
@@ -137,7 +137,8 @@ def _stop_all(children: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
 
 
 def _print_banner(settings: Settings, shim_url: str, llm_url: str) -> None:
-    key = settings.api_key
+    key = settings.key_in_use()
+    key_expr = "$LANE_API_KEY" if settings.api_key else f"$(lane key --home {settings.home})"
     lines = [
         "",
         "fallback-lane is up",
@@ -147,9 +148,9 @@ def _print_banner(settings: Settings, shim_url: str, llm_url: str) -> None:
         "",
         "Point any OpenAI client at the shim:",
         f"  export OPENAI_BASE_URL={shim_url}/v1",
-        f"  export OPENAI_API_KEY={'$LANE_API_KEY' if key else 'anything'}",
+        f"  export OPENAI_API_KEY={key_expr if key else 'anything'}",
         f"  curl {shim_url}/v1/chat/completions -H 'Content-Type: application/json'"
-        + (" -H \"Authorization: Bearer $LANE_API_KEY\"" if key else "")
+        + (f" -H \"Authorization: Bearer {key_expr}\"" if key else "")
         + " -d '{\"model\": \"fallback-lane\", \"messages\": [{\"role\": \"user\", \"content\": \"hello\"}]}'",
         "",
         "Ctrl-C stops both services.",

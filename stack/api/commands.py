@@ -5,9 +5,15 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import Settings
+
+log = logging.getLogger("lane.api")
 
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
@@ -15,12 +21,17 @@ LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost
 def register(subparsers: argparse._SubParsersAction) -> None:
     shim = subparsers.add_parser("shim", help="run the shim: the OpenAI-compatible agent endpoint")
     shim.add_argument("--llm-url", help="OpenAI-compatible base URL of the llm service")
-    shim.add_argument("--host", help="address to bind (default 127.0.0.1; off loopback needs "
-                                     "LANE_API_KEY)")
+    shim.add_argument("--host", help="address to bind (default 127.0.0.1; off loopback without "
+                                     "LANE_API_KEY a key is created: `lane key`)")
     shim.add_argument("--port", type=int, help="port (default LANE_PORT or 8642)")
     shim.add_argument("--db", type=Path, help="session store path (default $LANE_HOME/state.db)")
     shim.add_argument("--home", type=Path, help="state folder: store, memory, workspace")
     shim.set_defaults(func=run_shim)
+
+    key = subparsers.add_parser("key", help="print the API key in use (LANE_API_KEY, else the "
+                                            "one the shim stored in $LANE_HOME)")
+    key.add_argument("--home", type=Path, help="state folder (default LANE_HOME or ./.lane)")
+    key.set_defaults(func=run_key)
 
     sessions = subparsers.add_parser("sessions", help="list sessions, or show one with its "
                                                       "tool executions")
@@ -50,12 +61,8 @@ def run_shim(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"lane shim: {exc}", file=sys.stderr)
         return 2
-    if not is_loopback(settings.host) and not settings.api_key:
-        print(f"lane shim: refusing to bind to {settings.host} without a key; set LANE_API_KEY "
-              "(clients then send Authorization: Bearer KEY) or bind to 127.0.0.1",
-              file=sys.stderr)
-        return 2
     try:
+        settings = settings.with_overrides(api_key=shim_key(settings))
         # Opened once here so that a bad --db is one clear line, not a failed server start-up.
         Store(settings.db_path).close()
     except (StoreError, OSError) as exc:
@@ -68,6 +75,44 @@ def run_shim(args: argparse.Namespace) -> int:
 
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
                 log_level="info", timeout_graceful_shutdown=5)
+    return 0
+
+
+def shim_key(settings: Settings) -> str | None:
+    """The key the shim requires: LANE_API_KEY, else the stored one; off loopback, where an open
+    endpoint would serve anyone who can reach it, one is created on first start."""
+    from ..config import create_api_key
+
+    key = settings.key_in_use()
+    if key is not None:
+        if not settings.api_key:
+            log.info("clients must send the API key stored in %s (print it with `lane key`)",
+                     settings.api_key_path)
+        return key
+    if is_loopback(settings.host):
+        return None
+    key = create_api_key(settings)
+    log.warning("no LANE_API_KEY set: created an API key in %s; clients send it as "
+                "Authorization: Bearer KEY. Print it with `lane key` (Docker: `docker compose "
+                "exec shim lane key`)", settings.api_key_path)
+    return key
+
+
+def run_key(args: argparse.Namespace) -> int:
+    from ..config import ConfigError, load_settings
+
+    try:
+        settings = load_settings().with_overrides(home=args.home)
+    except ConfigError as exc:
+        print(f"lane key: {exc}", file=sys.stderr)
+        return 2
+    key = settings.key_in_use()
+    if key is None:
+        print(f"lane key: no key: LANE_API_KEY is unset and {settings.api_key_path} does not "
+              "exist (a shim on loopback without a key is open; one bound elsewhere creates "
+              "the key when it starts)", file=sys.stderr)
+        return 1
+    print(key)
     return 0
 
 

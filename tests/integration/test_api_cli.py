@@ -1,5 +1,5 @@
-"""`lane shim` as a real process, its refusal to bind off loopback without a key, and
-`lane sessions` reading a store the shim wrote."""
+"""`lane shim` as a real process and `lane sessions` reading a store the shim wrote (its API key
+without LANE_API_KEY: tests/integration/test_api_key.py)."""
 
 import argparse
 import json
@@ -40,16 +40,6 @@ def free_port() -> int:
 ])
 def test_loopback_detection(host, loopback):
     assert is_loopback(host) is loopback
-
-
-@pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "::"])
-def test_shim_refuses_a_public_bind_without_a_key(host, monkeypatch, tmp_path, capsys):
-    monkeypatch.delenv("LANE_API_KEY", raising=False)
-    monkeypatch.setenv("LANE_HOME", str(tmp_path))
-    assert main(["shim", "--host", host]) == 2
-    err = capsys.readouterr().err
-    assert "LANE_API_KEY" in err and host in err
-    assert not (tmp_path / "state.db").exists()
 
 
 def test_shim_reports_a_bad_setting_or_store(monkeypatch, tmp_path, capsys):
