@@ -7,6 +7,7 @@ characters of the compact JSON `tools` array divided by four. The lane is the co
 (lane.yaml / LANE_*), its MCP servers started for the measurement.
 
     LANE_CONFIG=lane.yaml .venv/bin/python scripts/bench/ab_toolsets.py [--json]
+    .venv/bin/python scripts/bench/ab_toolsets.py --tool-pack 16   # + 16 real MCP schemas
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -23,12 +25,21 @@ from stack.tools.mcp_tools import open_lane_registry  # noqa: E402
 from stack.toolsearch.catalog import schema_tokens  # noqa: E402
 from stack.toolsearch.surface import assemble  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lane_run import tool_pack_config  # noqa: E402
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    parser.add_argument("--tool-pack", type=int, default=0, metavar="N",
+                        help="configure the lane with N real MCP tool schemas instead (tool_pack_server.py)")
     args = parser.parse_args()
-    settings = load_settings()
+    if args.tool_pack:
+        with tempfile.TemporaryDirectory(prefix="lane-pack-") as home:
+            settings = load_settings(config_path=tool_pack_config(Path(home), args.tool_pack))
+    else:
+        settings = load_settings()
     with open_lane_registry(settings) as registry:
         arms = {"A (full)": assemble(registry, settings, profile="full"),
                 "B (core + bridges)": assemble(registry, settings, profile="search")}

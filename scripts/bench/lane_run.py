@@ -18,14 +18,26 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+# Serves real MCP tool schemas as the lane.yaml server `pack` (its tools read `pack__NAME`).
+TOOL_PACK_SERVER = Path(__file__).with_name("tool_pack_server.py")
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def tool_pack_config(home: Path, count: int) -> Path:
+    """A lane.yaml in `home` whose one MCP server (`pack`) serves `count` real tool schemas, so
+    both A/B arms carry a deferred set as large as a real deployment's; its path, for LANE_CONFIG."""
+    config = home / "lane.yaml"
+    server = {"command": sys.executable, "args": [str(TOOL_PACK_SERVER), "--count", str(count)]}
+    config.write_text(yaml.safe_dump({"mcp_servers": {"pack": server}}))
+    return config
 
 
 def run_check(*, model: str | None, ctx: int, threads: int, env: dict[str, str],

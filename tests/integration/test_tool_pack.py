@@ -1,0 +1,84 @@
+"""The benchmark's tool pack through the shim: the lane.yaml that scripts/bench/lane_run.py writes
+starts scripts/bench/tool_pack_server.py, arm A (`X-Lane-Tools: full`) offers its 16 real schemas
+beside the 14 built-in tools, arm B keeps them behind the bridges, and a pack tool called through
+`tool_call` runs on the MCP server and answers its canned text."""
+
+from __future__ import annotations
+
+import importlib.util
+import sqlite3
+from pathlib import Path
+from types import ModuleType
+
+import httpx
+import pytest
+import yaml
+
+pytest.importorskip("mcp")
+
+from stack.config import Settings  # noqa: E402
+from stack.tools.registry import build_registry  # noqa: E402
+from tests.fakes.scripted_model import ScriptedModel, call, text  # noqa: E402
+from tests.integration.shim_server import ShimServer  # noqa: E402
+
+BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench"
+COUNT = 16
+ARGUMENTS = {"repo_path": "/srv/notes", "files": ["notes.md"]}
+
+
+def load_script(name: str) -> ModuleType:
+    """A scripts/bench module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def ask(shim: ShimServer, profile: str, session: str) -> dict:
+    response = httpx.post(f"{shim.url}/v1/chat/completions", timeout=60,
+                          headers={"X-Session-Id": session, "X-Lane-Tools": profile},
+                          json={"model": "fallback-lane",
+                                "messages": [{"role": "user", "content": "Stage notes.md in /srv/notes."}]})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_the_pack_is_offered_in_arm_a_and_runs_through_the_bridge_in_arm_b(tmp_path):
+    pack = [f"pack__{tool['name']}" for tool in load_script("tool_pack_server").select_tools(COUNT)]
+    assert len(pack) == COUNT and "pack__git_add" in pack
+    config = load_script("lane_run").tool_pack_config(tmp_path, COUNT)
+    script = [
+        # arm B: search, then call the pack tool through the bridge
+        call("tool_search", {"query": "stage files in git"}),
+        call("tool_call", {"name": "pack__git_add", "arguments": ARGUMENTS}),
+        text("Staged (search)."),
+        # arm A: the pack tool is offered directly
+        call("pack__git_add", ARGUMENTS),
+        text("Staged (full)."),
+    ]
+    with ScriptedModel(script) as model:
+        settings = Settings(home=tmp_path, llm_url=model.url, promote_tools=False,
+                            mcp_servers=yaml.safe_load(config.read_text())["mcp_servers"])
+        with ShimServer(settings) as shim:
+            arm_b = ask(shim, "search", "arm-b")
+            arm_a = ask(shim, "full", "arm-a")
+    assert arm_b["usage"]["lane"]["tools_executed"] == ["tool_search", "pack__git_add"]
+    assert arm_a["usage"]["lane"]["tools_executed"] == ["pack__git_add"]
+
+    offered_b = [t["function"]["name"] for t in model.requests[0]["tools"]]
+    offered_a = [t["function"]["name"] for t in model.requests[3]["tools"]]
+    builtin = {tool.name for tool in build_registry()}
+    assert sorted(offered_a) == sorted(builtin | set(pack))
+    assert {"tool_search", "tool_describe", "tool_call"} <= set(offered_b)
+    assert not set(offered_b) & set(pack)
+
+    found = model.requests[1]["messages"][-1]
+    assert found["role"] == "tool" and "pack__git_add" in found["content"]
+    canned = 'ok: git_add ran with {"files":["notes.md"],"repo_path":"/srv/notes"}'
+    assert canned in model.requests[2]["messages"][-1]["content"]
+    assert canned in model.requests[4]["messages"][-1]["content"]
+    with sqlite3.connect(settings.db_path) as db:
+        rows = db.execute("SELECT session_id, tool_name, via_bridge, status FROM tool_executions "
+                          "ORDER BY id").fetchall()
+    assert rows == [("arm-b", "tool_search", 0, "ok"), ("arm-b", "pack__git_add", 1, "ok"),
+                    ("arm-a", "pack__git_add", 0, "ok")]
