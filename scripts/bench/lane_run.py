@@ -41,15 +41,21 @@ def tool_pack_config(home: Path, count: int) -> Path:
 
 
 def run_check(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
-              check_args: list[str], step_timeout_s: int, log_dir: Path | None = None) -> dict[str, Any]:
-    """`lane up` + `lane check --json`; the check's report, with the llm/shim log path added."""
+              check_args: list[str], step_timeout_s: int, log_dir: Path | None = None,
+              tool_pack: int = 0) -> dict[str, Any]:
+    """`lane up` + `lane check --json`; the check's report, with the llm/shim log path added.
+    `tool_pack` > 0 adds that many real MCP tool schemas (scripts/bench/tool_pack_server.py)."""
     home = Path(tempfile.mkdtemp(prefix="lane-bench-"))
     log_dir = log_dir or home
     llm_port, shim_port = free_port(), free_port()
-    environment = {**os.environ, "LANE_HOME": str(home), "LANE_CONFIG": str(home / "none.yaml"),
+    if tool_pack:
+        config = tool_pack_config(home, tool_pack)
+    else:
+        config = home / "none.yaml"
+        config.write_text("{}\n")
+    environment = {**os.environ, "LANE_HOME": str(home), "LANE_CONFIG": str(config),
                    "LANE_PORT": str(shim_port), **env}
     environment.pop("LANE_DB", None)
-    (home / "none.yaml").write_text("{}\n")
     up_args = ["up", "--llm-port", str(llm_port), "--port", str(shim_port), "--ctx", str(ctx),
                "--threads", str(threads), "--home", str(home)] + (["--model", model] if model else [])
     log_path = log_dir / f"lane-up-{shim_port}.log"

@@ -80,26 +80,40 @@ class Correction:
     # a tool the user's request names has not run in this turn
 
 
-def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session: set[str],
-               request: str, ran_in_turn: set[str], earlier_answers: list[str]) -> Correction | None:
-    """The one correction for a reply that made no call, or None when it is a real answer.
+@dataclass(frozen=True)
+class TurnFacts:
+    """What a correction is decided from, besides the reply."""
 
-    `offered` maps each offered tool to its argument schema; `request` is the user's message. A
-    call is forced (the llm decodes under a grammar) only where the reply told the call in full or
-    the user's own words named the tool: a tool named in a summary is a claim, not a task. An
-    empty reply forces a tool the request names that has not run in this turn. `earlier_answers` are
-    the final answers of the session's earlier turns."""
+    request: str  # the user's message of this turn
+    offered: dict[str, dict[str, Any]]  # each offered tool's argument schema
+    ran_in_session: set[str]
+    ran_in_turn: set[str]
+    earlier_answers: list[str]  # the final answers of the session's earlier turns
+    last_result: str | None = None  # the latest result of a tool that ran ok in this turn
+
+
+def correction(content: str, facts: TurnFacts) -> Correction | None:
+    """The correction for a reply that made no call, or None when it is a real answer.
+
+    A call is forced (the llm decodes under a grammar) only where the reply told the call in full,
+    or the user's own words named the tool: a tool named in a summary is a claim, not a task."""
     text = content.strip()
-    asked = requested_tools(request, offered, exclude=ran_in_turn)
+    asked = requested_tools(facts.request, facts.offered, exclude=facts.ran_in_turn)
     if not text:
         return Correction("Your reply was empty. Answer the user now in one or two sentences, using the "
                           "tool results above; or call a tool if the task still needs one.",
                           asked[0] if asked else None, "empty")
-    if text in (a.strip() for a in earlier_answers):
-        return Correction(f"That is your answer to an earlier request, repeated. The user now asks: {request!r}. "
-                          "Answer that request; call a tool if it needs one.", kind="echo")
+    if text in (a.strip() for a in facts.earlier_answers):
+        return Correction(f"That is your answer to an earlier request, repeated. The user now asks: "
+                          f"{facts.request!r}. Answer that request; call a tool if it needs one.", kind="echo")
+    return _unmade_call(text, facts, asked) or _unfinished(facts, asked)
+
+
+def _unmade_call(text: str, facts: TurnFacts, asked: list[str]) -> Correction | None:
+    """A call the reply told, spelled or named without making it."""
+    offered = facts.offered
     described = described_call(text, offered.get)
-    if described is not None and described.name not in ran_in_session:
+    if described is not None and described.name not in facts.ran_in_session:
         arguments = json.dumps(described.arguments, ensure_ascii=False)
         return Correction(f"You described a call to {described.name} but did not make it, so nothing ran. "
                           f'To run it, reply with only:\n<tool_call>\n{{"name": "{described.name}", '
@@ -108,19 +122,26 @@ def correction(content: str, offered: dict[str, dict[str, Any]], ran_in_session:
     if spelled:
         return Correction(f"That was not a valid call, so {spelled[0]} did not run. To call a tool, reply "
                           f"with only:\n{call_example(spelled[0], offered[spelled[0]])}", spelled[0])
-    named = [n for n in offered if n not in ran_in_session and re.search(rf"\b{re.escape(n)}\b", text)]
+    named = [n for n in offered if n not in facts.ran_in_session and re.search(rf"\b{re.escape(n)}\b", text)]
     if not named:
-        if asked:  # an answer, but a tool the user asked for has not run in this turn
-            return Correction(f"The user also asked for {asked[0]}, which has not run yet. Call it now:\n"
-                              f"{call_example(asked[0], offered[asked[0]])}", asked[0], "unfinished")
         return None
-    if any(n in asked for n in named):
-        tool = next(n for n in asked if n in named)
+    tool = next((n for n in asked if n in named), None)
+    if tool is not None:
         return Correction(f"The user asked for {tool}, and writing about it does not run it. Call it "
                           f"now:\n{call_example(tool, offered[tool])}", tool)
     return Correction(f"You mentioned {named[0]}, but it has not run in this session: a tool only runs when "
                       f"you call it. If the request needs it, call it now:\n"
                       f"{call_example(named[0], offered[named[0]])}")
+
+
+def _unfinished(facts: TurnFacts, asked: list[str]) -> Correction | None:
+    """An answer while a tool the user's request names has not run in this turn."""
+    if not asked:
+        return None
+    tool = asked[0]
+    latest = f" The latest tool result was: {_preview(facts.last_result)}" if facts.last_result else ""
+    return Correction(f"The user also asked for {tool}, which has not run yet.{latest} Call {tool} now, "
+                      f"with the arguments the user's request needs.", tool, "unfinished")
 
 
 def requested_tools(request: str, offered: dict[str, Any], *, exclude: set[str]) -> list[str]:

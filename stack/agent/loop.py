@@ -18,7 +18,7 @@ from ..tools.execute import Outcome
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.surface import Toolset, assemble
-from .corrections import TurnLedger, correction, fallback_answer, named_in, repeated
+from .corrections import TurnFacts, TurnLedger, correction, fallback_answer, named_in, repeated
 from .history import conversation, estimate_tokens
 from .llm_client import LlmClient, ModelReply
 from .prompt import memory_note, promoted_tools_note, system_prompt
@@ -143,10 +143,12 @@ class Agent:
 
     def _answer_or_correct(self, turn: Turn, reply: ModelReply, toolset: Toolset) -> None:
         """A reply without calls ends the turn, unless it earns a correction (one of each kind)."""
-        offered = {t["function"]["name"]: t["function"].get("parameters") or {}
-                   for t in toolset.offered + toolset.promoted_schemas}
-        fix = correction(reply.content, offered, self.store.tools_that_ran(turn.result.session_id),
-                         turn.query, set(turn.result.tools_executed), turn.earlier_answers)
+        ran = [o for o in turn.outcomes if o.status == "ok"]
+        facts = TurnFacts(turn.query, {t["function"]["name"]: t["function"].get("parameters") or {}
+                                       for t in toolset.offered + toolset.promoted_schemas},
+                          self.store.tools_that_ran(turn.result.session_id), {o.tool_name for o in ran},
+                          turn.earlier_answers, ran[-1].output if ran else None)
+        fix = correction(reply.content, facts)
         if fix and fix.kind not in turn.ledger.corrected:
             # Only a tool in `tools` can be forced: a promoted one would change the prompt's prefix.
             in_tools = {t["function"]["name"] for t in toolset.offered}
@@ -192,10 +194,8 @@ class Agent:
             raise TurnEnded(turn.ctx.question_for_user, "clarify")
 
     def _record(self, session: str, message_id: int, call: ToolCall, outcome: Outcome) -> None:
-        self.store.add_message(session, "tool", outcome.for_model, tool_call_id=call.id,
-                               tool_name=outcome.tool_name)
-        self.store.record_execution(
-            session, message_id, tool_call_id=call.id, tool_name=outcome.tool_name,
+        self.store.add_tool_result(
+            session, message_id, outcome.for_model, tool_call_id=call.id, tool_name=outcome.tool_name,
             via_bridge=outcome.via_bridge, origin=call.origin, arguments=outcome.arguments,
             status=outcome.status, result=outcome.output if outcome.status == "ok" else None,
             error=None if outcome.status == "ok" else outcome.output,

@@ -354,6 +354,7 @@ def test_an_answer_before_a_tool_the_user_named_has_run_gets_that_tool_forced(la
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5"),
                                           call("clarify", {"question": "Saved?"})],
                         user="Use add on 2 and 3, then clarify with me")
-    assert "The user also asked for clarify, which has not run yet" in system_notes(settings)[0]
+    assert system_notes(settings)[0] == ("The user also asked for clarify, which has not run yet. The latest tool "
+                                         "result was: 5 Call clarify now, with the arguments the user's request needs.")
     assert model.requests[2]["tool_choice"] == {"type": "function", "function": {"name": "clarify"}}
     assert result.finish_reason == "clarify"
