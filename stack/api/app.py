@@ -33,6 +33,7 @@ from .errors import ApiError, CatchAll, install_handlers
 from .guards import BearerAuth, BodyLimit
 from .responses import completion, completion_id, models_list
 from .turns import ClientGone, TurnRunner, upstream_error
+from .ui import ui_router
 
 log = logging.getLogger("lane.api")
 
@@ -78,6 +79,7 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     if settings.api_key:
         app.add_middleware(BearerAuth, api_key=settings.api_key)
+    app.include_router(ui_router(settings))
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:

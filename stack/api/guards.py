@@ -13,6 +13,7 @@ import json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import error_body
+from .ui_auth import browser_gate, is_ui_path
 
 # Reachable without the key: a load balancer or `lane up` must be able to probe it.
 OPEN_PATHS = frozenset({"/health"})
@@ -35,6 +36,7 @@ class BearerAuth:
 
     def __init__(self, app: ASGIApp, api_key: str):
         self.app = app
+        self._api_key = api_key
         self._expected = f"Bearer {api_key}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -46,6 +48,9 @@ class BearerAuth:
         # compare_digest on equal-shape inputs: the time taken says nothing about the key.
         presented = b"Bearer " + key.strip() if scheme.lower() == b"bearer" else b""
         if not hmac.compare_digest(presented, self._expected):
+            if is_ui_path(scope["path"]):  # a browser: the key from the URL or a cookie
+                await browser_gate(self.app, self._api_key, scope, receive, send)
+                return
             await send_error(send, 401, "missing or wrong API key: send Authorization: Bearer KEY",
                              "authentication_error", "invalid_api_key",
                              [(b"www-authenticate", b"Bearer")])

@@ -11,9 +11,11 @@ import json
 import logging
 import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 EXIT_PASSED, EXIT_FAILED, EXIT_UNREACHABLE = 0, 1, 2
+CHECKS_FOLDER = "checks"
 DEFAULT_TIMEOUT_S = 300.0
 
 
@@ -76,13 +78,22 @@ def handle(args: argparse.Namespace) -> int:
             reader.close()
 
     print(side_by_side(*results) if len(results) == 2 else arm_table(results[0]))
-    if args.json:
+    report = json.dumps(as_json(results), indent=2) + "\n"
+    for target in filter(None, (args.json, saved_report_path(db))):
         try:
-            args.json.write_text(json.dumps(as_json(results), indent=2) + "\n", encoding="utf-8")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(report, encoding="utf-8")
         except OSError as exc:
-            print(f"lane check: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
+            print(f"lane check: cannot write {target}: {exc.strerror or exc}", file=sys.stderr)
     all_passed = all(r.passed == r.total for r in results)
     return EXIT_PASSED if all_passed else EXIT_FAILED
+
+
+def saved_report_path(db: Path) -> Path:
+    """Where every run's JSON report is kept, beside the store it judged: the trace page (/ui)
+    shows the newest of `checks/*.json`, whose names sort by time."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d_%H%M%S_%f")
+    return db.parent / CHECKS_FOLDER / f"{stamp}.json"
 
 
 def _targets(args: argparse.Namespace) -> tuple[str, Path, str | None]:

@@ -1,0 +1,114 @@
+"""One session as the trace page shows it: turns, each a user message followed by what the lane
+did for it, model call by model call, with the tool executions each call led to.
+
+Built from the store's own rows (messages and tool_executions, DESIGN.md's public schema) by the
+store's own rule of what "really ran": an ok execution whose result went back in a tool message.
+Tool-call-shaped text that did not run is found with the same detector the six-step check uses
+(stack/store/claims.py), so the page and the check never disagree about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..store.claims import BUILTIN_TOOLS, unexecuted_text_calls
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """One tool_executions row, and whether its result went back to the model."""
+    row: dict[str, Any]
+    reported: bool
+
+    @property
+    def really_ran(self) -> bool:
+        return self.row["status"] == "ok" and self.reported
+
+    @property
+    def recovered(self) -> bool:
+        """Salvaged from the model's text rather than a native tool call."""
+        return self.row["origin"] == "content"
+
+    @property
+    def via_bridge(self) -> bool:
+        return bool(self.row["via_bridge"])
+
+
+@dataclass
+class ModelCall:
+    """An assistant message the model wrote (it has token counts), with what it led to."""
+    message: dict[str, Any]
+    runs: list[ToolRun] = field(default_factory=list)
+    # Names of tool calls written as text in its content that did not run.
+    unexecuted: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Turn:
+    user: dict[str, Any] | None
+    # In stored order: ModelCall for each model call, the message dict for anything else the
+    # lane stored in the turn (its notes, an answer it wrote, a client's system message).
+    steps: list[ModelCall | dict[str, Any]] = field(default_factory=list)
+    last_at: str | None = None
+
+    @property
+    def wall_s(self) -> float | None:
+        """From the user's message to the turn's last stored row: what the client waited."""
+        if not self.user or not self.last_at:
+            return None
+        start, end = (datetime.fromisoformat(t) for t in (self.user["created_at"], self.last_at))
+        return (end - start).total_seconds()
+
+    @property
+    def model_calls(self) -> list[ModelCall]:
+        return [s for s in self.steps if isinstance(s, ModelCall)]
+
+
+def session_trace(messages: list[dict[str, Any]], executions: list[dict[str, Any]]) -> list[Turn]:
+    """The session's turns, oldest first. The lane's own system prompt is left out (it is the same
+    for every session); tool messages show through the executions they report."""
+    reported = {m["tool_call_id"] for m in messages if m["role"] == "tool" and m["tool_call_id"]}
+    runs_by_message: dict[int, list[ToolRun]] = {}
+    for row in executions:
+        run = ToolRun(row, row["tool_call_id"] in reported)
+        runs_by_message.setdefault(row["message_id"], []).append(run)
+
+    turns: list[Turn] = []
+    calls: list[ModelCall] = []
+    for message in messages:
+        if message.get("lane_prompt"):
+            continue
+        if message["role"] == "user":
+            turns.append(Turn(message, last_at=message["created_at"]))
+            continue
+        if not turns:  # a stateless request's system message comes before its first user message
+            turns.append(Turn(None))
+        turn = turns[-1]
+        turn.last_at = message["created_at"]
+        if message["role"] == "tool":
+            continue
+        if _is_model_call(message):
+            call = ModelCall(message, runs_by_message.get(message["id"], []))
+            calls.append(call)
+            turn.steps.append(call)
+        else:
+            turn.steps.append(message)
+    _mark_unexecuted(calls, {row["tool_name"] for row in executions if row["status"] != "refused"})
+    return turns
+
+
+def _is_model_call(message: dict[str, Any]) -> bool:
+    return message["role"] == "assistant" and message.get("prompt_tokens") is not None
+
+
+def _mark_unexecuted(calls: list[ModelCall], seen_tools: set[str]) -> None:
+    """The check's rule (verdicts.unexecuted_tool_text) per model call: call-shaped text in a
+    message from which no salvaged call really ran."""
+    ran_from_text = {c.message["id"] for c in calls
+                     if any(r.recovered and r.really_ran for r in c.runs)}
+    found = unexecuted_text_calls(((c.message["id"], c.message["content"] or "") for c in calls),
+                                  ran_from_text, BUILTIN_TOOLS | seen_tools)
+    for call in calls:
+        call.unexecuted = found.get(call.message["id"], [])
