@@ -3,11 +3,16 @@
 Built-in tools come from the family modules in FAMILIES (a new family is one module and one line
 there). Tools that change at run time, such as those of MCP servers, come from providers: callables
 asked for their current list on every read, so a server that leaves takes its tools with it.
+
+The registry has a version that changes whenever the list does (a tool registered, a provider's
+list changed: an MCP server re-listed on tools/list_changed, left or came back), so what is built
+from the list (the tool-search catalog and its index) is rebuilt only when it has to be.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Callable, Iterable, Iterator
 
 from ..config import Settings
@@ -26,6 +31,11 @@ class Registry:
     def __init__(self, tools: Iterable[Tool] = (), providers: Iterable[ToolProvider] = ()):
         self._static: dict[str, Tool] = {}
         self._providers: list[ToolProvider] = list(providers)
+        self._version = 0
+        # The provider tools of the last read, held so that a changed list is seen by identity:
+        # a provider hands back the same Tool objects until its list changes (mcp_provider does).
+        self._provided: list[Tool] = []
+        self._lock = threading.Lock()
         for tool in tools:
             self.register(tool)
 
@@ -35,18 +45,35 @@ class Registry:
         if tool.name in self._static:
             raise ValueError(f"a tool named {tool.name} is already registered")
         self._static[tool.name] = tool
+        with self._lock:
+            self._version += 1
 
     def tools(self) -> dict[str, Tool]:
         """The live list: static tools first, then each provider's, reserved names and clashes
         dropped with a log line rather than shadowing a tool already there."""
+        return self.snapshot()[1]
+
+    def snapshot(self) -> tuple[int, dict[str, Tool]]:
+        """(version, the live list). Equal versions mean the same tools, the same objects."""
+        provided = [tool for provider in self._providers for tool in provider()]
+        with self._lock:
+            if len(provided) != len(self._provided) or any(
+                    a is not b for a, b in zip(provided, self._provided)):
+                self._provided = provided
+                self._version += 1
+            version = self._version
         current = dict(self._static)
-        for provider in self._providers:
-            for tool in provider():
-                if tool.name in RESERVED_NAMES or tool.name in current:
-                    log.warning("ignoring tool %s from %s: name taken", tool.name, tool.source)
-                    continue
-                current[tool.name] = tool
-        return current
+        for tool in provided:
+            if tool.name in RESERVED_NAMES or tool.name in current:
+                log.warning("ignoring tool %s from %s: name taken", tool.name, tool.source)
+                continue
+            current[tool.name] = tool
+        return version, current
+
+    @property
+    def version(self) -> int:
+        """Changes whenever the tool list changes; reads the providers to find out."""
+        return self.snapshot()[0]
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self.tools().values())

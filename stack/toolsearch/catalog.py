@@ -1,16 +1,21 @@
 """The deferred catalog: the granted tools that are not offered directly, searchable.
 
-A Catalog is a snapshot taken from the live registry when a tool surface is assembled, never kept
-across calls: an MCP server that leaves or arrives changes the next model call's catalog. It holds
-exactly the tools granted to the session and outside the core set, so a restricted session can
-neither find nor reach anything else.
+A Catalog is a snapshot of the live registry: an MCP server that leaves or arrives changes the
+next model call's catalog. It is kept, with its index and its promotion decisions, for as long as
+the registry's version (and the session's grant) stays the same, so the agent loop can assemble
+the tool surface before every model call without rebuilding an index that cannot have changed.
+It holds exactly the tools granted to the session and outside the core set, so a restricted
+session can neither find nor reach anything else.
 """
 
 from __future__ import annotations
 
 import json
+import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Hashable, Mapping
 
 from ..config import Settings
 from ..tools.base import RESERVED_NAMES, Tool
@@ -69,11 +74,36 @@ def signature(tool: Tool) -> str:
     return f"{tool.name}({args})"
 
 
+# Per registry: the last catalog built, under the key it was built for.
+_BUILT: "weakref.WeakKeyDictionary[Registry, tuple[Hashable, dict[str, Tool], Catalog]]" = (
+    weakref.WeakKeyDictionary())
+_BUILT_LOCK = threading.Lock()
+MEMO_SIZE = 64
+
+
 @dataclass
 class Catalog:
     tools: dict[str, Tool]
     method: Method = "hybrid"
-    _index: ToolIndex | None = field(default=None, init=False, repr=False)
+    _index: ToolIndex | None = field(default=None, init=False, repr=False, compare=False)
+    _memo: "OrderedDict[Hashable, Any]" = field(default_factory=OrderedDict, init=False,
+                                                repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False,
+                                  compare=False)
+
+    def memo(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """`compute()` once per key while this catalog lives (the last MEMO_SIZE keys): what
+        depends only on the tool list and the key, such as promotion for a query."""
+        with self._lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        value = compute()
+        with self._lock:
+            self._memo[key] = value
+            if len(self._memo) > MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return value
 
     @property
     def sources(self) -> list[str]:
@@ -81,11 +111,12 @@ class Catalog:
 
     @property
     def index(self) -> ToolIndex:
-        if self._index is None:
-            docs = [ToolDoc(t.name, t.description, t.parameters, "" if t.source == "builtin"
-                            else t.source) for t in self.tools.values()]
-            self._index = ToolIndex(docs, method=self.method)
-        return self._index
+        with self._lock:  # two sessions may ask at once; one build serves both
+            if self._index is None:
+                docs = [ToolDoc(t.name, t.description, t.parameters, "" if t.source == "builtin"
+                                else t.source) for t in self.tools.values()]
+                self._index = ToolIndex(docs, method=self.method)
+            return self._index
 
     def __contains__(self, name: object) -> bool:
         return name in self.tools
@@ -111,11 +142,21 @@ class Catalog:
 
 
 def build_catalog(registry: Registry, settings: Settings) -> tuple[dict[str, Tool], Catalog]:
-    """(core tools to offer directly, the deferred catalog), both within the granted tools."""
+    """(core tools to offer directly, the deferred catalog), both within the granted tools.
+    The same objects come back while the registry's version and the grant are unchanged."""
+    method: Method = "hybrid" if default_embedder() else "bm25"
+    key = (registry.version, settings.tools_subset, settings.core_tools, method)
+    with _BUILT_LOCK:
+        built = _BUILT.get(registry)
+    if built is not None and built[0] == key:
+        return dict(built[1]), built[2]
     granted = granted_tools(registry, settings)
     core, deferred = split_core(granted, settings)
     deferred = {n: t for n, t in deferred.items() if n not in RESERVED_NAMES}
-    return core, Catalog(deferred, method="hybrid" if default_embedder() else "bm25")
+    catalog = Catalog(deferred, method=method)
+    with _BUILT_LOCK:
+        _BUILT[registry] = (key, core, catalog)
+    return dict(core), catalog
 
 
 def warm_up(registry: Registry, settings: Settings) -> int:

@@ -20,12 +20,18 @@ CANDIDATES = 3
 
 
 def promoted_tools(catalog: Catalog, query: str, settings: Settings) -> list[str]:
-    """Names of the deferred tools to offer directly for this query, best first (0 to 2)."""
+    """Names of the deferred tools to offer directly for this query, best first (0 to 2).
+    Decided once per catalog and query: the agent assembles before every model call of a turn."""
     if not settings.promote_tools or not query.strip() or not catalog:
         return []
+    key = ("promote", query, settings.promote_budget_tokens)
+    return list(catalog.memo(key, lambda: _winners(catalog, query, settings)))
+
+
+def _winners(catalog: Catalog, query: str, settings: Settings) -> tuple[str, ...]:
     hits, confident = catalog.search(query, CANDIDATES)
     if not confident:
-        return []
+        return ()
     scores = [h.score for h in hits] + [0.0] * (CANDIDATES - len(hits))
     lead = MARGIN * scores[0]
     if scores[0] - scores[1] >= lead:
@@ -33,12 +39,13 @@ def promoted_tools(catalog: Catalog, query: str, settings: Settings) -> list[str
     elif scores[1] - scores[2] >= lead and catalog.confident(query, hits[1].name):
         winners = [hits[0].name, hits[1].name]
     else:
-        return []
-    chosen, spent = [], 0
+        return ()
+    chosen: list[str] = []
+    spent = 0
     for name in winners:
         cost = schema_tokens(catalog.tools[name].openai_schema())
         if spent + cost > settings.promote_budget_tokens:
             break
         chosen.append(name)
         spent += cost
-    return chosen
+    return tuple(chosen)

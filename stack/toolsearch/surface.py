@@ -2,7 +2,9 @@
 
 The agent loop knows nothing of modes, bridges or promotion; it asks `assemble` for a Toolset before
 each model call and hands every call the model makes to `Toolset.dispatch`. Each assembly reads the
-live registry again, so the surface follows tools that come and go between two model calls.
+live registry again, so the surface follows tools that come and go between two model calls; while
+the registry's version is unchanged the catalog, its index and the promotion for a query are the
+ones already built (catalog.py), so assembling again costs well under a millisecond.
 
 Modes (`LANE_TOOL_SEARCH`): `on` offers the core set plus the bridges whenever anything is
 deferred; `auto` does so only when the deferred schemas would take more than `threshold_pct` of
@@ -87,6 +89,7 @@ def use_bridges(catalog: Catalog, settings: Settings) -> bool:
     if settings.tool_search == "off" or not catalog:
         return False
     if settings.tool_search == "auto":
-        deferred = schema_tokens([t.openai_schema() for t in catalog.tools.values()])
+        deferred = catalog.memo("schema_tokens", lambda: schema_tokens(
+            [t.openai_schema() for t in catalog.tools.values()]))
         return deferred > settings.tool_search_threshold_pct / 100 * settings.context_tokens
     return True
