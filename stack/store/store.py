@@ -142,26 +142,10 @@ class Store:
         lane_prompt: bool = False,
         lane_note: bool = False,
     ) -> int:
-        return self._write(
-            """INSERT INTO messages(session_id, role, content, tool_calls, tool_call_id,
-                   tool_name, prompt_tokens, completion_tokens, cached_tokens, created_at,
-                   lane_prompt, lane_note)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (
-                session_id,
-                role,
-                content,
-                json.dumps(tool_calls) if tool_calls else None,
-                tool_call_id,
-                tool_name,
-                prompt_tokens,
-                completion_tokens,
-                cached_tokens,
-                now_iso(),
-                int(lane_prompt),
-                int(lane_note),
-            ),
-        )
+        return self._write(_INSERT_MESSAGE, _message_row(
+            session_id, role, content, tool_calls=tool_calls, tool_call_id=tool_call_id,
+            tool_name=tool_name, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+            cached_tokens=cached_tokens, lane_prompt=lane_prompt, lane_note=lane_note))
 
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         rows = self._read(
@@ -179,41 +163,23 @@ class Store:
 
     # tool executions
 
-    def record_execution(
-        self,
-        session_id: str,
-        message_id: int,
-        *,
-        tool_call_id: str,
-        tool_name: str,
-        via_bridge: bool,
-        origin: str,
-        arguments: str,
-        status: str,
-        result: str | None,
-        error: str | None,
-        started_at: str,
-        duration_ms: float,
-    ) -> int:
-        return self._write(
-            """INSERT INTO tool_executions(session_id, message_id, tool_call_id, tool_name,
-                   via_bridge, origin, arguments, status, result, error, started_at, duration_ms)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (
-                session_id,
-                message_id,
-                tool_call_id,
-                tool_name,
-                int(via_bridge),
-                origin,
-                arguments,
-                status,
-                result,
-                error,
-                started_at,
-                duration_ms,
-            ),
-        )
+    def record_execution(self, session_id: str, message_id: int, **execution: Any) -> int:
+        """A tool_executions row alone (fields: `_execution_row`); the agent writes its rows with
+        `add_tool_result`, which adds the tool message in the same transaction."""
+        return self._write(_INSERT_EXECUTION, _execution_row(session_id, message_id, **execution))
+
+    def add_tool_result(self, session_id: str, message_id: int, content: str,
+                        **execution: Any) -> int:
+        """The role='tool' message the model reads and its tool_executions row (fields:
+        `_execution_row`; `message_id` is the assistant row that made the call), in one
+        transaction: a crash leaves both or neither, so an ok row always has its result message,
+        which is what "really ran" means. Returns the execution's id."""
+        row = _execution_row(session_id, message_id, **execution)
+        with self._lock, self._db:
+            self._db.execute(_INSERT_MESSAGE, _message_row(
+                session_id, "tool", content, tool_call_id=execution["tool_call_id"],
+                tool_name=execution["tool_name"]))
+            return self._db.execute(_INSERT_EXECUTION, row).lastrowid or 0
 
     def final_answers(self, session_id: str) -> list[str]:
         """The last assistant message of each turn that has one (the answer its user read)."""
@@ -290,6 +256,53 @@ class Store:
             "SELECT text, done FROM todos WHERE session_id = ? ORDER BY position", (session_id,)
         )
         return [(row["text"], bool(row["done"])) for row in rows]
+
+
+_INSERT_MESSAGE = """INSERT INTO messages(session_id, role, content, tool_calls, tool_call_id,
+    tool_name, prompt_tokens, completion_tokens, cached_tokens, created_at, lane_prompt, lane_note)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+_INSERT_EXECUTION = """INSERT INTO tool_executions(session_id, message_id, tool_call_id, tool_name,
+    via_bridge, origin, arguments, status, result, error, started_at, duration_ms)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+
+def _message_row(
+    session_id: str,
+    role: str,
+    content: str | None,
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    tool_call_id: str | None = None,
+    tool_name: str | None = None,
+    prompt_tokens: int | None = None,
+    completion_tokens: int | None = None,
+    cached_tokens: int | None = None,
+    lane_prompt: bool = False,
+    lane_note: bool = False,
+) -> tuple[Any, ...]:
+    return (session_id, role, content, json.dumps(tool_calls) if tool_calls else None,
+            tool_call_id, tool_name, prompt_tokens, completion_tokens, cached_tokens, now_iso(),
+            int(lane_prompt), int(lane_note))
+
+
+def _execution_row(
+    session_id: str,
+    message_id: int,
+    *,
+    tool_call_id: str,
+    tool_name: str,
+    via_bridge: bool,
+    origin: str,
+    arguments: str,
+    status: str,
+    result: str | None,
+    error: str | None,
+    started_at: str,
+    duration_ms: float,
+) -> tuple[Any, ...]:
+    return (session_id, message_id, tool_call_id, tool_name, int(via_bridge), origin, arguments,
+            status, result, error, started_at, duration_ms)
 
 
 def _decoded(row: sqlite3.Row) -> dict[str, Any]:
