@@ -3,9 +3,9 @@
 
 Prints the estimated tokens (characters of compact JSON / 4, the lane's estimate) of each offered
 tool and the total, for the lane as configured (LANE_* / lane.yaml). Exit status 1 when the total
-is over the budget (default 1,500 tokens), so CI can hold the line.
+is over the budget (default 1,300 tokens), so CI can hold the line.
 
-    .venv/bin/python scripts/bench/tool_surface.py [--budget 1500] [--profile search|full]
+    .venv/bin/python scripts/bench/tool_surface.py [--budget 1300] [--profile search|full]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from stack.toolsearch.surface import assemble  # noqa: E402
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budget", type=int, default=1500)
+    parser.add_argument("--budget", type=int, default=1300)
     parser.add_argument("--profile", choices=("search", "full"), default="search")
     args = parser.parse_args()
     settings = load_settings()

@@ -4,7 +4,8 @@ Their schemas are what a small model reads on every call, so each word is there 
 protocol unmistakable: search by task, get back names with the arguments they need, call by name.
 `tool_search` answers in short plain lines (a 4B model copies `name(arg: type)` more reliably
 than it digs through JSON) and never answers with nothing: on a hopeless query it still names the
-closest tools and the connected sources.
+closest tools and the connected sources. Both take several at once (`queries`, `names`), as
+peer agent endpoints converged on: a multi-step request is searched in one call, not three.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ SEARCH_DESCRIPTION = "Find hidden tools for a task. Returns names with the argum
 DESCRIBE_DESCRIPTION = "Full argument schema of a hidden tool."
 CALL_DESCRIPTION = "Run a hidden tool found by tool_search."
 
+_STRINGS = {"type": "array", "items": {"type": "string"}}
 SEARCH_PARAMETERS = object_schema(
     {"query": {"type": "string", "description": "the task in a few words"},
+     "queries": {**_STRINGS, "description": "several tasks, one search each"},
      "limit": {"type": "integer"}},
-    ["query"],
 )
-DESCRIBE_PARAMETERS = object_schema({"name": {"type": "string"}}, ["name"])
+DESCRIBE_PARAMETERS = object_schema({"name": {"type": "string"}, "names": _STRINGS})
 CALL_PARAMETERS = object_schema(
     {"name": {"type": "string"}, "arguments": {"type": "object"}}, ["name", "arguments"])
 
@@ -39,10 +41,14 @@ def bridge_tools(catalog: Catalog, settings: Settings) -> dict[str, Tool]:
     """tool_search and tool_describe, ordinary tools over this catalog. tool_call is not among
     them: it runs the tool it names, so `call_through_bridge` records that tool instead."""
     def search(arguments: dict[str, Any], ctx: ToolContext) -> str:
-        return search_text(catalog, arguments["query"], arguments.get("limit"), settings)
+        queries = _several(arguments, "query", "queries")
+        if len(queries) == 1:
+            return search_text(catalog, queries[0], arguments.get("limit"), settings)
+        return search_many(catalog, queries, arguments.get("limit"), settings)
 
     def describe(arguments: dict[str, Any], ctx: ToolContext) -> str:
-        return describe_text(catalog, arguments["name"])
+        names = _several(arguments, "name", "names")
+        return describe_text(catalog, names[0]) if len(names) == 1 else describe_many(catalog, names)
 
     return {
         SEARCH: Tool(SEARCH, SEARCH_DESCRIPTION, SEARCH_PARAMETERS, search, "lane"),
@@ -93,23 +99,59 @@ def _bridge_outcome(status: Status, reason: str, raw_arguments: Any) -> Outcome:
     return replace(outcome, status=status)
 
 
+def _several(arguments: dict[str, Any], one: str, many: str) -> list[str]:
+    """The non-empty strings of `one` and `many` together, in order, without repeats."""
+    given = [arguments.get(one), *(arguments.get(many) or [])]
+    values = list(dict.fromkeys(v.strip() for v in given if isinstance(v, str) and v.strip()))
+    if not values:
+        raise ToolError(f"give {one} (a string) or {many} (a list of strings)")
+    return values
+
+
+CALL_HINT = "Call one: tool_call(name, arguments={...})."
+
+
 def search_text(catalog: Catalog, query: str, limit: int | None, settings: Settings) -> str:
     if not catalog:
         return "No hidden tools are available in this session."
+    lines, confident = _hit_lines(catalog, query, limit, settings)
+    if confident:
+        return "\n".join(lines + [CALL_HINT])
+    return "\n".join([f"Low confidence: no tool clearly matches {query!r}. Closest:", *lines,
+                      f"{_sources(catalog)} Try other words."])
+
+
+def search_many(catalog: Catalog, queries: list[str], limit: int | None,
+                settings: Settings) -> str:
+    """One group of hits per query, headed by the query; the sources once if any group is
+    hopeless."""
+    if not catalog:
+        return "No hidden tools are available in this session."
+    out: list[str] = []
+    hopeless = False
+    for query in queries:
+        lines, confident = _hit_lines(catalog, query, limit, settings)
+        out.append(f"{query!r}:" if confident else f"{query!r} (low confidence, closest):")
+        out.extend(lines)
+        hopeless |= not confident
+    out.append(CALL_HINT)
+    if hopeless:
+        out.append(_sources(catalog))
+    return "\n".join(out)
+
+
+def _hit_lines(catalog: Catalog, query: str, limit: int | None,
+               settings: Settings) -> tuple[list[str], bool]:
     wanted = settings.search_default_limit if limit is None or limit < 1 else limit
     wanted = min(wanted, settings.max_search_limit)
     hits, confident = catalog.search(query, wanted)
-    if confident:
-        lines = [f"- {signature(catalog.tools[h.name])}: "
-                 f"{one_line(catalog.tools[h.name].description)}" for h in hits]
-        return "\n".join(lines + ['Call one: tool_call(name, arguments={...}).'])
-    closest = [h.name for h in hits] or catalog.closest(query, 3)
-    lines = [f"- {signature(catalog.tools[n])}: {one_line(catalog.tools[n].description)}"
-             for n in closest]
-    return "\n".join([
-        f"Low confidence: no tool clearly matches {query!r}. Closest:", *lines,
-        f"Connected sources: {', '.join(catalog.sources)}. Try other words.",
-    ])
+    names = [h.name for h in hits] or catalog.closest(query, 3)
+    return [f"- {signature(catalog.tools[n])}: {one_line(catalog.tools[n].description)}"
+            for n in names], confident and bool(hits)
+
+
+def _sources(catalog: Catalog) -> str:
+    return f"Connected sources: {', '.join(catalog.sources)}."
 
 
 def describe_text(catalog: Catalog, name: str) -> str:
@@ -117,5 +159,24 @@ def describe_text(catalog: Catalog, name: str) -> str:
     if tool is None:
         near = ", ".join(catalog.closest(name, 3)) or "none"
         raise ToolError(f"no hidden tool named {name!r}; closest: {near}")
-    return json.dumps({"name": tool.name, "description": tool.description,
-                       "parameters": tool.parameters}, ensure_ascii=False)
+    return json.dumps(_described(tool), ensure_ascii=False)
+
+
+def describe_many(catalog: Catalog, names: list[str]) -> str:
+    """`{"tools": [schemas], "unknown": [{"name", "closest"}]}`; an error only when no name is
+    known."""
+    known = [catalog.tools[n] for n in names if n in catalog.tools]
+    unknown = [{"name": n, "closest": catalog.closest(n, 3)} for n in names
+               if n not in catalog.tools]
+    if not known:
+        listed = "; ".join(f"{u['name']!r} (closest: {', '.join(u['closest']) or 'none'})"
+                           for u in unknown)
+        raise ToolError(f"no hidden tool by these names: {listed}")
+    answer: dict[str, Any] = {"tools": [_described(t) for t in known]}
+    if unknown:
+        answer["unknown"] = unknown
+    return json.dumps(answer, ensure_ascii=False)
+
+
+def _described(tool: Tool) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
