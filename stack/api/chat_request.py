@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, Mapping
 
 from .errors import bad_request
@@ -19,6 +20,42 @@ ROLES = ("system", "user", "assistant", "tool")
 PROFILES = ("search", "full")
 SESSION_HEADERS = ("x-session-id", "x-hermes-session-id")
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+# Deeper than any real request (a tool schema inside a message part is about 10 levels).
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_BRACKET_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+_NUMBER = ((int, float), "a number")
+_INTEGER = ((int,), "an integer")
+_OBJECT = ((dict,), "an object")
+# The request fields the lane knows, with the JSON type a client must send: a wrong type is a 400
+# even for a field the lane ignores (tools, stop, ...), so that a client's bug shows at once.
+_FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "model": ((str,), "a string"),
+    "stream": ((bool,), "a boolean"),
+    "temperature": _NUMBER,
+    "top_p": _NUMBER,
+    "presence_penalty": _NUMBER,
+    "frequency_penalty": _NUMBER,
+    "max_tokens": _INTEGER,
+    "max_completion_tokens": _INTEGER,
+    "n": _INTEGER,
+    "seed": _INTEGER,
+    "top_logprobs": _INTEGER,
+    "logprobs": ((bool,), "a boolean"),
+    "parallel_tool_calls": ((bool,), "a boolean"),
+    "stream_options": _OBJECT,
+    "response_format": _OBJECT,
+    "logit_bias": _OBJECT,
+    "metadata": _OBJECT,
+    "tools": ((list,), "a list"),
+    "tool_choice": ((str, dict), "a string or an object"),
+    "stop": ((str, list), "a string or a list of strings"),
+    "user": ((str,), "a string"),
+}
+_ELEMENT_TYPES: dict[str, tuple[type, str]] = {"tools": (dict, "an object"), "stop": (str, "a string")}
 
 
 @dataclass(frozen=True)
@@ -30,34 +67,30 @@ class ChatRequest:
 
 
 def parse_chat_request(body: bytes, *, max_tokens_cap: int) -> ChatRequest:
-    try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise bad_request(f"request body is not valid JSON: {exc}", "invalid_json") from exc
-    if not isinstance(data, dict):
-        raise bad_request(f"request body must be a JSON object, not {_kind(data)}",
-                          "invalid_json")
-    if "model" in data and data["model"] is not None and not isinstance(data["model"], str):
-        raise bad_request("model must be a string", "invalid_type")
-    stream = _optional(data, "stream", bool, "a boolean")
-    temperature = _optional(data, "temperature", (int, float), "a number")
+    data = _json_object(body)
+    _check_types(data)
+    temperature = data.get("temperature")
     if temperature is not None and not 0 <= temperature <= 2:
         raise bad_request("temperature must be between 0 and 2", "invalid_value")
-    requested = _optional(data, "max_tokens", int, "an integer")
-    newer = _optional(data, "max_completion_tokens", int, "an integer")
-    n = _optional(data, "n", int, "an integer")
-    if n is not None and n != 1:
+    if data.get("n") not in (None, 1):
         raise bad_request("n must be 1: the lane answers with one choice", "invalid_value")
-    if "stream_options" in data and data["stream_options"] is not None \
-            and not isinstance(data["stream_options"], dict):
-        raise bad_request("stream_options must be an object", "invalid_type")
+    requested = data.get("max_tokens")
     return ChatRequest(
         messages=_messages(data.get("messages")),
-        stream=bool(stream),
-        max_tokens=clamp_max_tokens(requested if requested is not None else newer,
-                                    max_tokens_cap),
+        stream=bool(data.get("stream")),
+        max_tokens=clamp_max_tokens(
+            requested if requested is not None else data.get("max_completion_tokens"),
+            max_tokens_cap),
         temperature=float(temperature) if temperature is not None else None,
     )
+
+
+def json_depth(body: bytes) -> int:
+    """How deeply `body` nests arrays and objects, found without parsing it: strings are cut out,
+    then the brackets left are counted. A few C-speed passes over at most the body limit, where
+    json.loads on a deep body would recurse until RecursionError."""
+    brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKET)
+    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
 
 
 def clamp_max_tokens(requested: int | None, cap: int) -> int:
@@ -103,16 +136,36 @@ def last_user_message(messages: list[dict[str, Any]]) -> dict[str, Any]:
     raise bad_request("messages must contain a user message", "invalid_messages")
 
 
-def _optional(data: dict[str, Any], key: str, types: type | tuple[type, ...], kind: str) -> Any:
-    value = data.get(key)
-    if value is None:
-        return None
-    # bool is an int in Python, but JSON true is not a number of tokens.
-    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
-        raise bad_request(f"{key} must be {kind}, not a boolean", "invalid_type")
-    if not isinstance(value, types):
-        raise bad_request(f"{key} must be {kind}, not {_kind(value)}", "invalid_type")
-    return value
+def _json_object(body: bytes) -> dict[str, Any]:
+    if json_depth(body) > MAX_JSON_DEPTH:
+        raise bad_request(f"request body nests JSON deeper than {MAX_JSON_DEPTH} levels",
+                          "invalid_json")
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        # RecursionError: a body in UTF-16 or -32 (which json.loads also reads) that the byte
+        # scan above could not measure.
+        raise bad_request(f"request body is not valid JSON: {exc}", "invalid_json") from exc
+    if not isinstance(data, dict):
+        raise bad_request(f"request body must be a JSON object, not {_kind(data)}",
+                          "invalid_json")
+    return data
+
+
+def _check_types(data: dict[str, Any]) -> None:
+    for key, (types, kind) in _FIELD_TYPES.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        # bool is an int in Python, but JSON true is not a number of tokens.
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise bad_request(f"{key} must be {kind}, not {_kind(value)}", "invalid_type")
+        element = _ELEMENT_TYPES.get(key)
+        if element is not None and isinstance(value, list):
+            for index, item in enumerate(value):
+                if not isinstance(item, element[0]):
+                    raise bad_request(f"{key}[{index}] must be {element[1]}, not {_kind(item)}",
+                                      "invalid_type")
 
 
 def _messages(value: Any) -> list[dict[str, Any]]:

@@ -37,6 +37,17 @@ def body(**fields):
     return json.dumps({"model": "x", "messages": OK_MESSAGES, **fields})
 
 
+def nested(depth: int):
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+# 65 levels of arrays inside a message part: 70 in all, past the limit (64).
+NESTED_65 = nested(65)
+
+
 # (kind, raw body, extra headers, status, code)
 CASES = [
     ("invalid JSON", "{not json", {}, 400, "invalid_json"),
@@ -88,6 +99,30 @@ CASES = [
     ("model not a string", body(model=12), {}, 400, "invalid_type"),
     ("n other than 1", body(n=3), {}, 400, "invalid_value"),
     ("stream_options not an object", body(stream_options="yes"), {}, 400, "invalid_type"),
+    ("tools not a list", body(tools="abc"), {}, 400, "invalid_type"),
+    ("tools item not an object", body(tools=[1]), {}, 400, "invalid_type"),
+    ("tool_choice a number", body(tool_choice=5), {}, 400, "invalid_type"),
+    ("stop a number", body(stop=3), {}, 400, "invalid_type"),
+    ("stop list of numbers", body(stop=[1, 2]), {}, 400, "invalid_type"),
+    ("top_p a string", body(top_p="high"), {}, 400, "invalid_type"),
+    ("presence_penalty a list", body(presence_penalty=[0]), {}, 400, "invalid_type"),
+    ("frequency_penalty a boolean", body(frequency_penalty=True), {}, 400, "invalid_type"),
+    ("seed a float", body(seed=1.5), {}, 400, "invalid_type"),
+    ("user an object", body(user={"id": 1}), {}, 400, "invalid_type"),
+    ("response_format a string", body(response_format="json"), {}, 400, "invalid_type"),
+    ("parallel_tool_calls a string", body(parallel_tool_calls="yes"), {}, 400, "invalid_type"),
+    ("logprobs a number", body(logprobs=1), {}, 400, "invalid_type"),
+    ("metadata a list", body(metadata=["a"]), {}, 400, "invalid_type"),
+    ("temperature NaN", body().replace('"model"', '"temperature": NaN, "model"'), {}, 400,
+     "invalid_value"),
+    ("max_tokens of 5,000 digits", body().replace('"model"', f'"max_tokens": {"9" * 5000}, "model"'),
+     {}, 400, "invalid_json"),
+    ("arrays nested 30,000 deep", '{"messages": ' + "[" * 30_000 + "]" * 30_000 + "}", {}, 400,
+     "invalid_json"),
+    ("objects nested 9,000 deep", '{"a":' * 9_000 + "1" + "}" * 9_000, {}, 400,
+     "invalid_json"),
+    ("nesting past the depth limit in content", body(messages=[{"role": "user", "content": [
+        {"type": "text", "text": "hi", "extra": NESTED_65}]}]), {}, 400, "invalid_json"),
     ("X-Session-Id too long", body(), {"X-Session-Id": "a" * 129}, 400, "invalid_session_id"),
     ("X-Session-Id with a space", body(), {"X-Session-Id": "a b"}, 400, "invalid_session_id"),
     ("X-Session-Id with a slash", body(), {"X-Session-Id": "../etc"}, 400,
