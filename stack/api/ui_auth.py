@@ -3,8 +3,9 @@
 A browser cannot send `Authorization: Bearer KEY`, so under /ui the bearer check (guards.BearerAuth)
 hands a request without a valid header to `browser_gate`, which accepts the same key two ways:
 
-* `/ui?key=KEY` (what the login form submits, or a bookmark): answered with a redirect to the same
-  page without the key, setting an HttpOnly cookie;
+* the login form (a POST, so the key stays out of addresses and access logs), or `/ui?key=KEY`
+  (handy for a bookmark or a headless browser; the shim's access log shows that one request):
+  answered with a redirect to the same page without the key, setting an HttpOnly cookie;
 * that cookie. It holds a token derived from the key, not the key: it opens the trace page only,
   never the API, and changing the key invalidates it.
 
@@ -44,6 +45,9 @@ async def browser_gate(app: ASGIApp, api_key: str, scope: Scope, receive: Receiv
     login form."""
     query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
     given = next((value for name, value in reversed(query) if name == KEY_PARAM), "")
+    if scope["method"] == "POST":
+        form = parse_qsl((await _body(receive)).decode("utf-8", "replace"))
+        given = next((value for name, value in reversed(form) if name == KEY_PARAM), "")
     token = ui_token(api_key)
     if given and hmac.compare_digest(given.encode(), api_key.encode()):
         rest = urlencode([(name, value) for name, value in query if name != KEY_PARAM])
@@ -58,6 +62,16 @@ async def browser_gate(app: ASGIApp, api_key: str, scope: Scope, receive: Receiv
     await login_page(scope["path"], wrong_key=bool(given))(scope, receive, send)
 
 
+async def _body(receive: Receive) -> bytes:
+    """The login form's body (BodyLimit, outside this gate, has already capped its size)."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return b"".join(chunks)
+
+
 def _cookie(scope: Scope) -> str:
     raw = dict(scope["headers"]).get(b"cookie", b"").decode("latin-1")
     try:
@@ -70,7 +84,7 @@ def _cookie(scope: Scope) -> str:
 def login_page(path: str, *, wrong_key: bool):
     problem = "<p class=fail>That key is not this lane's key.</p>" if wrong_key else ""
     body = (f"<h1>fallback-lane trace</h1>{problem}"
-            f"<form method=get action='{esc(path)}'>"
+            f"<form method=post action='{esc(path)}'>"
             f"<label>API key (<code>LANE_API_KEY</code>) "
             f"<input type=password name={KEY_PARAM} autofocus required></label> "
             f"<button>Open</button></form>"

@@ -49,6 +49,14 @@ def test_key_in_the_url_sets_a_cookie_and_is_dropped_from_the_address(client):
     assert client.get("/v1/models").status_code == 401
 
 
+def test_the_login_form_posts_the_key_and_gets_the_cookie(client):
+    assert client.post("/ui", data={"key": "wrong"}).status_code == 401
+    response = client.post("/ui/sessions/demo-1", data={"key": KEY})
+    assert response.status_code == 303
+    assert response.headers["location"] == "/ui/sessions/demo-1"
+    assert client.get("/ui").status_code == 200
+
+
 def test_a_forged_cookie_is_refused(client):
     client.cookies.set(TOKEN_COOKIE, "0" * 64)
     assert client.get("/ui").status_code == 401
