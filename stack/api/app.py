@@ -2,17 +2,19 @@
 
 `create_app` wires the long-lived parts in the lifespan (store, tool registry with its MCP servers,
 model client, agent) so that importing this module starts nothing. Tests inject a registry and a
-model client; `lane shim` passes only settings.
+model client; `lane shim` passes only settings. The OpenAI routes are one router (`routes`) that
+reads the app's settings and parts from `app.state`; another module adds its pages with one
+`include_router` line in `create_app`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any, AsyncIterator
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from typing import Any, AsyncIterator, Callable
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ..agent.llm_client import LlmClient, LlmError
@@ -44,6 +46,31 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
                llm: LlmClient | None = None, keepalive_s: float = 10.0) -> FastAPI:
     """The shim. An injected registry or llm client is the caller's to close; what the app opens
     itself (store, registry from the configured MCP servers, llm client) it closes on shutdown."""
+    app = FastAPI(title="fallback-lane shim", docs_url=None, redoc_url=None, openapi_url=None,
+                  lifespan=_lifespan(settings, registry, llm, keepalive_s))
+    app.state.settings = settings
+    _install_guards(app, settings)
+    app.include_router(routes)
+    app.include_router(ui_router(settings))
+    return app
+
+
+def _install_guards(app: FastAPI, settings: Settings) -> None:
+    """Error shapes, then the middleware; the last added runs first: key, body limit, catch-all."""
+    install_handlers(app)
+    app.add_middleware(CatchAll)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if settings.api_key:
+        app.add_middleware(BearerAuth, api_key=settings.api_key)
+
+
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
+
+
+def _lifespan(settings: Settings, registry: Registry | None, llm: LlmClient | None,
+              keepalive_s: float) -> Lifespan:
+    """Opens the long-lived parts when the server starts (not on import) and closes, on
+    shutdown, what it opened itself."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -62,75 +89,78 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
             app.state.llm = client
             app.state.turns = TurnRunner(settings, store, Agent(settings, store, tools, client),
                                          keepalive_s)
-            try:
-                log.info(describe_selection(tools, settings))
-                indexed = f"{await asyncio.to_thread(warm_up, tools, settings)} deferred tools"
-            except Exception:  # a tool source that fails now is reported by each request
-                log.exception("could not read the tools at start-up")
-                indexed = "deferred tools not indexed yet"
             log.info("shim ready: store %s, llm %s, %s", settings.db_path, settings.llm_url,
-                     indexed)
+                     await _index_tools(tools, settings))
             yield
 
-    app = FastAPI(title="fallback-lane shim", lifespan=lifespan, docs_url=None,
-                  redoc_url=None, openapi_url=None)
-    install_handlers(app)
-    app.add_middleware(CatchAll)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    if settings.api_key:
-        app.add_middleware(BearerAuth, api_key=settings.api_key)
-    app.include_router(ui_router(settings))
+    return lifespan
 
-    @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request) -> Response:
-        given_id = session_id_from(request.headers)
-        profile = profile_from(request.headers)
-        chat = parse_chat_request(await request.body(), max_tokens_cap=settings.max_tokens)
-        if given_id is not None:
-            session_id, new_messages = given_id, [last_user_message(chat.messages)]
-        else:
-            session_id, new_messages = new_session_id(), chat.messages
-        headers = {"X-Session-Id": session_id}
-        turns: TurnRunner = request.app.state.turns
-        task = turns.start(session_id, new_messages, chat, profile)
-        reply_id = completion_id()
-        if chat.stream:
-            return StreamingResponse(
-                turns.stream(task, request, reply_id), media_type="text/event-stream",
-                headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-            )
-        try:
-            result = await turns.wait(task, request)
-        except ClientGone:
-            return Response(status_code=499)
-        except LlmError as exc:
-            error = upstream_error(exc)
-            error.headers = headers
-            raise error from exc
-        return JSONResponse(completion(result, id=reply_id), headers=headers)
 
-    @app.get("/v1/models")
-    async def models() -> dict[str, Any]:
-        return models_list()
+async def _index_tools(tools: Registry, settings: Settings) -> str:
+    """Builds the deferred tools' search index now rather than on the first request."""
+    try:
+        log.info(describe_selection(tools, settings))
+        return f"{await asyncio.to_thread(warm_up, tools, settings)} deferred tools"
+    except Exception:  # a tool source that fails now is reported by each request
+        log.exception("could not read the tools at start-up")
+        return "deferred tools not indexed yet"
 
-    @app.get("/health")
-    async def health(request: Request) -> JSONResponse:
-        parts = {"store": _store_state(request.app.state.store),
-                 "llm": await _llm_state(request.app.state.llm)}
-        healthy = all(state == "ok" for state in parts.values())
-        return JSONResponse({"status": "ok" if healthy else "unavailable", **parts},
-                            status_code=200 if healthy else 503)
 
-    @app.get("/v1/sessions/{session_id}")
-    async def session(session_id: str, request: Request) -> dict[str, Any]:
-        store: Store = request.app.state.store
-        found = store.session(check_session_id(session_id))
-        if found is None:
-            raise ApiError(404, f"no session {session_id!r}", code="session_not_found")
-        return {"session": found, "messages": store.messages(session_id),
-                "executions": store.executions(session_id)}
+routes = APIRouter()
 
-    return app
+
+@routes.post("/v1/chat/completions")
+async def chat_completions(request: Request) -> Response:
+    settings: Settings = request.app.state.settings
+    given_id = session_id_from(request.headers)
+    profile = profile_from(request.headers)
+    chat = parse_chat_request(await request.body(), max_tokens_cap=settings.max_tokens)
+    if given_id is not None:
+        session_id, new_messages = given_id, [last_user_message(chat.messages)]
+    else:
+        session_id, new_messages = new_session_id(), chat.messages
+    headers = {"X-Session-Id": session_id}
+    turns: TurnRunner = request.app.state.turns
+    task = turns.start(session_id, new_messages, chat, profile)
+    reply_id = completion_id()
+    if chat.stream:
+        return StreamingResponse(
+            turns.stream(task, request, reply_id), media_type="text/event-stream",
+            headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+    try:
+        result = await turns.wait(task, request)
+    except ClientGone:
+        return Response(status_code=499)
+    except LlmError as exc:
+        error = upstream_error(exc)
+        error.headers = headers
+        raise error from exc
+    return JSONResponse(completion(result, id=reply_id), headers=headers)
+
+
+@routes.get("/v1/models")
+async def models() -> dict[str, Any]:
+    return models_list()
+
+
+@routes.get("/health")
+async def health(request: Request) -> JSONResponse:
+    parts = {"store": _store_state(request.app.state.store),
+             "llm": await _llm_state(request.app.state.llm)}
+    healthy = all(state == "ok" for state in parts.values())
+    return JSONResponse({"status": "ok" if healthy else "unavailable", **parts},
+                        status_code=200 if healthy else 503)
+
+
+@routes.get("/v1/sessions/{session_id}")
+async def session(session_id: str, request: Request) -> dict[str, Any]:
+    store: Store = request.app.state.store
+    found = store.session(check_session_id(session_id))
+    if found is None:
+        raise ApiError(404, f"no session {session_id!r}", code="session_not_found")
+    return {"session": found, "messages": store.messages(session_id),
+            "executions": store.executions(session_id)}
 
 
 def _store_state(store: Store) -> str:
