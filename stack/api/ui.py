@@ -59,7 +59,7 @@ def ui_router(settings: Settings) -> APIRouter:
 def _sessions_table(sessions: list[dict[str, Any]]) -> str:
     rows = "".join(
         f"<tr><td><a href='/ui/sessions/{esc(s['id'])}'>{esc(s['id'])}</a></td>"
-        f"<td>{esc(s['created_at'])}</td><td>{esc(s['title'])}</td>"
+        f"<td class=nowrap>{esc(_when(s['created_at']))}</td><td>{esc(s['title'])}</td>"
         f"<td class=num>{esc(s['messages'])}</td><td class=num>{esc(s['ok_executions'])}</td></tr>"
         for s in sessions)
     if not rows:
@@ -103,10 +103,17 @@ def _check_step(step: dict[str, Any]) -> str:
     executed = esc(", ".join(step.get("executed") or []) or "none")
     if step.get("unexecuted_tool_text"):
         executed += " <span class='tag notrun'>tool-call text not run</span>"
-    numbers = "".join(f"<td class=num>{esc(step.get(key))}</td>"
-                      for key in ("wall_s", "prompt_tokens", "cached_tokens", "model_calls"))
+    wall = step.get("wall_s")
+    numbers = f"<td class=num>{esc(f'{wall:.1f}' if isinstance(wall, (int, float)) else wall)}</td>"
+    numbers += "".join(f"<td class=num>{esc(step.get(key))}</td>"
+                       for key in ("prompt_tokens", "cached_tokens", "model_calls"))
     return (f"<tr><td class=num>{esc(step['step'])}</td><td class={verdict}>{esc(step['verdict'])}"
             f"</td>{numbers}<td>{executed}</td><td>{esc(step.get('reason'))}</td></tr>")
+
+
+def _when(iso: str | None) -> str:
+    """A stored UTC timestamp to the second, the way people read it."""
+    return (iso or "")[:19].replace("T", " ")
 
 
 # one session

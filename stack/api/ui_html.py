@@ -44,7 +44,7 @@ div.notrun{margin:4px 0 4px 12px;padding:3px 8px;border:2px dashed #8e24aa;backg
 .tag.refused{background:#ffe0b2;border:0}.tag.notrun{background:#e1bee7}
 .tag.content{background:#fff59d}.tag.bridge{background:#b3e5fc}.tag.native{background:#e0e0e0}
 .pass{color:#2e7d32;font-weight:600}.fail{color:#c62828;font-weight:600}
-.muted{color:#666;font-size:12px}
+.muted{color:#666;font-size:12px}.nowrap{white-space:nowrap}
 """
 
 
