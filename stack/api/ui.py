@@ -158,6 +158,8 @@ def _model_call(call: ModelCall) -> str:
     tokens = (f"prompt {esc(message['prompt_tokens'])} tok"
               + (f" (cached {esc(cached)})" if cached is not None else "")
               + f" · completion {esc(message.get('completion_tokens'))} tok")
+    if call.wall_s is not None:
+        tokens += f" · wall ≈ {call.wall_s:.2f} s"
     content = f"<pre>{esc(clip(message['content'], SHOWN_CHARS))}</pre>" if message["content"] else ""
     not_run = ""
     if call.unexecuted:

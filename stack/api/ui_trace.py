@@ -43,6 +43,9 @@ class ModelCall:
     runs: list[ToolRun] = field(default_factory=list)
     # Names of tool calls written as text in its content that did not run.
     unexecuted: list[str] = field(default_factory=list)
+    # From the row stored before it to this one: the model call's wall time, give or take the
+    # lane's own few milliseconds (the store keeps no separate timing for model calls).
+    wall_s: float | None = None
 
 
 @dataclass
@@ -58,8 +61,7 @@ class Turn:
         """From the user's message to the turn's last stored row: what the client waited."""
         if not self.user or not self.last_at:
             return None
-        start, end = (datetime.fromisoformat(t) for t in (self.user["created_at"], self.last_at))
-        return (end - start).total_seconds()
+        return _seconds(self.user["created_at"], self.last_at)
 
     @property
     def model_calls(self) -> list[ModelCall]:
@@ -77,7 +79,9 @@ def session_trace(messages: list[dict[str, Any]], executions: list[dict[str, Any
 
     turns: list[Turn] = []
     calls: list[ModelCall] = []
+    previous_at: str | None = None
     for message in messages:
+        stored_before, previous_at = previous_at, message["created_at"]
         if message.get("lane_prompt"):
             continue
         if message["role"] == "user":
@@ -90,13 +94,20 @@ def session_trace(messages: list[dict[str, Any]], executions: list[dict[str, Any
         if message["role"] == "tool":
             continue
         if _is_model_call(message):
-            call = ModelCall(message, runs_by_message.get(message["id"], []))
+            call = ModelCall(message, runs_by_message.get(message["id"], []),
+                             wall_s=_seconds(stored_before, message["created_at"]))
             calls.append(call)
             turn.steps.append(call)
         else:
             turn.steps.append(message)
     _mark_unexecuted(calls, {row["tool_name"] for row in executions if row["status"] != "refused"})
     return turns
+
+
+def _seconds(start: str | None, end: str) -> float | None:
+    if start is None:
+        return None
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
 
 
 def _is_model_call(message: dict[str, Any]) -> bool:

@@ -74,6 +74,7 @@ def test_session_trace_sorts_every_row_into_its_turn(lane):
     calls = first.model_calls
     assert [c.message["prompt_tokens"] for c in calls] == [100, 110, 120, 130, 140, 150]
     assert calls[0].message["cached_tokens"] == 60
+    assert all(c.wall_s is not None and c.wall_s >= 0 for c in calls)
     runs = [(r.row["tool_name"], r.recovered, r.via_bridge, r.really_ran)
             for c in calls for r in c.runs]
     assert runs == [("memory", False, False, True), ("terminal", True, False, True),
@@ -107,7 +108,8 @@ def test_session_page_shows_evidence_and_escapes_model_output(lane):
     html = page.text
     assert "<script>" not in html and XSS not in html
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
-    assert "prompt 100 tok (cached 60)" in html and "prompt 110 tok · completion 9" in html
+    assert "prompt 100 tok (cached 60) · completion 5 tok · wall ≈" in html
+    assert "prompt 110 tok · completion 9 tok" in html
     assert html.count("class='tool ok'") == 4 and html.count("class='tool refused'") == 1
     # Each tag once in the legend, then once per run of its kind.
     assert html.count("recovered from text</span>") == 1 + 2
