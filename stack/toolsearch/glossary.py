@@ -3,7 +3,9 @@ German, Portuguese and Italian, mapped to the English words tool descriptions us
 
 Tool catalogs are written in English and the default embedder (all-MiniLM-L6-v2) is English-only,
 so "crea una rama" has no word in common with `create_branch`, neither for BM25 nor for the
-embedder. Each known word adds its English reading to the query; unknown words pass unchanged.
+embedder. Each known word adds its English reading to the query and is kept itself: many are
+English words too ("base", "canal", "pasta", "dossier"), and "query the knowledge base" must still
+be searched with "base". Unknown words pass unchanged.
 Keys are lower-case and without accents.
 """
 
@@ -23,7 +25,7 @@ _ENTRIES = {
     "send": "enviar envia envie envoyer envoie envoyez senden sende schicken schicke schick inviare "
             "invia mandar manda",
     "update": "actualizar actualiza modificar modifica modifier mettre aktualisieren aktualisiere "
-              "andern andere atualizar atualiza aggiornare aggiorna cambiar cambia changer",
+              "andern atualizar atualiza aggiornare aggiorna cambiar cambia changer",
     "add": "anadir anade agregar agrega ajouter ajoute ajoutez hinzufugen fuge adicionar "
            "adiciona aggiungere aggiungi",
     "get": "obtener obtiene obten obtenir recuperer holen abrufen obter ottenere",

@@ -193,11 +193,13 @@ class ToolIndex:
         for word in split_words(_SLUG.sub(" ", query)):
             if word in STOPWORDS:
                 continue
+            # A foreign task word adds its English reading (what the catalog says) and stays
+            # itself where the catalog has it too: it may be English ("knowledge base").
             meaning = english(word)
-            if meaning:  # a foreign task word: its English reading is what the catalog says
-                terms.extend(stem(m) for m in meaning)
-                continue
+            terms.extend(stem(m) for m in meaning)
             term = stem(word)
+            if meaning and term not in self._vocabulary:
+                continue
             if term not in self._vocabulary:
                 if self._speller is None:
                     self._speller = Speller(w for _, _, words in self._analysed for w in words)

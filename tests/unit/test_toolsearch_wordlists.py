@@ -1,0 +1,51 @@
+"""The hand-kept word lists, tested as data: they may only add readings, never take a task word
+away or rewrite an English one, and no word may mean two things."""
+
+from stack.toolsearch.glossary import GLOSSARY
+from stack.toolsearch.retrieval import ToolDoc, ToolIndex
+from stack.toolsearch.tokens import _SYNONYM_GROUPS, STOPWORDS, split_words, stem, tokens
+
+TASK_WORDS = {"done", "close", "open", "start", "stop", "move", "set", "show", "find", "call"}
+
+
+def test_no_word_is_in_two_synonym_groups():
+    seen: dict[str, str] = {}
+    for group in _SYNONYM_GROUPS:
+        for word in {stem(w) for w in group.split()}:
+            assert word not in seen, f"{word!r} in {seen[word]!r} and {group!r}"
+            seen[word] = group
+
+
+def test_no_stopword_is_a_task_word():
+    synonyms = {w for group in _SYNONYM_GROUPS for w in group.split()}
+    assert not STOPWORDS & (synonyms | TASK_WORDS)
+    assert tokens("mark the task as done") == ["mark", "task", "done"]
+
+
+def test_every_synonym_is_one_token():
+    for group in _SYNONYM_GROUPS:
+        for word in group.split():
+            assert split_words(word) == [word], word
+
+
+def test_on_call_is_one_word_as_in_tool_names():
+    assert split_words("who is on-call?") == split_words("who is on call?") == ["who", "is", "oncall"]
+    assert "oncall" in split_words("get_current_oncall_users")
+
+
+def test_the_glossary_adds_and_never_rewrites_a_word_the_catalog_has():
+    index = ToolIndex([ToolDoc("kb__query_knowledge_base", "Query a knowledge base."),
+                       ToolDoc("db__create_database", "Create a database."),
+                       ToolDoc("slack__list_channels", "List Slack channels.")])
+    assert index.query_terms("query the knowledge base") == ["query", "knowledg", "databas",
+                                                             "base"]
+    assert index.search("query the knowledge base", 1)[0].name == "kb__query_knowledge_base"
+    assert "channel" in index.query_terms("muestra los canales")  # a foreign word still reads
+
+
+def test_glossary_words_are_not_english_words_for_something_else():
+    # Wrong readings found once: German "andere" is "other", not "change".
+    assert "andere" not in GLOSSARY
+    for word, meanings in GLOSSARY.items():
+        assert word == word.lower() and word.isalpha(), word
+        assert meanings and all(m == m.lower() for m in meanings), word
