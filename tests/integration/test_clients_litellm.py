@@ -163,6 +163,24 @@ def test_streamed_router_falls_back_to_the_lane(tmp_path, failure):
                          " role = 'assistant' ORDER BY id DESC LIMIT 1", session) == [(ANSWER,)]
 
 
+@pytest.mark.parametrize("failure", FAILURES)
+def test_async_streamed_router_falls_back_to_the_lane(tmp_path, failure):
+    """The LiteLLM proxy serves requests through `Router.acompletion`: the same fallback, async."""
+    async def ask(gateway) -> str:
+        stream = await gateway.acompletion(
+            model="main", messages=[{"role": "user", "content": "Async, please."}], stream=True)
+        return "".join([chunk.choices[0].delta.content or "" async for chunk in stream
+                        if chunk.choices])
+
+    with running_lane(tmp_path, [text(ANSWER)], api_key=KEY) as lane, \
+            primary(failure) as (primary_url, server):
+        assert asyncio.run(ask(router(primary_url, lane_url(lane)))) == ANSWER
+        if server is not None:
+            assert server.hits == 1
+        session = _session_with(lane, "Async, please.")
+        assert lane.history(session) == [("user", "Async, please."), ("assistant", ANSWER)]
+
+
 def test_session_header_passes_through_the_gateway(tmp_path):
     """A gateway that forwards X-Session-Id keeps one lane session across fallbacks."""
     with running_lane(tmp_path, [text("Noted."), text("Falcon.")], api_key=KEY) as lane:
