@@ -41,8 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", help="GGUF file for the llm (default: LANE_LLM_MODEL, else embedded SmolLM2-135M)")
     parser.add_argument("--llm-port", type=int, default=DEFAULT_LLM_PORT, help=f"llm port (default {DEFAULT_LLM_PORT})")
     parser.add_argument("--port", type=int, help="shim port (default LANE_PORT or 8642)")
-    parser.add_argument("--host", help="shim address (default 127.0.0.1; off loopback the shim creates a key: `lane key`)")
-    parser.add_argument("--home", type=Path, help="state folder: store, memory, workspace (default LANE_HOME or ./.lane)")
+    parser.add_argument("--host", help="shim address (default 127.0.0.1; off loopback a key is created: `lane key`)")
+    parser.add_argument("--home", type=Path,
+                        help="state folder: store, memory, workspace (default LANE_HOME or ./.lane)")
     parser.add_argument("--ctx", type=int, help="llm context window in tokens")
     parser.add_argument("--threads", type=int, help="llm CPU threads (default: all cores)")
     parser.add_argument("--startup-timeout", type=float, default=300.0,

@@ -142,8 +142,8 @@ def run_sessions(args: argparse.Namespace) -> int:
         if session is None:
             print(f"lane sessions: no session {args.session_id!r} in {path}", file=sys.stderr)
             return 1
-        shown = {"session": session, "messages": store.messages(args.session_id),
-                 "executions": store.executions(args.session_id)}
+        shown: dict[str, Any] = {"session": session, "messages": store.messages(args.session_id),
+                                 "executions": store.executions(args.session_id)}
         print(json.dumps(shown, indent=2) if args.json else format_session(**shown))
         return 0
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hmac
 import json
+from collections.abc import Sequence
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -20,7 +21,7 @@ OPEN_PATHS = frozenset({"/health"})
 
 
 async def send_error(send: Send, status: int, message: str, type: str, code: str,
-                     headers: list[tuple[bytes, bytes]] = ()) -> None:
+                     headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     body = json.dumps(error_body(message, type, code)).encode()
     await send({
         "type": "http.response.start",

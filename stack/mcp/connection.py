@@ -15,6 +15,7 @@ import re
 import threading
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
@@ -239,7 +240,7 @@ class ServerConnection:
                 remote_name=remote.name,
                 description=(remote.description or remote.title or f"{remote.name} (MCP server {self.name})").strip(),
                 input_schema=_object_schema(remote.input_schema),
-                call=lambda arguments, remote_name=remote.name: self._invoke(self, remote_name, arguments),
+                call=partial(self._invoke, self, remote.name),
             )
         return list(tools.values())
 

@@ -58,7 +58,7 @@ class Registry:
         provided = [tool for provider in self._providers for tool in provider()]
         with self._lock:
             if len(provided) != len(self._provided) or any(
-                    a is not b for a, b in zip(provided, self._provided)):
+                    a is not b for a, b in zip(provided, self._provided, strict=True)):
                 self._provided = provided
                 self._version += 1
             version = self._version

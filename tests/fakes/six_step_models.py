@@ -46,38 +46,48 @@ def competent(body: dict[str, Any]) -> Reply:
         names = [f[1] for f in found if f]
         return text(f"Your project codename is {names[-1]}." if names else "I do not know it.")
     if "Use the terminal" in ask:
-        if not called:
-            return call("terminal", {"command": "echo $((6*7))"})
-        if called == ["terminal"]:
-            return call("memory", {"action": "add",
-                                   "content": f"Output of echo $((6*7)): {_output(last_result)}"})
-        return text("I ran the command and saved its output to memory.")
+        return _terminal_then_memory(called, last_result)
     if "Search my past sessions" in ask and (phrase := _PHRASE.search(ask)):
-        if not called:
-            return call("session_search", {"query": phrase[1]})
-        if called == ["session_search"]:
-            hit = _SESSION_ID.search(last_result)
-            if not hit:
-                return text(f"No past session contains {phrase[1]}.")
-            return call("memory", {"action": "add",
-                                   "content": f"Session containing {phrase[1]}: {hit[1]}"})
-        return text("I found the session and saved its id to memory.")
+        return _search_then_memory(phrase[1], called, last_result)
     if "Summarize" in ask:
         used = list(dict.fromkeys(c["function"]["name"] for m in messages
                                   for c in m.get("tool_calls") or []))
         return text("I answered an arithmetic question, saved your codename, ran a command and "
                     f"searched past sessions. Tools I used: {', '.join(used) or 'none'}.")
     if "current time" in ask:
-        offered = body.get("tools", [])
-        clock = _clock_among(offered)
-        if not called:
-            if any(t["function"]["name"] == "tool_search" for t in offered) or not clock:
-                return call("tool_search", {"query": "current time"})
-            return call(clock, {"timezone": "UTC"})
-        if called[-1] == "tool_search" and (found := _FIRST_HIT.search(last_result)):
-            return call("tool_call", {"name": found[1], "arguments": {"timezone": "UTC"}})
-        return text(f"The tool returned: {last_result}")
+        return _current_time(body.get("tools", []), called, last_result)
     return text(SEED_ANSWER)
+
+
+def _terminal_then_memory(called: list[str], last_result: str) -> Reply:
+    if not called:
+        return call("terminal", {"command": "echo $((6*7))"})
+    if called == ["terminal"]:
+        return call("memory", {"action": "add",
+                               "content": f"Output of echo $((6*7)): {_output(last_result)}"})
+    return text("I ran the command and saved its output to memory.")
+
+
+def _search_then_memory(phrase: str, called: list[str], last_result: str) -> Reply:
+    if not called:
+        return call("session_search", {"query": phrase})
+    if called == ["session_search"]:
+        hit = _SESSION_ID.search(last_result)
+        if not hit:
+            return text(f"No past session contains {phrase}.")
+        return call("memory", {"action": "add", "content": f"Session containing {phrase}: {hit[1]}"})
+    return text("I found the session and saved its id to memory.")
+
+
+def _current_time(offered: list[dict[str, Any]], called: list[str], last_result: str) -> Reply:
+    clock = _clock_among(offered)
+    if not called:
+        if any(t["function"]["name"] == "tool_search" for t in offered) or not clock:
+            return call("tool_search", {"query": "current time"})
+        return call(clock, {"timezone": "UTC"})
+    if called[-1] == "tool_search" and (found := _FIRST_HIT.search(last_result)):
+        return call("tool_call", {"name": found[1], "arguments": {"timezone": "UTC"}})
+    return text(f"The tool returned: {last_result}")
 
 
 def text_only_liar(body: dict[str, Any]) -> Reply:

@@ -29,7 +29,8 @@ def test_add_persists_and_reaches_the_system_prompt(ctx, tmp_path):
     assert memory.read_memory(ctx.settings) == ""
     assert mem(ctx, action="read").output == "(memory is empty)"
     outcome = mem(ctx, action="add", content="Project codename is BLUE-HERON")
-    assert outcome.status == "ok" and outcome.output.startswith("saved to memory: 'Project codename is BLUE-HERON' (1 in all")
+    assert outcome.status == "ok"
+    assert outcome.output.startswith("saved to memory: 'Project codename is BLUE-HERON' (1 in all")
     mem(ctx, action="add", content="The answer was 42")
     # A new settings object on the same home sees the same memory: it lives on disk.
     again = Settings(home=tmp_path / "home")

@@ -18,8 +18,8 @@ from stack.config import DEFAULT_CORE_TOOLS
 from stack.tools import calculator, clock, python_exec, web
 from stack.tools.base import ToolContext
 from stack.tools.execute import run_tool
-from tests.fakes.tool_context import tool_context
 from stack.tools.registry import build_registry
+from tests.fakes.tool_context import tool_context
 
 EXTRAS = {tool.name: tool for module in (clock, calculator, python_exec, web) for tool in module.TOOLS}
 
@@ -114,7 +114,8 @@ def test_run_python_reports_exceptions(ctx):
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 (the stdlib's name)
         if self.path == "/page":
-            body, kind = b"<html><head><script>var x=1;</script></head><body><h1>Hello</h1><p>lane</p></body></html>", "text/html"
+            body = b"<html><head><script>var x=1;</script></head><body><h1>Hello</h1><p>lane</p></body></html>"
+            kind = "text/html"
         elif self.path == "/api":
             body, kind = json.dumps({"answer": 42}).encode(), "application/json"
         elif self.path == "/big":

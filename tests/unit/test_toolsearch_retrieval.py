@@ -1,8 +1,8 @@
 """Retrieval: tokenisation, BM25 ranking with its name corrections, embeddings and fusion."""
 
 import json
-import zlib
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
