@@ -146,7 +146,10 @@ def create_api_key(settings: Settings) -> str:
     try:
         fd = os.open(settings.api_key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
-        return settings.api_key_path.read_text().strip()
+        existing = settings.api_key_path.read_text().strip()
+        if not existing:  # never serve open because a key file was emptied
+            raise OSError(f"{settings.api_key_path} holds no key; delete it to get a new one") from None
+        return existing
     with os.fdopen(fd, "w") as handle:
         handle.write(key + "\n")
     return key

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from stack.api.commands import shim_key
 from stack.config import Settings, load_settings
@@ -36,6 +37,13 @@ def test_off_loopback_a_key_is_created_once_and_kept_private(tmp_path: Path) -> 
     assert stat.S_IMODE(settings.api_key_path.stat().st_mode) == 0o600
     assert shim_key(settings) == key  # a restart keeps it
     assert shim_key(Settings(home=tmp_path / "home")) == key  # once stored, loopback uses it too
+
+
+def test_an_emptied_key_file_stops_the_shim_instead_of_opening_it(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, host="0.0.0.0")
+    settings.api_key_path.write_text("\n")
+    with pytest.raises(OSError, match="holds no key"):
+        shim_key(settings)
 
 
 def test_configured_key_wins_and_loopback_without_one_stays_open(tmp_path: Path) -> None:
