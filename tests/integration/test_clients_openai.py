@@ -3,12 +3,13 @@ clients at it" shows: what a person switching to the lane actually runs. The shi
 one in front of the scripted model (tests/integration/test_api_chat.py's `running_lane`)."""
 
 import httpx
-import openai
 import pytest
-from openai import OpenAI
 
 from tests.fakes.scripted_model import Reply, call, text
 from tests.integration.test_api_chat import running_lane
+
+openai = pytest.importorskip("openai", reason="the clients extra is not installed")
+OpenAI = openai.OpenAI
 
 KEY = "lane-test-key"
 
