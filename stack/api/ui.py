@@ -133,23 +133,25 @@ def _session_page(session: dict[str, Any], turns: list[Turn]) -> str:
               for status in ("ok", "error", "refused")}
     not_run = sum(bool(c.unexecuted) for c in calls)
     sid = esc(session["id"])
-    summary = (f"{len(turns)} turns · {len(calls)} model calls · tool runs: {counts['ok']} ok, "
+    user_turns = sum(t.user is not None for t in turns)
+    summary = (f"{user_turns} turns · {len(calls)} model calls · tool runs: {counts['ok']} ok, "
                f"{counts['error']} error, {counts['refused']} refused · "
                f"{not_run} model calls with tool-call text that did not run")
     return (f"<p><a href='/ui'>← sessions</a> · <a href='/v1/sessions/{sid}'>JSON</a></p>"
             f"<h1>Session {sid}</h1><p>{esc(session['title'])}<br><span class=muted>created "
             f"{esc(session['created_at'])} · source {esc(session['source'])}</span></p>"
             f"<p>{esc(summary)}</p>{_LEGEND}"
-            + "".join(_turn(number, turn) for number, turn in enumerate(turns, start=1)))
+            + "".join(map(_turn, turns)))
 
 
-def _turn(number: int, turn: Turn) -> str:
-    wall = f" · wall {turn.wall_s:.2f} s" if turn.wall_s is not None else ""
-    user = (f"<div class=user><b>user</b><pre>{esc(turn.user['content'])}</pre></div>"
-            if turn.user else "")
+def _turn(turn: Turn) -> str:
     steps = "".join(_model_call(s) if isinstance(s, ModelCall) else _note(s) for s in turn.steps)
-    return (f"<div class=turn><b>Turn {number}</b><span class=muted> · "
-            f"{len(turn.model_calls)} model calls{wall}</span>{user}{steps}</div>")
+    if turn.user is None:  # what a stateless request sent before its first user message
+        return f"<div class=turn><b>Before the first user message</b>{steps}</div>"
+    wall = f" · wall {turn.wall_s:.2f} s" if turn.wall_s is not None else ""
+    return (f"<div class=turn><b>Turn {esc(turn.number)}</b><span class=muted> · "
+            f"{len(turn.model_calls)} model calls{wall}</span>"
+            f"<div class=user><b>user</b><pre>{esc(turn.user['content'])}</pre></div>{steps}</div>")
 
 
 def _model_call(call: ModelCall) -> str:

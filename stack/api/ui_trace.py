@@ -50,7 +50,9 @@ class ModelCall:
 
 @dataclass
 class Turn:
+    # None for what a stateless request stored before its first user message (its system prompt).
     user: dict[str, Any] | None
+    number: int = 0
     # In stored order: ModelCall for each model call, the message dict for anything else the
     # lane stored in the turn (its notes, an answer it wrote, a client's system message).
     steps: list[ModelCall | dict[str, Any]] = field(default_factory=list)
@@ -85,7 +87,8 @@ def session_trace(messages: list[dict[str, Any]], executions: list[dict[str, Any
         if message.get("lane_prompt"):
             continue
         if message["role"] == "user":
-            turns.append(Turn(message, last_at=message["created_at"]))
+            number = sum(t.user is not None for t in turns) + 1
+            turns.append(Turn(message, number, last_at=message["created_at"]))
             continue
         if not turns:  # a stateless request's system message comes before its first user message
             turns.append(Turn(None))

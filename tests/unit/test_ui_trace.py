@@ -38,6 +38,7 @@ def lane(tmp_path):
     settings = Settings(home=tmp_path)
     store = Store(settings.db_path)
     s = store.create_session("trace-unit", title=f"first {XSS}")
+    store.add_message(s, "system", f"the client's own system prompt {XSS}")
     store.add_message(s, "system", "the lane's prompt", lane_prompt=True)
     store.add_message(s, "user", f"do things {XSS}")
     m1 = store.add_message(s, "assistant", "", tool_calls=_call("c1", "memory"),
@@ -68,8 +69,12 @@ def lane(tmp_path):
 
 def test_session_trace_sorts_every_row_into_its_turn(lane):
     _, store = lane
-    first, second = session_trace(store.messages("trace-unit"), store.executions("trace-unit"))
+    opening, first, second = session_trace(store.messages("trace-unit"),
+                                           store.executions("trace-unit"))
 
+    assert opening.user is None and opening.model_calls == []
+    assert [m["content"] for m in opening.steps] == [f"the client's own system prompt {XSS}"]
+    assert (first.number, second.number) == (1, 2)
     assert first.user["content"] == f"do things {XSS}"
     calls = first.model_calls
     assert [c.message["prompt_tokens"] for c in calls] == [100, 110, 120, 130, 140, 150]
@@ -118,6 +123,8 @@ def test_session_page_shows_evidence_and_escapes_model_output(lane):
     assert html.count("<div class=notrun>") == 2
     assert "1 refused · 2 model calls with tool-call text that did not run" in html
     assert "the lane's prompt" not in html
+    assert html.index("Before the first user message") < html.index("Turn 1") < html.index("Turn 2")
+    assert "2 turns · 7 model calls" in html
 
     assert overview.status_code == 200
     assert "<a href='/ui/sessions/trace-unit'>trace-unit</a>" in overview.text
