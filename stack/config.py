@@ -44,8 +44,9 @@ class Settings:
     # RAM the llm service may spend keeping recent prompts' KV state (stack/llm/prompt_cache.py):
     # on an 8 GB laptop with Qwen3-4B (~0.14 MB per token) that is two sessions of ~3,500 tokens.
     llm_cache_mb: int = 1024
-    # Sampling temperature when the client sends none (None: the llm service's default).
-    temperature: float | None = None
+    # Sampling temperature when the client sends none. Greedy by default: measured on
+    # Qwen2.5-Coder-1.5B (six-step check, arm b), 0.7 passed 1-4 of 6 from run to run, 0 passed 4.
+    temperature: float | None = 0.0
     max_iterations: int = 12
     home: Path = Path(".lane")
     db: Path | None = None
