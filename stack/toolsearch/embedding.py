@@ -7,15 +7,19 @@ uncased WordPiece ids; the 30,522-word vocabulary ships with this package (data/
 the vocabulary all-MiniLM-L6-v2 was trained with) because the ONNX package carries no tokenizer.
 
 `default_embedder()` loads the model once per process. Tool vectors are remembered by the text
-they were computed from, so rebuilding the catalog on every model call re-embeds only tools that
-are new or changed.
+they were computed from, so rebuilding the catalog re-embeds only tools that are new or changed;
+a batch (a catalog build, not a single query) is also kept on disk by the hash of each text
+(`VectorStore`), so a new process indexes a known tool list in milliseconds, not the 5-30 s it
+takes two busy cores to embed 1,000 tools.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import logging
+import os
 import threading
 import unicodedata
 from collections import OrderedDict
@@ -29,6 +33,8 @@ log = logging.getLogger("lane.toolsearch")
 VOCAB_PATH = Path(__file__).parent / "data" / "minilm-vocab.txt"
 MAX_TOKENS = 128
 _CACHE_SIZE = 20_000
+# A batch at least this large is a catalog being indexed: its vectors are worth keeping on disk.
+PERSIST_BATCH = 8
 
 
 class Embedder(Protocol):
@@ -103,12 +109,68 @@ def _is_cjk(ch: str) -> bool:
     return 0x4E00 <= code <= 0x9FFF or 0x3400 <= code <= 0x4DBF or 0xF900 <= code <= 0xFAFF
 
 
+class VectorStore:
+    """Vectors on disk by the SHA-1 of their text, one file pair per model: `<model>.keys`
+    (20 bytes a text) and `<model>.npy`. Written whole and renamed into place, so a reader never
+    sees half a file; two writers at once lose some entries, which only costs a re-embedding."""
+
+    def __init__(self, folder: Path, model: str):
+        self._keys_path = folder / f"{model}.keys"
+        self._rows_path = folder / f"{model}.npy"
+        self._rows: dict[bytes, np.ndarray] | None = None
+
+    @staticmethod
+    def key(text: str) -> bytes:
+        return hashlib.sha1(text.encode("utf-8")).digest()
+
+    def get(self, text: str) -> np.ndarray | None:
+        return self._loaded().get(self.key(text))
+
+    def add(self, vectors: dict[str, np.ndarray]) -> None:
+        rows = self._loaded()
+        rows.update((self.key(t), v) for t, v in vectors.items())
+        try:
+            self._keys_path.parent.mkdir(parents=True, exist_ok=True)
+            keys_tmp = self._keys_path.with_suffix(f".keys.{os.getpid()}")
+            rows_tmp = self._rows_path.with_suffix(f".{os.getpid()}.npy")
+            keys_tmp.write_bytes(b"".join(rows))
+            np.save(rows_tmp, np.stack(list(rows.values())))
+            os.replace(rows_tmp, self._rows_path)
+            os.replace(keys_tmp, self._keys_path)
+        except OSError as exc:  # a read-only home must not break tool search
+            log.info("embedding cache not written to %s: %s", self._rows_path.parent, exc)
+
+    def _loaded(self) -> dict[bytes, np.ndarray]:
+        if self._rows is None:
+            self._rows = {}
+            try:
+                keys = self._keys_path.read_bytes()
+                matrix = np.load(self._rows_path)
+                if len(keys) == 20 * len(matrix):
+                    self._rows = {keys[i * 20:(i + 1) * 20]: matrix[i] for i in range(len(matrix))}
+            except (OSError, ValueError):
+                pass
+        return self._rows
+
+
+def vector_store_folder() -> Path | None:
+    """`LANE_EMBED_CACHE` (`off` for none), else the user's cache folder."""
+    setting = os.environ.get("LANE_EMBED_CACHE", "")
+    if setting.lower() == "off":
+        return None
+    if setting:
+        return Path(setting)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "fallback-lane" / "embeddings"
+
+
 class OnnxMiniLM:
     """all-MiniLM-L6-v2 (int8 ONNX) with mean pooling, as sentence-transformers computes it."""
 
     name = "all-MiniLM-L6-v2-int8-onnx"
 
-    def __init__(self, model_path: Path, tokenizer: WordPiece | None = None, *, threads: int = 1):
+    def __init__(self, model_path: Path, tokenizer: WordPiece | None = None, *, threads: int = 1,
+                 store: VectorStore | None = None):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -119,6 +181,7 @@ class OnnxMiniLM:
                                              providers=["CPUExecutionProvider"])
         self._tokenizer = tokenizer or WordPiece()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._store = store
         # Tools run in worker threads: two sessions may search at once.
         self._lock = threading.Lock()
 
@@ -128,12 +191,25 @@ class OnnxMiniLM:
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        persist = self._store is not None and len(missing) >= PERSIST_BATCH
+        if persist:
+            assert self._store is not None
+            for text in missing:
+                stored = self._store.get(text)
+                if stored is not None:
+                    self._remember(text, stored)
+            missing = [t for t in missing if t not in self._cache]
         # Similar lengths batch together, so little of each batch is padding.
         missing.sort(key=len)
+        computed: dict[str, np.ndarray] = {}
         for start in range(0, len(missing), 32):
             batch = missing[start:start + 32]
             for text, vector in zip(batch, self._run(batch)):
                 self._remember(text, vector)
+                computed[text] = vector
+        if persist and computed:
+            assert self._store is not None
+            self._store.add(computed)
         rows = [self._cache[t] for t in texts]
         for text in texts:
             self._cache.move_to_end(text)
@@ -174,8 +250,9 @@ def default_embedder() -> Embedder | None:
     path = onnx_model_path()
     if path is None or importlib.util.find_spec("onnxruntime") is None:
         return None
+    folder = vector_store_folder()
     try:
-        return OnnxMiniLM(path)
+        return OnnxMiniLM(path, store=VectorStore(folder, OnnxMiniLM.name) if folder else None)
     except Exception as exc:  # a broken optional model must not take tool search down with it
         log.warning("embedding model at %s unusable, using BM25 alone: %s", path, exc)
         return None

@@ -106,12 +106,14 @@ def test_retrieval_bench_scores_every_category_with_bm25(bench, capsys):
     """The bench runs end to end on the committed corpus and keeps negatives out of recall."""
     assert bench.main(["--methods", "bm25", "--no-latency", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    bm25 = result["methods"]["bm25"]
-    assert set(bm25["categories"]) == CATEGORIES - {"negative"}
-    assert bm25["overall"]["n"] == result["answerable"] == result["queries"] - result["negatives"]
-    for row in [*bm25["categories"].values(), bm25["overall"]]:
-        assert 0.0 <= row["R@1"] <= row["R@3"] <= row["R@5"] <= 1.0
-    assert bm25["negative"]["n"] == result["negatives"] > 0
+    assert set(result["sets"]) == {name.split(".")[0] for name in QUERY_SETS}
+    for one in result["sets"].values():
+        bm25 = one["methods"]["bm25"]
+        assert set(bm25["categories"]) == CATEGORIES - {"negative"}
+        assert bm25["overall"]["n"] == one["answerable"] == one["queries"] - one["negatives"]
+        for row in [*bm25["categories"].values(), bm25["overall"]]:
+            assert 0.0 <= row["R@1"] <= row["R@3"] <= row["R@5"] <= 1.0
+        assert bm25["negative"]["n"] == one["negatives"] > 0
 
 
 def test_padding_reaches_size_with_unique_renamed_servers(bench):
