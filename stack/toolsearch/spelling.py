@@ -2,18 +2,30 @@
 
 Only words absent from the catalog are corrected, only to a catalog word one edit away (two for
 long words), where swapping two neighbouring letters counts as one edit. Ties go to the word the
-catalog uses most. A rare real word the catalog lacks ("acme") usually has no such neighbour
-and stays as typed.
+catalog uses most. A real word the catalog lacks is left alone: "stuck" is not a typo of "stack".
+Real words are the whole words of the embedder's WordPiece vocabulary (data/minilm-vocab.txt,
+shipped with the package, so BM25 alone has it too): 20,000 words people write, learnt from data
+rather than kept by hand.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Iterable
+
+from .embedding import VOCAB_PATH
 
 MIN_LENGTH = 4
 LONG_WORD = 8
 CANDIDATES = 60
+
+
+@functools.lru_cache(maxsize=1)
+def real_words() -> frozenset[str]:
+    """Whole lower-case words of the WordPiece vocabulary (no pieces, marks or digits)."""
+    lines = VOCAB_PATH.read_text(encoding="utf-8").splitlines()
+    return frozenset(w for w in lines if w.isalpha() and w.isascii() and w.islower())
 
 
 class Speller:
@@ -33,7 +45,8 @@ class Speller:
 
     def correct(self, word: str) -> str | None:
         """The intended catalog word, or None when the word is known or has no close neighbour."""
-        if len(word) < MIN_LENGTH or not word.isascii() or word in self.frequency:
+        if (len(word) < MIN_LENGTH or not word.isascii() or word in self.frequency
+                or word in real_words()):
             return None
         limit = 2 if len(word) >= LONG_WORD else 1
         shared: Counter[str] = Counter()

@@ -49,3 +49,12 @@ def test_glossary_words_are_not_english_words_for_something_else():
     for word, meanings in GLOSSARY.items():
         assert word == word.lower() and word.isalpha(), word
         assert meanings and all(m == m.lower() for m in meanings), word
+
+
+def test_spelling_corrects_typos_but_not_real_words_the_catalog_lacks():
+    from stack.toolsearch.spelling import Speller
+
+    speller = Speller(["list", "stack", "pods", "screenshot"])
+    assert speller.correct("lsit") == "list"
+    assert speller.correct("scrennshot") == "screenshot"
+    assert speller.correct("stuck") is None  # a word, not a typo of "stack"
