@@ -180,7 +180,8 @@ def test_speller_fixes_swaps_and_drops_but_leaves_unknown_real_words():
 
     speller = Speller(["list", "list", "merge", "large", "large", "large", "namespaces", "delete"])
     assert speller.correct("lsit") == "list"          # swapped letters share no trigram
-    assert speller.correct("marge") == "merge"        # first letter breaks the tie with large
+    assert speller.correct("lerge") == "large"        # first letter breaks the tie with merge
+    assert speller.correct("marge") is None           # a real word (the name), not a typo
     assert speller.correct("namespases") == "namespaces"
     assert speller.correct("delte") == "delete"
     assert speller.correct("acme") is None            # nothing one edit away
