@@ -111,7 +111,7 @@ def _is_cjk(ch: str) -> bool:
 
 class VectorStore:
     """Vectors on disk by the SHA-1 of their text, one file pair per model: `<model>.keys`
-    (20 bytes a text) and `<model>.npy`. Written whole and renamed into place, so a reader never
+    (20 bytes a text) and `<model>.npy`, the newest _CACHE_SIZE (30 MB). Written whole and renamed into place, so a reader never
     sees half a file; two writers at once lose some entries, which only costs a re-embedding."""
 
     def __init__(self, folder: Path, model: str):
@@ -129,6 +129,8 @@ class VectorStore:
     def add(self, vectors: dict[str, np.ndarray]) -> None:
         rows = self._loaded()
         rows.update((self.key(t), v) for t, v in vectors.items())
+        for stale in list(rows)[: max(0, len(rows) - _CACHE_SIZE)]:  # the oldest go first
+            del rows[stale]
         try:
             self._keys_path.parent.mkdir(parents=True, exist_ok=True)
             keys_tmp = self._keys_path.with_suffix(f".keys.{os.getpid()}")

@@ -33,3 +33,14 @@ def test_single_queries_are_not_written_to_disk(tmp_path):
     embedder = OnnxMiniLM(onnx_model_path(), store=VectorStore(tmp_path, OnnxMiniLM.name))
     embedder.embed(["send an email to bob"])
     assert not list(tmp_path.iterdir())
+
+
+def test_store_keeps_the_newest_entries(tmp_path, monkeypatch):
+    from stack.toolsearch import embedding
+
+    monkeypatch.setattr(embedding, "_CACHE_SIZE", 2)
+    store = VectorStore(tmp_path, "m")
+    for text in ("a", "b", "c"):
+        store.add({text: np.full(3, ord(text), dtype=np.float32)})
+    again = VectorStore(tmp_path, "m")
+    assert again.get("a") is None and again.get("c") is not None
