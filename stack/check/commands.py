@@ -97,12 +97,13 @@ def saved_report_path(db: Path) -> Path:
 
 
 def _targets(args: argparse.Namespace) -> tuple[str, Path, str | None]:
-    """--url/--db/--key, else LANE_SHIM_URL/LANE_DB/LANE_API_KEY, else the lane's settings."""
+    """--url/--db/--key, else LANE_SHIM_URL/LANE_DB, else the lane's settings (the key in use:
+    LANE_API_KEY, else the one the shim stored in $LANE_HOME)."""
     from ..config import load_settings
 
     settings = load_settings()
     url = args.url or os.environ.get("LANE_SHIM_URL") or f"http://127.0.0.1:{settings.port}"
-    return url, args.db or settings.db_path, args.key if args.key is not None else settings.api_key
+    return url, args.db or settings.db_path, args.key if args.key is not None else settings.key_in_use()
 
 
 def _positive_seconds(text: str) -> float:

@@ -222,7 +222,8 @@ def test_max_tokens_is_clamped_never_rejected_and_temperature_passes(tmp_path):
             assert lane.chat("hi", **fields).status_code == 200
         assert lane.chat("hi", max_completion_tokens=20, temperature=0.3).status_code == 200
         sent = [(r["max_tokens"], r.get("temperature")) for r in lane.model.requests]
-        assert sent == [(64, None), (64, None), (64, None), (64, None), (10, None), (20, 0.3)]
+        # without one from the client, the lane's LANE_TEMPERATURE (default 0) is sent
+        assert sent == [(64, 0.0), (64, 0.0), (64, 0.0), (64, 0.0), (10, 0.0), (20, 0.3)]
 
 
 def test_tools_profile_header_full_offers_every_granted_tool(tmp_path):
