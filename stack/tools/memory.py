@@ -8,6 +8,7 @@ temporary file and a rename, under a lock, so concurrent turns never leave half 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -88,6 +89,10 @@ def _memory(arguments: dict[str, Any], ctx: ToolContext) -> str:
     with _lock:
         entries = read_entries(path)
         if action == "read":
+            text = (arguments.get("content") or "").strip()
+            if text:  # measured: a small model asked to save "42" called read with content "42"
+                raise ToolError(f"read takes no content, and nothing was saved. To save it: "
+                                f'{{"action": "add", "content": {json.dumps(text, ensure_ascii=False)}}}')
             if not entries:
                 return "(memory is empty)"
             return "\n".join(_bullet(entry) for entry in entries)

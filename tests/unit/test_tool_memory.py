@@ -130,3 +130,11 @@ def test_a_hand_edited_file_is_read_as_entries(ctx):
     ctx.settings.memory_path.parent.mkdir(parents=True, exist_ok=True)
     ctx.settings.memory_path.write_text("\n\nfirst fact\r\n\r\n\n  second fact  \n")
     assert memory.read_memory(ctx.settings) == "- first fact\n- second fact"
+
+
+def test_read_with_content_saves_nothing_and_says_how_to_add(ctx):
+    outcome = mem(ctx, action="read", content="42")
+    assert outcome.status == "error"
+    assert outcome.output == 'read takes no content, and nothing was saved. To save it: {"action": "add", "content": "42"}'
+    assert memory.read_entries(ctx.settings.memory_path) == []
+    assert mem(ctx, action="read", content="  ").output == "(memory is empty)"
