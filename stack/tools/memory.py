@@ -107,7 +107,14 @@ def _memory(arguments: dict[str, Any], ctx: ToolContext) -> str:
         if not (arguments.get("old_text") or "").strip():
             raise ToolError(f"{action} needs old_text, a part of the entry to {action}. To save something "
                             'new instead: {"action": "add", "content": "<the text to remember>"}')
-        index = _find(entries, _normalized(arguments.get("old_text"), "old_text"))
+        try:
+            index = _find(entries, _normalized(arguments.get("old_text"), "old_text"))
+        except ToolError as exc:
+            content = (arguments.get("content") or "").strip()
+            if action == "replace" and content:  # measured: a small model "replaces" to save
+                raise ToolError(f"{exc}\nTo save it as a new entry instead: "
+                                f'{{"action": "add", "content": {json.dumps(content, ensure_ascii=False)}}}') from None
+            raise
         if action == "replace":
             previous = entries[index]
             entries[index] = _normalized(arguments.get("content"), "content")

@@ -135,6 +135,15 @@ def test_a_hand_edited_file_is_read_as_entries(ctx):
 def test_read_with_content_saves_nothing_and_says_how_to_add(ctx):
     outcome = mem(ctx, action="read", content="42")
     assert outcome.status == "error"
-    assert outcome.output == 'read takes no content, and nothing was saved. To save it: {"action": "add", "content": "42"}'
+    assert outcome.output == ('read takes no content, and nothing was saved. To save it: '
+                              '{"action": "add", "content": "42"}')
     assert memory.read_entries(ctx.settings.memory_path) == []
     assert mem(ctx, action="read", content="  ").output == "(memory is empty)"
+
+
+def test_replacing_an_entry_that_is_not_there_says_how_to_add_the_content(ctx):
+    mem(ctx, action="add", content="ORCHID-7304")
+    outcome = mem(ctx, action="replace", old_text="session check-seed-b", content="check-seed-b-1")
+    assert outcome.status == "error" and outcome.output.startswith("no memory entry contains")
+    assert outcome.output.endswith('To save it as a new entry instead: {"action": "add", "content": "check-seed-b-1"}')
+    assert memory.read_entries(ctx.settings.memory_path) == ["ORCHID-7304"]
