@@ -117,8 +117,8 @@ class Agent:
 
     def _toolset(self, turn: Turn, *, first: bool) -> Toolset:
         toolset = assemble(self.registry, self.settings, profile=turn.profile, query=turn.query)
-        if any(named_in(t["function"]["name"], turn.query) for t in toolset.offered):
-            toolset.promoted = []  # the user named the tool to use: no other is pushed beside it
+        if toolset.promoted and any(named_in(t["function"]["name"], turn.query) for t in toolset.offered):
+            toolset = toolset.without_promotion()  # the user named the tool: none is pushed beside it
         if first and toolset.promoted:
             # After the turn's user message, not in `tools`: what changes per turn never moves
             # the prompt's cached prefix (the system prompt and the tools block before it).

@@ -13,7 +13,7 @@ the context; `off`, and the `full` profile (the A/B control arm), offer every gr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..config import Settings
@@ -47,6 +47,11 @@ class Toolset:
         if self.bridged:
             schemas += [tool.openai_schema() for tool in self.bridges.values()] + [CALL_SCHEMA]
         return schemas
+
+    def without_promotion(self) -> "Toolset":
+        """The same surface with no tool promoted (the promoted ones stay reachable by search)."""
+        direct = {name: tool for name, tool in self.direct.items() if name not in self.promoted}
+        return replace(self, direct=direct, promoted=[])
 
     @property
     def promoted_schemas(self) -> list[dict[str, Any]]:

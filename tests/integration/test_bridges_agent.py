@@ -135,3 +135,13 @@ def test_promoted_tool_is_offered_and_called_directly(lane):
     assert executions(promoting) == [("currency_convert", "ok", 0, json.dumps(
         {"amount": 5, "to": "JPY"}))]
     assert result.tools_executed == ["currency_convert"]
+
+
+def test_a_core_tool_the_user_names_keeps_promotion_out_of_the_turn(lane):
+    settings, store = lane
+    promoting = settings.with_overrides(promote_tools=True)
+    _, model = run(promoting, store, [text("ok")],
+                   user="Please convert 5 EUR into JPY currency and keep it in memory")
+    first = model.requests[0]
+    assert [t["function"]["name"] for t in first["tools"]] == ["memory", "tool_search", "tool_describe", "tool_call"]
+    assert not [m for m in first["messages"] if m["role"] == "system" and "currency_convert" in m["content"]]
