@@ -17,7 +17,7 @@ from ..tools.base import ToolContext
 from ..tools.execute import Outcome
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
-from ..toolsearch.surface import Toolset, assemble
+from ..toolsearch.surface import Profile, Toolset, assemble
 from .corrections import TurnFacts, TurnLedger, correction, fallback_answer, named_in, repeated
 from .history import conversation, estimate_tokens
 from .llm_client import LlmClient, ModelReply
@@ -61,7 +61,7 @@ class TurnEnded(Exception):
 class Turn:
     result: TurnResult
     query: str
-    profile: str
+    profile: Profile
     cap: int
     temperature: float | None
     ctx: ToolContext
@@ -76,7 +76,7 @@ class Agent:
         self.settings, self.store, self.registry, self.llm = settings, store, registry, llm
 
     async def run_turn(self, session_id: str, new_messages: list[dict[str, Any]], *,
-                       profile: str = "search", max_tokens: int | None = None,
+                       profile: Profile = "search", max_tokens: int | None = None,
                        temperature: float | None = None) -> TurnResult:
         for message in new_messages:
             self._store_incoming(session_id, message)
@@ -98,7 +98,7 @@ class Agent:
             f"I stopped after {turn.result.model_calls} model calls without reaching a final "
             f"answer. Tools that ran: {ran}.", "iteration_limit"))
 
-    def _new_turn(self, session_id: str, new_messages: list[dict[str, Any]], profile: str,
+    def _new_turn(self, session_id: str, new_messages: list[dict[str, Any]], profile: Profile,
                   max_tokens: int | None, temperature: float | None) -> Turn:
         cap = min(max_tokens, self.settings.max_tokens) if max_tokens and max_tokens > 0 \
             else self.settings.max_tokens

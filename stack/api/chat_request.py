@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, Mapping
 
+from ..toolsearch.surface import PROFILES, Profile
 from .errors import bad_request
 
 ROLES = ("system", "user", "assistant", "tool")
-PROFILES = ("search", "full")
 SESSION_HEADERS = ("x-session-id", "x-hermes-session-id")
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
@@ -118,15 +118,14 @@ def check_session_id(value: str) -> str:
     return value
 
 
-def profile_from(headers: Mapping[str, str]) -> str:
+def profile_from(headers: Mapping[str, str]) -> Profile:
     value = headers.get("x-lane-tools")
     if value is None:
         return "search"
-    profile = value.strip().lower()
-    if profile not in PROFILES:
-        raise bad_request(f"X-Lane-Tools must be 'search' or 'full', not {value!r}",
-                          "invalid_header")
-    return profile
+    for profile in PROFILES:
+        if value.strip().lower() == profile:
+            return profile
+    raise bad_request(f"X-Lane-Tools must be 'search' or 'full', not {value!r}", "invalid_header")
 
 
 def last_user_message(messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from ..agent.llm_client import LlmError, LlmTimeout
 from ..agent.loop import Agent, TurnResult
 from ..config import Settings
 from ..store import Store
+from ..toolsearch.surface import Profile
 from .chat_request import ChatRequest
 from .errors import INTERNAL, ApiError, error_body
 from .responses import SSE_DONE, SSE_KEEPALIVE, chunk, finish_reason_of, sse, usage_of
@@ -61,14 +62,14 @@ class TurnRunner:
         return lock
 
     def start(self, session_id: str, new_messages: list[dict[str, Any]], chat: ChatRequest,
-              profile: str) -> asyncio.Task[TurnResult]:
+              profile: Profile) -> asyncio.Task[TurnResult]:
         task = asyncio.create_task(self._turn(session_id, new_messages, chat, profile))
         # A cancelled or failed task nobody awaits must not log "exception never retrieved".
         task.add_done_callback(lambda done: done.cancelled() or done.exception())
         return task
 
     async def _turn(self, session_id: str, new_messages: list[dict[str, Any]],
-                    chat: ChatRequest, profile: str) -> TurnResult:
+                    chat: ChatRequest, profile: Profile) -> TurnResult:
         async with self._lock(session_id):
             self.store.create_session(session_id, source="api", title=_title(new_messages))
             return await self.agent.run_turn(

@@ -56,7 +56,7 @@ def bridge_tools(catalog: Catalog, settings: Settings) -> dict[str, Tool]:
     }
 
 
-CALL_SCHEMA = {"type": "function", "function": {
+CALL_SCHEMA: dict[str, Any] = {"type": "function", "function": {
     "name": CALL, "description": CALL_DESCRIPTION, "parameters": CALL_PARAMETERS}}
 
 

@@ -98,9 +98,9 @@ def _search_lane(queries: list[tuple[Any, str]], args: argparse.Namespace) -> in
 
 def _search(docs: list[ToolDoc], queries: list[tuple[Any, str]], args: argparse.Namespace) -> int:
     from .embedding import default_embedder
-    from .retrieval import ToolIndex
+    from .retrieval import Method, ToolIndex
 
-    method = args.method or ("hybrid" if default_embedder() else "bm25")
+    method: Method = args.method or ("hybrid" if default_embedder() else "bm25")
     index = ToolIndex(docs, method=method)
     for query_id, query in queries:
         hits = index.search(query, args.limit)

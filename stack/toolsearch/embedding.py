@@ -111,8 +111,9 @@ def _is_cjk(ch: str) -> bool:
 
 class VectorStore:
     """Vectors on disk by the SHA-1 of their text, one file pair per model: `<model>.keys`
-    (20 bytes a text) and `<model>.npy`, the newest _CACHE_SIZE (30 MB). Written whole and renamed into place, so a reader never
-    sees half a file; two writers at once lose some entries, which only costs a re-embedding."""
+    (20 bytes a text) and `<model>.npy`, the newest _CACHE_SIZE (30 MB). Written whole and
+    renamed into place, so a reader never sees half a file; two writers at once lose some
+    entries, which only costs a re-embedding."""
 
     def __init__(self, folder: Path, model: str):
         self._keys_path = folder / f"{model}.keys"
@@ -206,7 +207,7 @@ class OnnxMiniLM:
         computed: dict[str, np.ndarray] = {}
         for start in range(0, len(missing), 32):
             batch = missing[start:start + 32]
-            for text, vector in zip(batch, self._run(batch)):
+            for text, vector in zip(batch, self._run(batch), strict=True):
                 self._remember(text, vector)
                 computed[text] = vector
         if persist and computed:

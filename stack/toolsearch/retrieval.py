@@ -76,7 +76,8 @@ class ToolDoc:
         MCP `tools/list` item (`{"name","description","inputSchema"}`); other keys are ignored."""
         if not isinstance(item, Mapping):
             raise ValueError(f"a tool definition must be an object, got {type(item).__name__}")
-        function = item.get("function") if isinstance(item.get("function"), Mapping) else item
+        inner = item.get("function")
+        function: Mapping[str, Any] = inner if isinstance(inner, Mapping) else item
         name = function.get("name")
         if not isinstance(name, str) or not name:
             raise ValueError("a tool definition has no name")
@@ -184,12 +185,12 @@ class ToolIndex:
         semantic = self._semantic(texts)
         if self.method == "embed":
             return semantic
-        return [self._fused(text, cosine) for text, cosine in zip(texts, semantic)]
+        return [self._fused(text, cosine) for text, cosine in zip(texts, semantic, strict=True)]
 
     def query_terms(self, query: str) -> list[str]:
         """The query's task words (paths and slugs left out), a misspelt word read as the
         catalog word it was meant to be."""
-        terms = []
+        terms: list[str] = []
         for word in split_words(_SLUG.sub(" ", query)):
             if word in STOPWORDS:
                 continue

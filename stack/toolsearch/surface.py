@@ -14,7 +14,7 @@ the context; `off`, and the `full` profile (the A/B control arm), offer every gr
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from ..config import Settings
 from ..tools.base import Tool, ToolContext
@@ -25,7 +25,7 @@ from .catalog import Catalog, build_catalog, schema_tokens
 from .promotion import promoted_tools
 
 Profile = Literal["search", "full"]
-PROFILES = ("search", "full")
+PROFILES: tuple[Profile, ...] = get_args(Profile)
 
 
 @dataclass
