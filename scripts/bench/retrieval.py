@@ -43,8 +43,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from stack.toolsearch.embedding import (OnnxMiniLM, VectorStore, onnx_model_path,  # noqa: E402
-                                        vector_store_folder)
+from stack.toolsearch.embedding import OnnxMiniLM, VectorStore, onnx_model_path, vector_store_folder  # noqa: E402
 from stack.toolsearch.retrieval import ToolIndex  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"

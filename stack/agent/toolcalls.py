@@ -2,10 +2,11 @@
 
 Recovered forms: Hermes/Qwen `<tool_call>{...}</tool_call>` (a missing closing tag at the very end is
 forgiven), a fenced ```json block, and a bare JSON object `{"name": ..., "arguments": ...}` in prose;
-several in one message; doubled braces `{{...}}` and arguments flattened beside the name. A call only counts when its name is an offered tool. A `<tool_call>` tag is
-an unmistakable attempt, so its call goes through even with bad arguments and the model gets the
-validation error back; untagged JSON must also validate against the tool's schema, otherwise it is
-just text (a model explaining JSON is not calling anything).
+several in one message; doubled braces `{{...}}` and arguments flattened beside the name. A call
+only counts when its name is an offered tool. A `<tool_call>` tag is an unmistakable attempt, so
+its call goes through even with bad arguments and the model gets the validation error back;
+untagged JSON must also validate against the tool's schema, otherwise it is just text (a model
+explaining JSON is not calling anything).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ def side_by_side(a: ArmResult, b: ArmResult) -> str:
         header += [f"{tag} wall", f"{tag} prompt tok", f"{tag} evaluated", f"{tag} calls",
                    f"{tag} executed?", f"{tag} verdict"]
     rows = []
-    for step_a, step_b in zip(a.steps, b.steps):
+    for step_a, step_b in zip(a.steps, b.steps, strict=False):
         row = [str(step_a.step)]
         for step in (step_a, step_b):
             row += [_wall(step.wall_s), str(step.prompt_tokens), str(step.evaluated_tokens),
@@ -91,7 +91,7 @@ def _grid(header: list[str], rows: list[list[str]], *, right: set[int]) -> list[
 
     def line(cells: list[str]) -> str:
         return " | ".join(c.rjust(w) if i in right else c.ljust(w)
-                          for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+                          for i, (c, w) in enumerate(zip(cells, widths, strict=False))).rstrip()
 
     rule = "-+-".join("-" * (w or len(header[-1])) for w in widths)
     return [line(header), rule, *map(line, rows)]

@@ -14,8 +14,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -33,26 +33,14 @@ from stack.llm.protocol import (
 )
 
 log = logging.getLogger("lane.llm")
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
 DISCONNECT_POLL_S = 0.1
 
 
 def create_app(engine: Engine, *, model_id: str, on_load_failure: Callable[[], None] | None = None) -> FastAPI:
     """The app loads the model in the background so that /health can say "loading" meanwhile."""
-
-    @asynccontextmanager
-    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        def load() -> None:
-            try:
-                engine.load()
-            except Exception:  # engine.load logged it; the command decides whether to exit
-                if on_load_failure is not None:
-                    on_load_failure()
-
-        threading.Thread(target=load, name="lane-llm-load", daemon=True).start()
-        yield
-
-    app = FastAPI(title="fallback-lane llm", lifespan=lifespan)
+    app = FastAPI(title="fallback-lane llm", lifespan=_loading_in_background(engine, on_load_failure))
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -93,6 +81,31 @@ def create_app(engine: Engine, *, model_id: str, on_load_failure: Callable[[], N
         return await _complete(request, engine, job, completion_id, model_id)
 
     return app
+
+
+def _loading_in_background(engine: Engine, on_load_failure: Callable[[], None] | None) -> Lifespan:
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        def load() -> None:
+            try:
+                engine.load()
+            except Exception:  # engine.load logged it; the command decides whether to exit
+                if on_load_failure is not None:
+                    on_load_failure()
+
+        threading.Thread(target=load, name="lane-llm-load", daemon=True).start()
+        yield
+
+    return lifespan
+
+
+def _failure(exc: Exception) -> tuple[int, dict[str, Any]]:
+    """The status and OpenAI error body of a generation that raised."""
+    if isinstance(exc, PromptTooLong):
+        return 400, error_body(str(exc), "context_length_exceeded")
+    if isinstance(exc, TemplateFailure):
+        return 400, error_body(str(exc), "bad_messages")
+    return 500, error_body(str(exc), "generation_failed", "server_error")  # the server stays up
 
 
 async def _json(request: Request) -> Any:
@@ -161,12 +174,9 @@ async def _complete(
         outcome = done.result()
     except Cancelled:
         return JSONResponse(error_body("the client went away", "cancelled"), status_code=499)
-    except PromptTooLong as exc:
-        return JSONResponse(error_body(str(exc), "context_length_exceeded"), status_code=400)
-    except TemplateFailure as exc:
-        return JSONResponse(error_body(str(exc), "bad_messages"), status_code=400)
-    except Exception as exc:  # a llama.cpp failure: an error body, the server stays up
-        return JSONResponse(error_body(str(exc), "generation_failed", "server_error"), status_code=500)
+    except Exception as exc:
+        status, body = _failure(exc)
+        return JSONResponse(body, status_code=status)
     return JSONResponse(
         completion_body(completion_id, model_id, outcome.text, outcome.finish_reason, _usage(outcome))
     )
@@ -178,7 +188,11 @@ async def _stream(
     """SSE chunks: role, content deltas, the finish chunk, the usage chunk when asked, [DONE]."""
     loop = asyncio.get_running_loop()
     pieces: asyncio.Queue[str] = asyncio.Queue()
-    done = _start(engine, job, completion_id, lambda piece: loop.call_soon_threadsafe(pieces.put_nowait, piece))
+
+    def emit(piece: str) -> None:
+        loop.call_soon_threadsafe(pieces.put_nowait, piece)
+
+    done = _start(engine, job, completion_id, emit)
     getter: asyncio.Future[str] | None = None
     last_poll = time.monotonic()
     try:
@@ -186,7 +200,8 @@ async def _stream(
         while True:
             if getter is None:
                 getter = asyncio.ensure_future(pieces.get())
-            ready, _ = await asyncio.wait({getter, done}, timeout=DISCONNECT_POLL_S, return_when=asyncio.FIRST_COMPLETED)
+            waiting: set[asyncio.Future[Any]] = {getter, done}
+            ready, _ = await asyncio.wait(waiting, timeout=DISCONNECT_POLL_S, return_when=asyncio.FIRST_COMPLETED)
             if getter in ready:
                 yield _sse(chunk_body(completion_id, model_id, {"content": getter.result()}))
                 getter = None
@@ -197,27 +212,30 @@ async def _stream(
                 if await request.is_disconnected():
                     job.cancel.set()
                     return
-        try:
-            outcome = done.result()
-        except Cancelled:
-            return
-        except (PromptTooLong, TemplateFailure) as exc:
-            yield _sse(error_body(str(exc), "bad_request"))
-            yield "data: [DONE]\n\n"
-            return
-        except Exception as exc:  # reported in-band: the headers are already sent
-            yield _sse(error_body(str(exc), "generation_failed", "server_error"))
-            yield "data: [DONE]\n\n"
-            return
-        yield _sse(chunk_body(completion_id, model_id, {}, outcome.finish_reason))
-        if job.request.include_usage:
-            yield _sse(chunk_body(completion_id, model_id, None, usage_block=_usage(outcome)))
-        yield "data: [DONE]\n\n"
+        for line in _closing_chunks(done, job, completion_id, model_id):
+            yield line
     finally:
         if getter is not None:
             getter.cancel()
         if not done.done():
             job.cancel.set()
+
+
+def _closing_chunks(done: asyncio.Future[Outcome], job: Job, completion_id: str, model_id: str) -> Iterator[str]:
+    """The finish chunk, the usage chunk when asked and [DONE]; for a generation that raised, its
+    error in-band instead, since the headers are already sent. Nothing for a cancelled one."""
+    try:
+        outcome = done.result()
+    except Cancelled:
+        return
+    except Exception as exc:
+        yield _sse(_failure(exc)[1])
+        yield "data: [DONE]\n\n"
+        return
+    yield _sse(chunk_body(completion_id, model_id, {}, outcome.finish_reason))
+    if job.request.include_usage:
+        yield _sse(chunk_body(completion_id, model_id, None, usage_block=_usage(outcome)))
+    yield "data: [DONE]\n\n"
 
 
 def _usage(outcome: Outcome) -> dict[str, Any]:

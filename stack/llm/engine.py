@@ -174,7 +174,8 @@ class Engine:
                 tool_choice: Any) -> Any:
         assert self._formatter is not None
         try:
-            return self._formatter(messages=messages, tools=tools, tool_choice=tool_choice)
+            # llama-cpp-python types these as its own TypedDicts; the shapes are OpenAI's, as checked by protocol.
+            return self._formatter(messages=messages, tools=tools, tool_choice=tool_choice)  # type: ignore[arg-type]
         except Exception as exc:  # Jinja raises many kinds; all mean "these messages do not fit the template"
             raise TemplateFailure(f"the chat template cannot render these messages: {exc}") from exc
 

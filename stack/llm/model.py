@@ -38,10 +38,10 @@ def resolve_model(configured: str | None) -> Path:
                 f"model file {path} does not exist (scripts/fetch_model.sh downloads the laptop model)"
             )
         return path
-    path = embedded_model_path()
-    if path is None:
+    embedded = embedded_model_path()
+    if embedded is None:
         raise ModelNotFound(
             f"no model configured and the embedded default is missing; install it with {INSTALL_HINT} "
             "or pass --model PATH"
         )
-    return path
+    return embedded

@@ -75,7 +75,7 @@ class PromptCache:
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     length = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         length += 1

@@ -25,7 +25,7 @@ _SINGLE = '{"name": <function-name>, "arguments": <args-json-object>}'
 def wants_object_arguments(render: Render) -> bool:
     """True when the template JSON-encodes a call's `arguments` itself (a string shows escaped)."""
     call = {"id": "probe", "type": "function", "function": {"name": "probe", "arguments": _PROBE}}
-    messages = [{"role": "user", "content": "probe"},
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "probe"},
                 {"role": "assistant", "content": "", "tool_calls": [call]}]
     try:
         return json.dumps(_PROBE) in render(messages)
@@ -47,7 +47,7 @@ def _decoded_calls(message: dict[str, Any]) -> dict[str, Any]:
     for call in message["tool_calls"]:
         function = call.get("function") if isinstance(call, dict) else None
         arguments = function.get("arguments") if isinstance(function, dict) else None
-        if isinstance(arguments, str):
+        if isinstance(function, dict) and isinstance(arguments, str):
             try:
                 decoded = json.loads(arguments)
             except json.JSONDecodeError:
