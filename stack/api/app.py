@@ -24,6 +24,7 @@ from ..store import Store, new_session_id
 from ..tools.mcp_tools import open_lane_registry
 from ..tools.registry import Registry, describe_selection
 from ..toolsearch.catalog import warm_up
+from ..wire import ApiError, new_completion_id
 from .chat_request import (
     check_session_id,
     last_user_message,
@@ -31,9 +32,9 @@ from .chat_request import (
     profile_from,
     session_id_from,
 )
-from .errors import ApiError, CatchAll, install_handlers
+from .errors import CatchAll, install_handlers
 from .guards import BearerAuth, BodyLimit
-from .responses import completion, completion_id, models_list
+from .responses import completion, models_list
 from .turns import ClientGone, TurnRunner, upstream_error
 from .ui import ui_router
 
@@ -122,7 +123,7 @@ async def chat_completions(request: Request) -> Response:
     headers = {"X-Session-Id": session_id}
     turns: TurnRunner = request.app.state.turns
     task = turns.start(session_id, new_messages, chat, profile)
-    reply_id = completion_id()
+    reply_id = new_completion_id()
     if chat.stream:
         return StreamingResponse(
             turns.stream(task, request, reply_id), media_type="text/event-stream",

@@ -8,40 +8,19 @@ plain-text or HTML error, or a dropped connection, breaks them in confusing ways
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..wire import ApiError
+
 log = logging.getLogger("lane.api")
 
 
-class ApiError(Exception):
-    """A request the shim answers with an error status; the message is shown to the client."""
-
-    def __init__(self, status: int, message: str, *, type: str = "invalid_request_error",
-                 code: str = "invalid_request", headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.type = type
-        self.code = code
-        self.headers = headers
-
-
-def bad_request(message: str, code: str = "invalid_request") -> ApiError:
-    return ApiError(400, message, code=code)
-
-
-def error_body(message: str, type: str, code: str) -> dict[str, Any]:
-    return {"error": {"message": message, "type": type, "code": code}}
-
-
 def error_response(error: ApiError) -> JSONResponse:
-    return JSONResponse(error_body(error.message, error.type, error.code),
-                        status_code=error.status, headers=error.headers)
+    return JSONResponse(error.body, status_code=error.status, headers=error.headers)
 
 
 INTERNAL = ApiError(500, "internal error in the shim; see its log", type="server_error",

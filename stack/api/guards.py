@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import error_body
+from ..wire import error_body
 from .ui_auth import browser_gate, is_ui_path
 
 # Reachable without the key: a load balancer or `lane up` must be able to probe it.
@@ -22,7 +22,7 @@ OPEN_PATHS = frozenset({"/health"})
 
 async def send_error(send: Send, status: int, message: str, type: str, code: str,
                      headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
-    body = json.dumps(error_body(message, type, code)).encode()
+    body = json.dumps(error_body(message, code, type)).encode()
     await send({
         "type": "http.response.start",
         "status": status,

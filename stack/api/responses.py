@@ -1,15 +1,15 @@
-"""The OpenAI shapes the shim answers with: a chat.completion, its streamed chunks, and usage.
+"""What the shim means by a completion: a turn's answer, its finish reason and its usage.
 
 The client sees only the final answer of a turn: the tool calls ran inside the shim, so what they
 cost is reported in `usage` (summed over every model call) and `usage.lane`, not as tool_calls.
+The shapes themselves are the wire module's.
 """
 
 from __future__ import annotations
 
-import json
-import time
-import uuid
 from typing import Any
+
+from ..wire import chunk_body, completion_body, usage
 
 MODEL_ID = "fallback-lane"
 
@@ -19,16 +19,9 @@ _FINISH = {"stop": "stop", "length": "length", "clarify": "stop", "iteration_lim
            "repeated_call": "stop"}
 
 
-def completion_id() -> str:
-    return "chatcmpl-" + uuid.uuid4().hex[:24]
-
-
 def usage_of(result: Any) -> dict[str, Any]:
     return {
-        "prompt_tokens": result.prompt_tokens,
-        "completion_tokens": result.completion_tokens,
-        "total_tokens": result.prompt_tokens + result.completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": result.cached_tokens},
+        **usage(result.prompt_tokens, result.completion_tokens, result.cached_tokens),
         "lane": {
             "model_calls": result.model_calls,
             "peak_prompt_tokens": result.peak_prompt_tokens,
@@ -43,38 +36,12 @@ def finish_reason_of(result: Any) -> str:
 
 
 def completion(result: Any, *, id: str) -> dict[str, Any]:
-    return {
-        "id": id,
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": MODEL_ID,
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": result.content},
-            "finish_reason": finish_reason_of(result),
-        }],
-        "usage": usage_of(result),
-    }
+    return completion_body(id, MODEL_ID, result.content, finish_reason_of(result), usage_of(result))
 
 
 def chunk(id: str, delta: dict[str, Any], finish_reason: str | None = None,
-          **extra: Any) -> dict[str, Any]:
-    return {
-        "id": id,
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": MODEL_ID,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
-        **extra,
-    }
-
-
-def sse(payload: dict[str, Any]) -> str:
-    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
-
-
-SSE_DONE = "data: [DONE]\n\n"
-SSE_KEEPALIVE = ": keep-alive\n\n"
+          usage_block: dict[str, Any] | None = None) -> dict[str, Any]:
+    return chunk_body(id, MODEL_ID, delta, finish_reason, usage_block=usage_block)
 
 
 def models_list() -> dict[str, Any]:

@@ -22,9 +22,10 @@ from ..agent.loop import Agent, TurnResult
 from ..config import Settings
 from ..store import Store
 from ..toolsearch.surface import Profile
+from ..wire import SSE_DONE, SSE_KEEPALIVE, ApiError, sse
 from .chat_request import ChatRequest
-from .errors import INTERNAL, ApiError, error_body
-from .responses import SSE_DONE, SSE_KEEPALIVE, chunk, finish_reason_of, sse, usage_of
+from .errors import INTERNAL
+from .responses import chunk, finish_reason_of, usage_of
 
 log = logging.getLogger("lane.api")
 
@@ -112,18 +113,17 @@ class TurnRunner:
                 result = task.result()
             except LlmError as exc:
                 error = upstream_error(exc)
-                yield sse(error_body(error.message, error.type, error.code))
+                yield sse(error.body)
                 yield SSE_DONE
                 return
             except Exception:
                 log.exception("turn failed while streaming")
-                yield sse(error_body(INTERNAL.message, INTERNAL.type, INTERNAL.code))
+                yield sse(INTERNAL.body)
                 yield SSE_DONE
                 return
             if result.content:
                 yield sse(chunk(completion_id, {"content": result.content}))
-            yield sse(chunk(completion_id, {}, finish_reason_of(result),
-                            usage=usage_of(result)))
+            yield sse(chunk(completion_id, {}, finish_reason_of(result), usage_of(result)))
             yield SSE_DONE
         finally:
             task.cancel()

@@ -10,7 +10,6 @@ client until the context is full; this is the reason the lane has its own server
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 import time
@@ -22,13 +21,15 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from stack.llm.engine import Cancelled, Engine, Job, Outcome, PromptTooLong, TemplateFailure
-from stack.llm.protocol import (
-    BadRequest,
+from stack.llm.protocol import parse_chat_request
+from stack.wire import (
+    SSE_DONE,
+    ApiError,
     chunk_body,
     completion_body,
     error_body,
     new_completion_id,
-    parse_chat_request,
+    sse,
     usage,
 )
 
@@ -67,9 +68,9 @@ def create_app(engine: Engine, *, model_id: str, on_load_failure: Callable[[], N
     @app.post("/v1/chat/completions", response_model=None)
     async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
         try:
-            chat = parse_chat_request(await _json(request), engine.cap)
-        except BadRequest as exc:
-            return JSONResponse(error_body(str(exc), "bad_request"), status_code=400)
+            chat = parse_chat_request(await request.body(), engine.cap)
+        except ApiError as exc:
+            return JSONResponse(exc.body, status_code=exc.status)
         if not engine.loaded:
             message = engine.load_error or "the model is still loading"
             return JSONResponse(error_body(message, "model_not_ready", "server_error"), status_code=503)
@@ -106,13 +107,6 @@ def _failure(exc: Exception) -> tuple[int, dict[str, Any]]:
     if isinstance(exc, TemplateFailure):
         return 400, error_body(str(exc), "bad_messages")
     return 500, error_body(str(exc), "generation_failed", "server_error")  # the server stays up
-
-
-async def _json(request: Request) -> Any:
-    try:
-        return await request.json()
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"the request body is not valid JSON: {exc}") from exc
 
 
 def _start(engine: Engine, job: Job, completion_id: str, emit: Callable[[str], None]) -> asyncio.Future[Outcome]:
@@ -196,14 +190,14 @@ async def _stream(
     getter: asyncio.Future[str] | None = None
     last_poll = time.monotonic()
     try:
-        yield _sse(chunk_body(completion_id, model_id, {"role": "assistant", "content": ""}))
+        yield sse(chunk_body(completion_id, model_id, {"role": "assistant", "content": ""}))
         while True:
             if getter is None:
                 getter = asyncio.ensure_future(pieces.get())
             waiting: set[asyncio.Future[Any]] = {getter, done}
             ready, _ = await asyncio.wait(waiting, timeout=DISCONNECT_POLL_S, return_when=asyncio.FIRST_COMPLETED)
             if getter in ready:
-                yield _sse(chunk_body(completion_id, model_id, {"content": getter.result()}))
+                yield sse(chunk_body(completion_id, model_id, {"content": getter.result()}))
                 getter = None
             elif done in ready and pieces.empty():
                 break
@@ -229,18 +223,14 @@ def _closing_chunks(done: asyncio.Future[Outcome], job: Job, completion_id: str,
     except Cancelled:
         return
     except Exception as exc:
-        yield _sse(_failure(exc)[1])
-        yield "data: [DONE]\n\n"
+        yield sse(_failure(exc)[1])
+        yield SSE_DONE
         return
-    yield _sse(chunk_body(completion_id, model_id, {}, outcome.finish_reason))
+    yield sse(chunk_body(completion_id, model_id, {}, outcome.finish_reason))
     if job.request.include_usage:
-        yield _sse(chunk_body(completion_id, model_id, None, usage_block=_usage(outcome)))
-    yield "data: [DONE]\n\n"
+        yield sse(chunk_body(completion_id, model_id, None, usage_block=_usage(outcome)))
+    yield SSE_DONE
 
 
 def _usage(outcome: Outcome) -> dict[str, Any]:
     return usage(outcome.prompt_tokens, outcome.completion_tokens, outcome.cached_tokens)
-
-
-def _sse(payload: dict[str, Any]) -> str:
-    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"

@@ -111,4 +111,4 @@ def test_bad_requests_get_a_400_with_an_openai_error(llm_url: str, body: dict, n
 def test_a_body_that_is_not_json_gets_a_400(llm_url: str) -> None:
     reply = httpx.post(f"{llm_url}/v1/chat/completions", content=b"{not json", timeout=10)
     assert reply.status_code == 400
-    assert reply.json()["error"]["code"] == "bad_request"
+    assert reply.json()["error"]["code"] == "invalid_json"

@@ -35,7 +35,7 @@ def engine() -> Engine:
 
 def run(engine: Engine, body: dict) -> tuple[object, list[str]]:
     pieces: list[str] = []
-    outcome = engine.generate(Job(parse_chat_request(body, engine.cap)), pieces.append)
+    outcome = engine.generate(Job(parse_chat_request(json.dumps(body).encode(), engine.cap)), pieces.append)
     return outcome, pieces
 
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from stack.api.chat_request import MAX_JSON_DEPTH, json_depth, parse_chat_request
-from stack.api.errors import ApiError
+from stack.api.chat_request import parse_chat_request
+from stack.wire import MAX_JSON_DEPTH, ApiError, json_depth
 
 
 def request_with_depth(depth: int) -> bytes:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from stack.llm.engine import _StopScanner
-from stack.llm.protocol import BadRequest, clamp_max_tokens, parse_chat_request
+from stack.llm.protocol import ChatRequest, parse_chat_request
+from stack.wire import ApiError, clamp_max_tokens
 
 USER = [{"role": "user", "content": "hi"}]
+
+
+def parse(body: object, cap: int) -> ChatRequest:
+    return parse_chat_request(json.dumps(body).encode(), cap)
 
 
 @pytest.mark.parametrize("asked, expected", [(None, 64), (0, 64), (-3, 64), (65, 64), (100_000, 64), (64, 64), (5, 5)])
@@ -16,14 +23,14 @@ def test_the_cap_clamps_and_never_rejects(asked: int | None, expected: int) -> N
 
 
 def test_max_completion_tokens_wins_over_max_tokens() -> None:
-    request = parse_chat_request({"messages": USER, "max_tokens": 50, "max_completion_tokens": 7}, 64)
+    request = parse({"messages": USER, "max_tokens": 50, "max_completion_tokens": 7}, 64)
     assert request.max_tokens == 7 and request.requested_max_tokens == 7
 
 
 def test_include_usage_only_applies_to_streams() -> None:
     options = {"include_usage": True}
-    assert parse_chat_request({"messages": USER, "stream": True, "stream_options": options}, 8).include_usage
-    assert not parse_chat_request({"messages": USER, "stream_options": options}, 8).include_usage
+    assert parse({"messages": USER, "stream": True, "stream_options": options}, 8).include_usage
+    assert not parse({"messages": USER, "stream_options": options}, 8).include_usage
 
 
 def test_text_parts_are_joined_and_null_content_becomes_empty() -> None:
@@ -31,8 +38,8 @@ def test_text_parts_are_joined_and_null_content_becomes_empty() -> None:
         {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
         {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]},
     ]
-    parsed = parse_chat_request({"messages": messages}, 8).messages
-    assert parsed[0]["content"] == "ab"
+    parsed = parse({"messages": messages}, 8).messages
+    assert parsed[0]["content"] == "a\nb"
     assert parsed[1]["content"] == "" and parsed[1]["tool_calls"] == [{"id": "1"}]
 
 
@@ -49,11 +56,14 @@ def test_text_parts_are_joined_and_null_content_becomes_empty() -> None:
         {"messages": USER, "stop": 3},
         {"messages": USER, "tools": {"type": "function"}},
         {"messages": USER, "stream_options": []},
+        {"messages": USER, "tools": [1]},
+        {"messages": USER, "top_k": "5"},
     ],
 )
 def test_malformed_requests_are_refused(body: object) -> None:
-    with pytest.raises(BadRequest):
-        parse_chat_request(body, 8)
+    with pytest.raises(ApiError) as raised:
+        parse(body, 8)
+    assert raised.value.status == 400
 
 
 def scan(pieces: list[str], stops: tuple[str, ...]) -> tuple[list[str], bool, str]:
