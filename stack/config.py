@@ -38,6 +38,10 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Settings:
     llm_url: str = "http://127.0.0.1:8081/v1"
+    # The GGUF file `lane llm` and `lane up` serve; None serves the embedded SmolLM2-135M.
+    llm_model: str | None = None
+    # The shim `lane check` talks to; None means this machine on `port`.
+    shim_url: str | None = None
     model: str | None = None
     max_tokens: int = 4096
     llm_timeout_s: float = 300.0
@@ -109,6 +113,8 @@ class Settings:
 
 _ENV_NAMES = {
     "LANE_LLM_URL": "llm_url",
+    "LANE_LLM_MODEL": "llm_model",
+    "LANE_SHIM_URL": "shim_url",
     "LANE_MODEL": "model",
     "LANE_MAX_TOKENS": "max_tokens",
     "LANE_LLM_TIMEOUT": "llm_timeout_s",

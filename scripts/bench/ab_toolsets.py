@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from stack.config import load_settings  # noqa: E402
+from stack.token_estimate import estimate_tokens  # noqa: E402
 from stack.tools.mcp_tools import open_lane_registry  # noqa: E402
-from stack.toolsearch.catalog import schema_tokens  # noqa: E402
 from stack.toolsearch.surface import assemble  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -44,7 +44,7 @@ def main() -> int:
         arms = {"A (full)": assemble(registry, settings, profile="full"),
                 "B (core + bridges)": assemble(registry, settings, profile="search")}
         sources = sorted({tool.source for tool in registry})
-        report = {label: {"tools": len(toolset.offered), "tool_tokens": schema_tokens(toolset.offered),
+        report = {label: {"tools": len(toolset.offered), "tool_tokens": estimate_tokens(toolset.offered),
                           "names": [t["function"]["name"] for t in toolset.offered]}
                   for label, toolset in arms.items()}
     if args.json:

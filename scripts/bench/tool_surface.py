@@ -17,8 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from stack.config import load_settings  # noqa: E402
+from stack.token_estimate import estimate_tokens  # noqa: E402
 from stack.tools.registry import build_registry  # noqa: E402
-from stack.toolsearch.catalog import schema_tokens  # noqa: E402
 from stack.toolsearch.surface import assemble  # noqa: E402
 
 
@@ -33,11 +33,11 @@ def main() -> int:
     bridges = 0
     for schema in toolset.offered:
         name = schema["function"]["name"]
-        tokens = schema_tokens(schema)
+        tokens = estimate_tokens(schema)
         kind = "bridge" if name in ("tool_search", "tool_describe", "tool_call") else "core"
         bridges += tokens if kind == "bridge" else 0
         print(f"{name:<20} {tokens:>6}  {kind}")
-    total = schema_tokens(toolset.offered)
+    total = estimate_tokens(toolset.offered)
     print(f"{'bridges':<20} {bridges:>6}")
     print(f"{'total':<20} {total:>6}  (budget {args.budget}; "
           f"{len(toolset.catalog)} deferred tools behind the bridges)")

@@ -6,8 +6,9 @@ messages, so a tool result is never sent without the call that asked for it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from ..token_estimate import estimate_tokens
 
 
 def openai_message(row: dict[str, Any]) -> dict[str, Any]:
@@ -59,7 +60,3 @@ def _noise(row: dict[str, Any], failed_calls: frozenset[str] | set[str]) -> bool
         return row.get("tool_call_id") in failed_calls
     calls = row.get("tool_calls") or []
     return bool(calls) and all(call.get("id") in failed_calls for call in calls)
-
-
-def estimate_tokens(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False)) // 4

@@ -16,6 +16,9 @@ from typing import Any
 
 import httpx
 
+from ..token_estimate import estimate_tokens
+from .toolcalls import ToolCall, new_call_id
+
 log = logging.getLogger("lane.llm_client")
 
 
@@ -28,16 +31,9 @@ class LlmTimeout(LlmError):
 
 
 @dataclass
-class NativeCall:
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass
 class ModelReply:
     content: str
-    tool_calls: list[NativeCall] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
     finish_reason: str = "stop"
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -119,7 +115,7 @@ class LlmClient:
             raise LlmError(f"llm service at {self.base_url} failed: "
                            f"{type(exc).__name__} {exc}".rstrip()) from None
         if not reply.prompt_tokens:
-            reply.prompt_tokens = _estimate_tokens(body)
+            reply.prompt_tokens = estimate_tokens([body["messages"], body.get("tools", [])])
         return reply
 
     async def _stream(self, body: dict[str, Any]) -> ModelReply:
@@ -193,7 +189,7 @@ class _ReplyBuilder:
     def reply(self) -> ModelReply:
         return ModelReply(
             content="".join(self.content),
-            tool_calls=[NativeCall(c["id"], c["name"], c["arguments"])
+            tool_calls=[ToolCall(c["id"] or new_call_id(), c["name"], c["arguments"], "native")
                         for _, c in sorted(self.calls.items())],
             finish_reason=self.finish_reason,
             **_token_counts(self.usage),
@@ -207,7 +203,8 @@ def _from_completion(payload: dict[str, Any]) -> ModelReply:
     except (KeyError, IndexError, TypeError):
         raise LlmError(f"llm service sent no choices: {str(payload)[:200]}") from None
     calls = [
-        NativeCall(c.get("id", ""), c["function"]["name"], c["function"].get("arguments") or "")
+        ToolCall(c.get("id") or new_call_id(), c["function"]["name"],
+                 c["function"].get("arguments") or "", "native")
         for c in message.get("tool_calls") or []
     ]
     return ModelReply(
@@ -224,8 +221,3 @@ def _token_counts(usage: dict[str, Any]) -> dict[str, int]:
     return {"prompt_tokens": int(usage.get("prompt_tokens") or 0),
             "completion_tokens": int(usage.get("completion_tokens") or 0),
             "cached_tokens": int(details.get("cached_tokens") or 0)}
-
-
-def _estimate_tokens(body: dict[str, Any]) -> int:
-    """chars/4 of what was sent, for servers that report no usage."""
-    return len(json.dumps(body["messages"])) // 4 + len(json.dumps(body.get("tools", []))) // 4

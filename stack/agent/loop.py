@@ -13,16 +13,17 @@ from typing import Any
 
 from ..config import Settings
 from ..store import Store
+from ..token_estimate import estimate_tokens
 from ..tools.base import ToolContext
 from ..tools.execute import Outcome
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .corrections import TurnFacts, TurnLedger, correction, fallback_answer, named_in, repeated
-from .history import conversation, estimate_tokens
+from .history import conversation
 from .llm_client import LlmClient, ModelReply
 from .prompt import memory_note, promoted_tools_note, system_prompt
-from .toolcalls import extract_calls, new_call_id
+from .toolcalls import ToolCall, extract_calls
 
 
 @dataclass
@@ -36,16 +37,6 @@ class TurnResult:
     model_calls: int = 0
     peak_prompt_tokens: int = 0
     tools_executed: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One call the model made, natively or written as text; `arguments` as the model gave them."""
-
-    id: str
-    name: str
-    arguments: Any
-    origin: str  # native | content
 
 
 class TurnEnded(Exception):
@@ -209,11 +200,7 @@ class Agent:
 
 
 def _calls_of(reply: ModelReply, toolset: Toolset) -> list[ToolCall]:
-    if reply.tool_calls:
-        return [ToolCall(c.id or new_call_id(), c.name, c.arguments, "native")
-                for c in reply.tool_calls]
-    return [ToolCall(c.id, c.name, c.arguments, "content")
-            for c in extract_calls(reply.content, toolset.parameters_of)]
+    return reply.tool_calls or extract_calls(reply.content, toolset.parameters_of)
 
 
 def _forced(tool: str | None) -> dict[str, Any] | None:

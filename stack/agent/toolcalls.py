@@ -15,7 +15,7 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from ..tools.base import ToolError
 from ..tools.validation import parse_arguments, validate_arguments
@@ -27,13 +27,18 @@ SchemaLookup = Callable[[str], "dict[str, Any] | None"]
 
 
 @dataclass(frozen=True)
-class TextCall:
+class ToolCall:
+    """One call the model made, the lane's one call type from reply to store. `arguments` are as
+    the model gave them: a JSON string on the native channel; an object, or the raw text of a
+    tagged call, when recovered from text. `origin` is stored with the execution."""
+
     id: str
     name: str
-    arguments: Any  # an object, or the raw text the model wrote for a tagged call
+    arguments: Any
+    origin: Literal["native", "content"]
 
 
-def extract_calls(text: str, parameters_of: SchemaLookup) -> list[TextCall]:
+def extract_calls(text: str, parameters_of: SchemaLookup) -> list[ToolCall]:
     if not text or "{" not in text:
         return []
     tagged = [m.group(1) for m in _TAGGED.finditer(text)]
@@ -44,7 +49,7 @@ def extract_calls(text: str, parameters_of: SchemaLookup) -> list[TextCall]:
     return [call for source in sources for call in _json_calls(source, parameters_of)]
 
 
-def _tagged_calls(body: str, parameters_of: SchemaLookup) -> list[TextCall]:
+def _tagged_calls(body: str, parameters_of: SchemaLookup) -> list[ToolCall]:
     try:
         value = json.loads(body)
     except json.JSONDecodeError:
@@ -54,17 +59,17 @@ def _tagged_calls(body: str, parameters_of: SchemaLookup) -> list[TextCall]:
             return embedded
         name = _name_in_broken_json(body)
         if name and parameters_of(name) is not None:
-            return [TextCall(new_call_id(), name, _raw_arguments_text(body))]
+            return [ToolCall(new_call_id(), name, _raw_arguments_text(body), "content")]
         return []
     calls = []
     for item in value if isinstance(value, list) else [value]:
         shape = _call_shape(item)
         if shape and parameters_of(shape[0]) is not None:
-            calls.append(TextCall(new_call_id(), shape[0], shape[1]))
+            calls.append(ToolCall(new_call_id(), shape[0], shape[1], "content"))
     return calls
 
 
-def _json_calls(text: str, parameters_of: SchemaLookup) -> list[TextCall]:
+def _json_calls(text: str, parameters_of: SchemaLookup) -> list[ToolCall]:
     calls = []
     for value in _json_values(text):
         for item in value if isinstance(value, list) else [value]:
@@ -79,11 +84,11 @@ def _json_calls(text: str, parameters_of: SchemaLookup) -> list[TextCall]:
                 arguments = validate_arguments(name, schema, parse_arguments(raw_arguments))
             except ToolError:
                 continue
-            calls.append(TextCall(new_call_id(), name, arguments))
+            calls.append(ToolCall(new_call_id(), name, arguments, "content"))
     return calls
 
 
-def described_call(text: str, parameters_of: SchemaLookup) -> TextCall | None:
+def described_call(text: str, parameters_of: SchemaLookup) -> ToolCall | None:
     """A call told in prose ("I called the memory function with {"action": "add", ...}"): an
     offered tool named in the text and, after it, a JSON object that fits that tool's schema once
     its nulls are dropped. Never run as such (a model also describes calls it made before); the
@@ -97,7 +102,7 @@ def described_call(text: str, parameters_of: SchemaLookup) -> TextCall | None:
             if schema is None:
                 continue
             try:
-                return TextCall(new_call_id(), name, validate_arguments(name, schema, arguments))
+                return ToolCall(new_call_id(), name, validate_arguments(name, schema, arguments), "content")
             except ToolError:
                 continue
     return None

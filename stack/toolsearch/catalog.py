@@ -32,11 +32,6 @@ MIN_COSINE = 0.35
 MIN_QUERY_COVERAGE_BM25 = 0.4
 
 
-def schema_tokens(schemas: Any) -> int:
-    """The lane's token estimate of a JSON value: characters of compact JSON divided by four."""
-    return len(json.dumps(schemas, separators=(",", ":"), ensure_ascii=False)) // 4
-
-
 def one_line(text: str, limit: int = 120) -> str:
     """The first sentence of a description, on one line, at most `limit` characters."""
     flat = " ".join(text.split())

@@ -10,7 +10,8 @@ promoted schemas together stay under `promote_budget_tokens`.
 from __future__ import annotations
 
 from ..config import Settings
-from .catalog import Catalog, schema_tokens
+from ..token_estimate import estimate_tokens
+from .catalog import Catalog
 
 # How far the best hit must lead the next one to count as a clear winner, as a share of its
 # score. On scripts/bench/data this promotes a gold tool for 35% of queries and a wrong one for
@@ -43,7 +44,7 @@ def _winners(catalog: Catalog, query: str, settings: Settings) -> tuple[str, ...
     chosen: list[str] = []
     spent = 0
     for name in winners:
-        cost = schema_tokens(catalog.tools[name].openai_schema())
+        cost = estimate_tokens(catalog.tools[name].openai_schema())
         if spent + cost > settings.promote_budget_tokens:
             break
         chosen.append(name)

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from ..config import Settings
+from ..token_estimate import estimate_tokens
 from ..tools.base import Tool, ToolContext
 from ..tools.execute import Outcome, refused, run_tool
 from ..tools.registry import Registry
 from .bridges import CALL, CALL_SCHEMA, bridge_tools, call_through_bridge
-from .catalog import Catalog, build_catalog, schema_tokens
+from .catalog import Catalog, build_catalog
 from .promotion import promoted_tools
 
 Profile = Literal["search", "full"]
@@ -94,7 +95,7 @@ def use_bridges(catalog: Catalog, settings: Settings) -> bool:
     if settings.tool_search == "off" or not catalog:
         return False
     if settings.tool_search == "auto":
-        deferred = catalog.memo("schema_tokens", lambda: schema_tokens(
+        deferred = catalog.memo("schema_tokens", lambda: estimate_tokens(
             [t.openai_schema() for t in catalog.tools.values()]))
         return deferred > settings.tool_search_threshold_pct / 100 * settings.context_tokens
     return True

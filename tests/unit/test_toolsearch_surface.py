@@ -6,10 +6,11 @@ import pytest
 
 from stack.config import Settings
 from stack.store import Store
+from stack.token_estimate import estimate_tokens
 from stack.tools.base import RESERVED_NAMES, Tool, ToolContext, object_schema
 from stack.tools.registry import Registry
 from stack.toolsearch.bridges import CALL_SCHEMA, bridge_tools
-from stack.toolsearch.catalog import Catalog, build_catalog, schema_tokens
+from stack.toolsearch.catalog import Catalog, build_catalog
 from stack.toolsearch.promotion import promoted_tools
 from stack.toolsearch.surface import assemble
 
@@ -127,7 +128,7 @@ def test_scoping_hides_and_refuses_out_of_scope_tools(settings, ctx):
 
 def test_bridge_schemas_are_small_and_the_no_tool_surface_fits(settings):
     bridges = [t.openai_schema() for t in bridge_tools(Catalog({}), settings).values()]
-    assert schema_tokens(bridges + [CALL_SCHEMA]) < 400
+    assert estimate_tokens(bridges + [CALL_SCHEMA]) < 400
     for schema in bridges + [CALL_SCHEMA]:
         assert schema["function"]["description"]
 
