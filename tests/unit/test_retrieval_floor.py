@@ -15,7 +15,7 @@ from stack.toolsearch.retrieval import ToolIndex
 
 DATA = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "data"
 # Held-out R@5 as last recorded by scripts/bench/retrieval.py; raise it when retrieval improves.
-RECORDED = {"hybrid": 0.748, "bm25": 0.662}
+RECORDED = {"hybrid": 0.752, "bm25": 0.662}
 SLACK = 0.02
 
 

@@ -147,7 +147,8 @@ def test_hopeless_search_is_flagged_with_closest_tools_and_sources(settings, ctx
     toolset = assemble(registry(), settings)
     output = toolset.dispatch("tool_search", {"query": "qqzx vvkp"}, ctx).output
     assert output.startswith("Low confidence")
-    assert output.count("\n- ") == 3
+    # The nearest tools by whatever faint similarity there is (or by name when there is none).
+    assert output.count("\n- ") >= 3
     assert "Connected sources: github, slack, weather" in output
 
 
