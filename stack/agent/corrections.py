@@ -6,8 +6,7 @@ repeats one call with the same arguments until the iterations run out, and ends 
 empty answer that later turns then imitate. Each has a remedy here:
 * one corrective message per turn when a reply makes no call but names a tool that has not run in
   this session or spells a call that did not parse, one when a reply is empty, and one when it
-  repeats word for word an answer to an earlier request (a small model copies its history), and one
-  when it answers before a tool the user's request names has run ("run X, then save it to memory");
+  answers before a tool the user's request names has run ("run X, then save it to memory");
 * a repeated identical call is not run again: the model is told the earlier result (or error);
   a third identical call ends the turn;
 * a final answer is never empty: when the model gives none, the lane says what ran and what failed.
@@ -37,7 +36,7 @@ class TurnLedger:
 
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
-    corrected: set[str] = field(default_factory=set)  # the kinds of correction already given
+    corrected: set[str] = field(default_factory=set)  # Correction.once_per of those given
 
     def attempt(self, name: str, arguments: Any) -> tuple[str, Outcome | None]:
         """Count a call; its key and the outcome of the same call made earlier in the turn."""
@@ -76,8 +75,13 @@ class Correction:
     note: str
     force: str | None = None
     kind: str = "call"  # "call": a call told, spelled or named but not made; "empty": no reply;
-    # "echo": the reply repeats an answer given to an earlier request; "unfinished": an answer while
-    # a tool the user's request names has not run in this turn
+    # "unfinished": an answer while a tool the user's request names has not run in this turn
+
+    @property
+    def once_per(self) -> str:
+        """What the correction is given once per turn for: its kind, and for an unfinished request
+        each tool the user named ("run X, then save it to memory" may need both forced)."""
+        return f"{self.kind}:{self.force}" if self.kind == "unfinished" else self.kind
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,6 @@ class TurnFacts:
     offered: dict[str, dict[str, Any]]  # each offered tool's argument schema
     ran_in_session: set[str]
     ran_in_turn: set[str]
-    earlier_answers: list[str]  # the final answers of the session's earlier turns
     last_result: str | None = None  # the latest result of a tool that ran ok in this turn
 
 
@@ -103,9 +106,6 @@ def correction(content: str, facts: TurnFacts) -> Correction | None:
         return Correction("Your reply was empty. Answer the user now in one or two sentences, using the "
                           "tool results above; or call a tool if the task still needs one.",
                           asked[0] if asked else None, "empty")
-    if text in (a.strip() for a in facts.earlier_answers):
-        return Correction(f"That is your answer to an earlier request, repeated. The user now asks: "
-                          f"{facts.request!r}. Answer that request; call a tool if it needs one.", kind="echo")
     return _unmade_call(text, facts, asked) or _unfinished(facts, asked)
 
 

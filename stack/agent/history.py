@@ -6,6 +6,7 @@ messages, so a tool result is never sent without the call that asked for it.
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from ..token_estimate import estimate_tokens
@@ -44,13 +45,39 @@ def conversation(rows: list[dict[str, Any]], budget_tokens: int,
 def _clean_record(rows: list[dict[str, Any]], failed_calls: frozenset[str] | set[str]) -> list[dict[str, Any]]:
     """What the model reads of a session. Never the lane's system prompts (the agent sends the
     current one). Of earlier turns, only what happened: the user's words, the calls that ran with
-    their results, the model's answers; not the lane's notes (promoted tools, corrections, answers
-    it wrote for a silent model) nor failed or refused calls, which were about that turn, and a
-    small model copies whatever pattern its history shows. The current turn is sent whole."""
+    their results, each turn's answer; not the lane's notes (promoted tools, corrections, answers it
+    wrote for a silent model), failed or refused calls, or replies that were no answer, which were
+    about that turn, and a small model copies whatever pattern its history shows. The current turn
+    is sent whole."""
     users = [i for i, row in enumerate(rows) if row["role"] == "user"]
     current = users[-1] if users else len(rows)
+    not_answers = _not_answers(rows[:current], failed_calls)
     return [row for i, row in enumerate(rows)
-            if not row.get("lane_prompt") and (i >= current or not _noise(row, failed_calls))]
+            if not row.get("lane_prompt")
+            and (i >= current or not (i in not_answers or _noise(row, failed_calls)))]
+
+
+def _not_answers(rows: list[dict[str, Any]], failed_calls: frozenset[str] | set[str]) -> set[int]:
+    """The replies without calls that were not their turn's answer: any before the turn's last (the
+    lane corrected it), an empty one, and one that copies word for word an earlier turn's answer or
+    the error of a call that failed (measured: "391" became the answer to every later request)."""
+    dropped: set[int] = set()
+    answered: set[str] = set()
+    starts = [i for i, row in enumerate(rows) if row["role"] == "user"]
+    for start, end in pairwise([*starts, len(rows)]):
+        turn = range(start, end)
+        replies = [i for i in turn if rows[i]["role"] == "assistant" and not rows[i].get("tool_calls")
+                   and not rows[i].get("lane_note")]
+        if not replies:
+            continue
+        errors = [rows[i]["content"] or "" for i in turn
+                  if rows[i]["role"] == "tool" and rows[i].get("tool_call_id") in failed_calls]
+        dropped.update(replies[:-1])
+        answer = (rows[replies[-1]]["content"] or "").strip()
+        if not answer or answer in answered or any(answer in error for error in errors):
+            dropped.add(replies[-1])
+        answered.add(answer)
+    return dropped
 
 
 def _noise(row: dict[str, Any], failed_calls: frozenset[str] | set[str]) -> bool:

@@ -58,7 +58,6 @@ class Turn:
     ctx: ToolContext
     ledger: TurnLedger = field(default_factory=TurnLedger)
     force: str | None = None  # the tool the next model call must call (after a correction)
-    earlier_answers: list[str] = field(default_factory=list)  # final answers of earlier turns
     outcomes: list[Outcome] = field(default_factory=list)
 
 
@@ -97,8 +96,7 @@ class Agent:
                       if m.get("role") == "user"), "")
         temperature = self.settings.temperature if temperature is None else temperature
         return Turn(TurnResult(session_id, "", "stop"), query, profile, cap, temperature,
-                    ToolContext(self.settings, self.store, session_id),
-                    earlier_answers=self.store.final_answers(session_id))
+                    ToolContext(self.settings, self.store, session_id))
 
     def _store_incoming(self, session_id: str, message: dict[str, Any]) -> None:
         self.store.add_message(session_id, message["role"], _text(message.get("content")),
@@ -138,12 +136,12 @@ class Agent:
         facts = TurnFacts(turn.query, {t["function"]["name"]: t["function"].get("parameters") or {}
                                        for t in toolset.offered + toolset.promoted_schemas},
                           self.store.tools_that_ran(turn.result.session_id), {o.tool_name for o in ran},
-                          turn.earlier_answers, ran[-1].output if ran else None)
+                          ran[-1].output if ran else None)
         fix = correction(reply.content, facts)
-        if fix and fix.kind not in turn.ledger.corrected:
+        if fix and fix.once_per not in turn.ledger.corrected:
             # Only a tool in `tools` can be forced: a promoted one would change the prompt's prefix.
             in_tools = {t["function"]["name"] for t in toolset.offered}
-            turn.ledger.corrected.add(fix.kind)
+            turn.ledger.corrected.add(fix.once_per)
             turn.force = fix.force if fix.force in in_tools else None
             self.store.add_message(turn.result.session_id, "system", fix.note, lane_note=True)
             return

@@ -181,19 +181,6 @@ class Store:
                 tool_name=execution["tool_name"]))
             return self._db.execute(_INSERT_EXECUTION, row).lastrowid or 0
 
-    def final_answers(self, session_id: str) -> list[str]:
-        """The last assistant message of each turn that has one (the answer its user read)."""
-        rows = self._read(
-            """SELECT content FROM messages m WHERE session_id = ? AND role = 'assistant'
-                 AND tool_calls IS NULL AND coalesce(content, '') != '' AND lane_note = 0
-                 AND NOT EXISTS (SELECT 1 FROM messages later WHERE later.session_id = m.session_id
-                                 AND later.id > m.id AND later.role IN ('assistant', 'tool')
-                                 AND later.id < coalesce((SELECT min(u.id) FROM messages u
-                                     WHERE u.session_id = m.session_id AND u.role = 'user'
-                                     AND u.id > m.id), 1e18))
-               ORDER BY id""", (session_id,))
-        return [row["content"] for row in rows]
-
     def failed_call_ids(self, session_id: str) -> set[str]:
         """tool_call_ids of a session's calls that did not run ok (error or refused)."""
         rows = self._read("SELECT tool_call_id FROM tool_executions WHERE session_id = ? AND status != 'ok'",

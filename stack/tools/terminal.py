@@ -81,9 +81,9 @@ def _terminal(arguments: dict[str, Any], ctx: ToolContext) -> str:
     if not command.strip():
         raise ToolError("command is empty")
     settings = ctx.settings
-    timeout = float(arguments.get("timeout", settings.terminal_timeout_s))
-    if timeout <= 0:
-        raise ToolError("timeout must be a positive number of seconds")
+    # 0 (or less) means the default: small models fill every optional field, and write 0 for "none".
+    requested = float(arguments.get("timeout") or 0)
+    timeout = requested if requested > 0 else settings.terminal_timeout_s
     clamped = timeout > settings.terminal_max_timeout_s
     timeout = min(timeout, settings.terminal_max_timeout_s)
     env = {k: v for k, v in os.environ.items() if k not in _HIDDEN_ENV}
@@ -128,7 +128,8 @@ TOOLS: list[Tool] = [
         parameters=object_schema(
             {
                 "command": {"type": "string"},
-                "timeout": {"type": "number", "description": "Seconds before the command is killed."},
+                "timeout": {"type": "number",
+                            "description": "Seconds before the command is killed (0: the default)."},
             },
             ["command"],
         ),

@@ -329,7 +329,41 @@ def test_notes_of_earlier_turns_are_not_sent_again(lane):
     model = asyncio.run(two_turns())
     assert len(system_notes(settings)) == 1  # stored, as evidence
     second_turn = model.requests[2]["messages"]
-    assert [m["role"] for m in second_turn] == ["system", "user", "assistant", "assistant", "user"]
+    assert [(m["role"], m["content"]) for m in second_turn[1:]] == [
+        ("user", "sum 2 and 3"), ("assistant", "Sorry, no."), ("user", "hi")]
+
+
+def run_turns(settings, store, script, users):
+    async def go():
+        with ScriptedModel(script) as model:
+            llm = LlmClient(model.url, model=None, timeout_s=2.0)
+            agent = Agent(settings, store, Registry(TOOLS), llm)
+            session = store.create_session()
+            results = [await agent.run_turn(session, [{"role": "user", "content": u}]) for u in users]
+            await llm.aclose()
+            return results, model
+    return asyncio.run(go())
+
+
+def test_an_answer_copied_from_an_earlier_turn_stands_but_leaves_the_record(lane):
+    settings, store = lane
+    script = [text("391"), text("391"), text("Hello.")]
+    results, model = run_turns(settings, store, script, ["17 * 23?", "What is my codename?", "hi"])
+    assert results[1].content == "391" and not system_notes(settings)  # it may be right: no correction
+    third_turn = model.requests[2]["messages"]
+    assert [(m["role"], m["content"]) for m in third_turn[1:]] == [
+        ("user", "17 * 23?"), ("assistant", "391"), ("user", "What is my codename?"), ("user", "hi")]
+
+
+def test_corrected_replies_and_copied_errors_leave_the_record(lane):
+    settings, store = lane
+    script = [text(""), text("Hi there."), call("fail", {}), text("ERROR: the disk is on fire"),
+              text("Bye.")]
+    results, model = run_turns(settings, store, script, ["hello", "do the thing", "bye"])
+    assert results[0].content == "Hi there." and results[1].content == "ERROR: the disk is on fire"
+    last_turn = model.requests[4]["messages"]
+    assert [(m["role"], m["content"]) for m in last_turn[1:]] == [
+        ("user", "hello"), ("assistant", "Hi there."), ("user", "do the thing"), ("user", "bye")]
 
 
 def test_a_tool_the_user_named_is_forced_on_the_corrective_call(lane):

@@ -116,16 +116,17 @@ def test_timeout_above_the_maximum_is_lowered(tmp_path):
     context.store.close()
 
 
-def test_default_timeout_comes_from_settings(tmp_path):
+@pytest.mark.parametrize("given", [{}, {"timeout": 0}, {"timeout": -3}])
+def test_default_timeout_comes_from_settings_and_zero_means_the_default(tmp_path, given):
     context = make_tool_context(tmp_path / "home", terminal_timeout_s=0.5)
     started = time.monotonic()
-    outcome = run("sleep 5", context)
+    outcome = run("sleep 5", context, **given)
     assert outcome.status == "error" and "timed out after 0.5 s" in outcome.output
     assert time.monotonic() - started < 3
     context.store.close()
 
 
-@pytest.mark.parametrize("arguments", [{"command": "   "}, {"command": "true", "timeout": 0}])
+@pytest.mark.parametrize("arguments", [{"command": "   "}, {"command": "true", "timeout": "soon"}])
 def test_bad_arguments_are_errors(ctx, arguments):
     assert run_tool(TOOL, arguments, ctx).status == "error"
 
