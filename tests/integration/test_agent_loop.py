@@ -392,3 +392,16 @@ def test_an_answer_before_a_tool_the_user_named_has_run_gets_that_tool_forced(la
                                          "result was: 5 Call clarify now, with the arguments the user's request needs.")
     assert model.requests[2]["tool_choice"] == {"type": "function", "function": {"name": "clarify"}}
     assert result.finish_reason == "clarify"
+
+
+def test_each_tool_the_user_named_is_forced_once_when_the_model_answers_before_it_ran(lane):
+    settings, store = lane
+    script = [text("Done."), call("add", {"a": 2, "b": 3}), text("5"),
+              call("clarify", {"question": "Saved?"})]
+    result, model = run(settings, store, script, user="Use add on 2 and 3, then clarify with me")
+    assert [note.split(",")[0] for note in system_notes(settings)] == [
+        "The user also asked for add", "The user also asked for clarify"]
+    assert [r.get("tool_choice") for r in model.requests] == [
+        None, {"type": "function", "function": {"name": "add"}}, None,
+        {"type": "function", "function": {"name": "clarify"}}]
+    assert result.tools_executed == ["add", "clarify"] and result.finish_reason == "clarify"
