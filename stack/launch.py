@@ -68,11 +68,11 @@ def handle(args: argparse.Namespace) -> int:
         llm_args = ["llm", "--port", str(args.llm_port), "--max-tokens", str(settings.max_tokens)]
         llm_args += _flag("--model", args.model) + _flag("--ctx", args.ctx) + _flag("--threads", args.threads)
         children.append(("llm", _spawn(llm_args)))
-        _wait_healthy("llm", f"{llm_url}/health", children[-1][1], stop, args.startup_timeout)
+        wait_healthy("llm", f"{llm_url}/health", children[-1][1], stop, args.startup_timeout)
         shim_args = ["shim", "--llm-url", f"{llm_url}/v1", "--host", settings.host,
                      "--port", str(settings.port), "--home", str(settings.home)]
         children.append(("shim", _spawn(shim_args)))
-        _wait_healthy("shim", f"{shim_url}/health", children[-1][1], stop, args.startup_timeout)
+        wait_healthy("shim", f"{shim_url}/health", children[-1][1], stop, args.startup_timeout)
         if stop.is_set():
             return 0
         _print_banner(settings, shim_url, llm_url)
@@ -98,7 +98,8 @@ def _die_with_parent() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _wait_healthy(name: str, url: str, proc: subprocess.Popen[bytes], stop: threading.Event, timeout_s: float) -> None:
+def wait_healthy(name: str, url: str, proc: subprocess.Popen[bytes], stop: threading.Event, timeout_s: float) -> None:
+    """Until `url` answers 200; LaunchFailed when `proc` exits first or `timeout_s` passes."""
     import httpx
 
     deadline = time.monotonic() + timeout_s

@@ -13,14 +13,17 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from stack.launch import LaunchFailed, wait_healthy  # noqa: E402
+
 # Serves real MCP tool schemas as the lane.yaml server `pack` (its tools read `pack__NAME`).
 TOOL_PACK_SERVER = Path(__file__).with_name("tool_pack_server.py")
 
@@ -63,7 +66,10 @@ def run_check(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
         lane = subprocess.Popen([sys.executable, "-m", "stack.cli", *up_args], cwd=ROOT,
                                 env=environment, stdout=log, stderr=subprocess.STDOUT)
         try:
-            _wait_healthy(f"http://127.0.0.1:{shim_port}/health", lane, log_path)
+            try:
+                wait_healthy("lane up", f"http://127.0.0.1:{shim_port}/health", lane, threading.Event(), 300)
+            except LaunchFailed as exc:
+                raise RuntimeError(f"{exc}:\n{log_path.read_text()[-2000:]}") from None
             report_path = home / "check.json"
             subprocess.run([sys.executable, "-m", "stack.cli", "check", "--url",
                             f"http://127.0.0.1:{shim_port}", "--db", str(home / "state.db"),
@@ -86,17 +92,3 @@ def arms_of(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
     if "arms" in report:
         return report["arms"]
     return {report["arm"]: report}
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"lane up exited with {process.returncode}:\n{log.read_text()[-2000:]}")
-        try:
-            if httpx.get(url, timeout=5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"the lane was not healthy after 300 s; see {log}")

@@ -254,23 +254,13 @@ _INSERT_EXECUTION = """INSERT INTO tool_executions(session_id, message_id, tool_
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 
 
-def _message_row(
-    session_id: str,
-    role: str,
-    content: str | None,
-    *,
-    tool_calls: list[dict[str, Any]] | None = None,
-    tool_call_id: str | None = None,
-    tool_name: str | None = None,
-    prompt_tokens: int | None = None,
-    completion_tokens: int | None = None,
-    cached_tokens: int | None = None,
-    lane_prompt: bool = False,
-    lane_note: bool = False,
-) -> tuple[Any, ...]:
-    return (session_id, role, content, json.dumps(tool_calls) if tool_calls else None,
-            tool_call_id, tool_name, prompt_tokens, completion_tokens, cached_tokens, now_iso(),
-            int(lane_prompt), int(lane_note))
+def _message_row(session_id: str, role: str, content: str | None, **fields: Any) -> tuple[Any, ...]:
+    """The `_INSERT_MESSAGE` values; `fields` are `Store.add_message`'s keywords, absent ones null."""
+    calls = fields.get("tool_calls")
+    return (session_id, role, content, json.dumps(calls) if calls else None,
+            fields.get("tool_call_id"), fields.get("tool_name"), fields.get("prompt_tokens"),
+            fields.get("completion_tokens"), fields.get("cached_tokens"), now_iso(),
+            int(bool(fields.get("lane_prompt"))), int(bool(fields.get("lane_note"))))
 
 
 def _execution_row(
