@@ -43,7 +43,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from stack.toolsearch.embedding import OnnxMiniLM, VectorStore, onnx_model_path, vector_store_folder  # noqa: E402
+from stack.toolsearch.embedding import OnnxMiniLM, onnx_model_path, vector_store_folder  # noqa: E402
 from stack.toolsearch.retrieval import ToolIndex  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -117,7 +117,7 @@ def fresh_embedder() -> OnnxMiniLM | None:
     path, folder = onnx_model_path(), vector_store_folder()
     if path is None:
         return None
-    return OnnxMiniLM(path, store=VectorStore(folder, OnnxMiniLM.name) if folder else None)
+    return OnnxMiniLM(path, cache_folder=folder)
 
 
 def build(tools: list[dict], method: str, fresh: bool = False

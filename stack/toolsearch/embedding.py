@@ -9,8 +9,9 @@ the vocabulary all-MiniLM-L6-v2 was trained with) because the ONNX package carri
 `default_embedder()` loads the model once per process. Tool vectors are remembered by the text
 they were computed from, so rebuilding the catalog re-embeds only tools that are new or changed;
 a batch (a catalog build, not a single query) is also kept on disk by the hash of each text
-(`VectorStore`), so a new process indexes a known tool list in milliseconds, not the 10-40 s it
-takes two busy cores to embed 1,000 tools (3,500 texts with their description sentences).
+(`VectorStore`, one per model file, so another model never reads this one's vectors), so a new
+process indexes a known tool list in milliseconds, not the 10-40 s it takes two busy cores to
+embed 1,000 tools (3,500 texts with their description sentences).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ MAX_TOKENS = 128
 _CACHE_SIZE = 20_000
 # A batch at least this large is a catalog being indexed: its vectors are worth keeping on disk.
 PERSIST_BATCH = 8
+# Two threads that sleep when idle instead of spinning: a first catalog build (thousands of texts)
+# takes 30 s instead of 49 s on two cores, and a single query is no slower than on one thread.
+EMBED_THREADS = min(2, os.cpu_count() or 1)
 
 
 class Embedder(Protocol):
@@ -168,23 +172,25 @@ def vector_store_folder() -> Path | None:
 
 
 class OnnxMiniLM:
-    """all-MiniLM-L6-v2 (int8 ONNX) with mean pooling, as sentence-transformers computes it."""
+    """A MiniLM sentence encoder (int8 ONNX) with mean pooling, as sentence-transformers computes
+    it. Its name says which file it runs, so vectors kept on disk never cross models."""
 
-    name = "all-MiniLM-L6-v2-int8-onnx"
-
-    def __init__(self, model_path: Path, tokenizer: WordPiece | None = None, *, threads: int = 1,
-                 store: VectorStore | None = None):
+    def __init__(self, model_path: Path, tokenizer: WordPiece | None = None, *,
+                 threads: int = EMBED_THREADS, cache_folder: Path | None = None):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         self._session = ort.InferenceSession(str(model_path), options,
                                              providers=["CPUExecutionProvider"])
+        digest = hashlib.sha256(model_path.read_bytes()).hexdigest()[:12]
+        self.name = f"{model_path.stem}-{digest}"
         self._tokenizer = tokenizer or WordPiece()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._store = store
+        self._store = VectorStore(cache_folder, self.name) if cache_folder else None
         # Tools run in worker threads: two sessions may search at once.
         self._lock = threading.Lock()
 
@@ -255,7 +261,7 @@ def default_embedder() -> Embedder | None:
         return None
     folder = vector_store_folder()
     try:
-        return OnnxMiniLM(path, store=VectorStore(folder, OnnxMiniLM.name) if folder else None)
+        return OnnxMiniLM(path, cache_folder=folder)
     except Exception as exc:  # a broken optional model must not take tool search down with it
         log.warning("embedding model at %s unusable, using BM25 alone: %s", path, exc)
         return None

@@ -21,16 +21,16 @@ def test_store_round_trip_and_a_damaged_file_reads_as_empty(tmp_path):
 @needs_model
 def test_a_new_embedder_reads_a_catalog_batch_from_disk(tmp_path, monkeypatch):
     texts = [f"tool number {i}: does thing {i}" for i in range(PERSIST_BATCH)]
-    first = OnnxMiniLM(onnx_model_path(), store=VectorStore(tmp_path, OnnxMiniLM.name))
+    first = OnnxMiniLM(onnx_model_path(), cache_folder=tmp_path)
     vectors = first.embed(texts)
-    second = OnnxMiniLM(onnx_model_path(), store=VectorStore(tmp_path, OnnxMiniLM.name))
+    second = OnnxMiniLM(onnx_model_path(), cache_folder=tmp_path)
     monkeypatch.setattr(second, "_run", lambda batch: pytest.fail(f"re-embedded {batch}"))
     assert np.allclose(second.embed(texts), vectors)
 
 
 @needs_model
 def test_single_queries_are_not_written_to_disk(tmp_path):
-    embedder = OnnxMiniLM(onnx_model_path(), store=VectorStore(tmp_path, OnnxMiniLM.name))
+    embedder = OnnxMiniLM(onnx_model_path(), cache_folder=tmp_path)
     embedder.embed(["send an email to bob"])
     assert not list(tmp_path.iterdir())
 
@@ -44,3 +44,15 @@ def test_store_keeps_the_newest_entries(tmp_path, monkeypatch):
         store.add({text: np.full(3, ord(text), dtype=np.float32)})
     again = VectorStore(tmp_path, "m")
     assert again.get("a") is None and again.get("c") is not None
+
+
+@needs_model
+def test_vectors_another_model_left_on_disk_are_not_read(tmp_path):
+    texts = [f"tool number {i}: does thing {i}" for i in range(PERSIST_BATCH)]
+    planted = {t: np.full(384, 0.05, dtype=np.float32) for t in texts}
+    VectorStore(tmp_path, "all-MiniLM-L6-v2-int8-onnx").add(planted)  # the name an older lane used
+    embedder = OnnxMiniLM(onnx_model_path(), cache_folder=tmp_path)
+    vectors = embedder.embed(texts)
+    assert embedder.name.startswith(f"{onnx_model_path().stem}-")
+    assert not np.allclose(vectors[0], planted[texts[0]])
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
