@@ -172,7 +172,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-float", action="store_true", help="keep the float ONNX file too")
     parser.add_argument("--base-only", action="store_true", help="export the base model untrained")
     args = parser.parse_args(argv)
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     pairs = [json.loads(line) for line in args.pairs.read_text(encoding="utf-8").splitlines()]
     if args.limit:
         pairs = random.Random(args.seed).sample(pairs, min(args.limit, len(pairs)))
