@@ -24,7 +24,7 @@ nothing in memory, reading the on-disk vector cache; `LANE_EMBED_CACHE=off` meas
 build instead.
 
     .venv/bin/python scripts/bench/retrieval.py [--methods bm25,embed,hybrid] [--queries FILE]...
-        [--sizes 100,1000,5000] [--json]
+        [--sizes 100,1000,5000] [--model FILE.onnx] [--json]
 """
 from __future__ import annotations
 
@@ -112,18 +112,19 @@ def low_confidence_rule() -> Callable[[ToolIndex, str, str], bool] | None:
     return lambda index, query, name: not confident(SimpleNamespace(index=index), query, name)
 
 
-def fresh_embedder() -> OnnxMiniLM | None:
-    """An embedder as a new process has it: nothing in memory, the disk cache as it is."""
-    path, folder = onnx_model_path(), vector_store_folder()
+def fresh_embedder(model: Path | None = None) -> OnnxMiniLM | None:
+    """An embedder as a new process has it: nothing in memory, the disk cache as it is. `model`:
+    another ONNX file to measure instead of the installed one (scripts/embedder/)."""
+    path, folder = model or onnx_model_path(), vector_store_folder()
     if path is None:
         return None
     return OnnxMiniLM(path, cache_folder=folder)
 
 
-def build(tools: list[dict], method: str, fresh: bool = False
+def build(tools: list[dict], method: str, fresh: bool = False, model: Path | None = None
           ) -> tuple[ToolIndex | None, float, str]:
     """The index, its build time, and why the method was skipped (empty when it was not)."""
-    embedder = fresh_embedder() if fresh and method != "bm25" else None
+    embedder = fresh_embedder(model) if (fresh or model) and method != "bm25" else None
     started = time.perf_counter()
     index = ToolIndex.from_openai(tools, method=method, embedder=embedder)
     took = time.perf_counter() - started
@@ -176,8 +177,9 @@ def evaluate(index: ToolIndex, queries: list[dict], flag) -> dict[str, Any]:
     }
 
 
-def latency(tools: list[dict], method: str, queries: list[str], rounds: int) -> dict[str, Any]:
-    index, build_s, skipped = build(tools, method, fresh=True)
+def latency(tools: list[dict], method: str, queries: list[str], rounds: int,
+            model: Path | None = None) -> dict[str, Any]:
+    index, build_s, skipped = build(tools, method, fresh=True, model=model)
     if index is None:
         return {"tools": len(tools), "skipped": skipped}
     index.search("warm up", 5)  # lazy tables and the embedder session load once per process
@@ -262,6 +264,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for name, queries in sets.items()}
     flag = low_confidence_rule()
     notes = [] if flag else ["no Catalog.confident in this toolsearch: low-confidence rates n/a"]
+    if args.model:
+        notes.append(f"embedder: {args.model}, not the installed one")
     result: dict[str, Any] = {
         "catalog_tools": len(tools), "notes": notes, "latency": [],
         "sets": {name: {"queries": len(queries),
@@ -275,7 +279,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     subsets = [random.Random(SEED).sample(tools, size) if size < min(1000, len(tools))
                else padded(tools, size) for size in args.sizes]
     for method in args.methods:
-        index, build_s, skipped = build(tools, method)
+        index, build_s, skipped = build(tools, method, model=args.model)
         if index is None:
             notes.append(skipped)
             result["latency"] += [{"method": method, "tools": n, "skipped": skipped}
@@ -287,7 +291,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if not args.no_latency:
             for subset in subsets:
                 result["latency"].append({"method": method,
-                                          **latency(subset, method, texts, args.rounds)})
+                                          **latency(subset, method, texts, args.rounds, args.model)})
     return result
 
 
@@ -303,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                         type=lambda s: [m.strip() for m in s.split(",") if m.strip()])
     parser.add_argument("--category", action="append",
                         help="only this query category (repeatable)")
+    parser.add_argument("--model", type=Path, help="an ONNX embedder to measure instead of the installed one")
     parser.add_argument("--rounds", type=int, default=1, help="latency passes over the queries")
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--misses", type=int, default=10, help="misses to list per method")
