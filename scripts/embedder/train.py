@@ -59,11 +59,15 @@ def embed(model, tokenizer, texts: list[str]) -> torch.Tensor:
     return torch.nn.functional.normalize(pooled, dim=-1)
 
 
+def base_model():
+    """all-MiniLM-L6-v2's encoder and tokenizer."""
+    folder = base_model_folder()
+    return AutoModel.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+
+
 def train(pairs: list[dict], args: argparse.Namespace):
     torch.manual_seed(args.seed)
-    folder = base_model_folder()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModel.from_pretrained(folder)
+    model, tokenizer = base_model()
     model.train()
     rng = random.Random(args.seed)
     plan = [batches(pairs, args.batch, rng) for _ in range(args.epochs)]
@@ -176,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit:
         pairs = random.Random(args.seed).sample(pairs, min(args.limit, len(pairs)))
     if args.base_only:
-        folder = base_model_folder()
-        model, tokenizer = AutoModel.from_pretrained(folder).eval(), AutoTokenizer.from_pretrained(folder)
+        model, tokenizer = base_model()
+        model.eval()
     else:
         model, tokenizer = train(pairs, args)
     export(model, tokenizer, args.out, args.keep_float)

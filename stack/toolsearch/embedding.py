@@ -184,10 +184,9 @@ class OnnxMiniLM:
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        self._session = ort.InferenceSession(str(model_path), options,
-                                             providers=["CPUExecutionProvider"])
-        digest = hashlib.sha256(model_path.read_bytes()).hexdigest()[:12]
-        self.name = f"{model_path.stem}-{digest}"
+        model = model_path.read_bytes()  # read once: the session loads it, its hash names it
+        self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        self.name = f"{model_path.stem}-{hashlib.sha256(model).hexdigest()[:12]}"
         self._tokenizer = tokenizer or WordPiece()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._store = VectorStore(cache_folder, self.name) if cache_folder else None

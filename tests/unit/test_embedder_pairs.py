@@ -1,15 +1,14 @@
 """The training pairs for the tool-search embedder: each request is paired with the tool the
 dataset says answers it, written as the lane's embedder reads tools, and never twice."""
 
+import importlib.util
 import json
-import sys
 from pathlib import Path
 
-import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts" / "embedder"))
-pairs = pytest.importorskip("pairs")
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "embedder" / "pairs.py"
+_spec = importlib.util.spec_from_file_location("embedder_pairs", SCRIPT)
+pairs = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pairs)
 
 
 def _write_metatool(folder: Path) -> None:
