@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from retrieval import lane_catalog  # noqa: E402  (scripts/bench, this script's folder)
+
 from stack.config import Settings  # noqa: E402
-from stack.tools.base import Tool  # noqa: E402
-from stack.toolsearch.catalog import Catalog  # noqa: E402
 from stack.toolsearch.commands import load_catalog_file  # noqa: E402
 from stack.toolsearch.embedding import default_embedder  # noqa: E402
 from stack.toolsearch.promotion import promoted_tools  # noqa: E402
@@ -40,9 +40,8 @@ def main() -> int:
     parser.add_argument("--method", choices=("bm25", "hybrid"), default=None)
     args = parser.parse_args()
     method = args.method or ("hybrid" if default_embedder() else "bm25")
-    docs = load_catalog_file(args.catalog)
-    catalog = Catalog({d.name: Tool(d.name, d.description, dict(d.parameters), _never, d.source)
-                       for d in docs}, method=method)
+    catalog = lane_catalog(load_catalog_file(args.catalog), method)
+    catalog.vectors_ready()  # the lane answers with BM25 while they build; measure the hybrid
     settings = Settings()
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for line in args.queries.read_text(encoding="utf-8").splitlines():
@@ -64,10 +63,6 @@ def main() -> int:
         print(f"{key:<12} {c['n']:>4} {c['gold'] / c['n']:>6.1%} {c['wrong'] / c['n']:>6.1%} "
               f"{c['none'] / c['n']:>6.1%} {c['promoted'] / c['n']:>11.2f}")
     return 0
-
-
-def _never(arguments: dict, ctx: object) -> str:
-    raise RuntimeError("the promotion bench never runs tools")
 
 
 if __name__ == "__main__":

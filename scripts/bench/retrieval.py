@@ -19,9 +19,10 @@ sample of the catalog), 1,000 tools (the catalog's first 1,000) and 5,000 tools 
 padded with copies of real tools under renamed servers, e.g. `github_2__list_issues`, as a second
 GitHub Enterprise instance would appear).
 Each timed query text is new to the process (whitespace-padded), so caches keyed by query text
-do not hide the cost of embedding it. Build time is that of a new process: a fresh embedder with
-nothing in memory, reading the on-disk vector cache; `LANE_EMBED_CACHE=off` measures a first-ever
-build instead.
+do not hide the cost of embedding it. Build time is that of a new process's catalog (the lane's
+`Catalog`, a fresh embedder with nothing in memory, reading the on-disk vector cache;
+`LANE_EMBED_CACHE=off` measures a first-ever build instead): "first" is its first search answer
+(BM25 while the vectors build), "build" is until the vectors are ready.
 
     .venv/bin/python scripts/bench/retrieval.py [--methods bm25,embed,hybrid] [--queries FILE]...
         [--sizes 100,1000,5000] [--model FILE.onnx] [--json]
@@ -43,8 +44,10 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from stack.tools.base import Tool  # noqa: E402
+from stack.toolsearch.catalog import Catalog  # noqa: E402
 from stack.toolsearch.embedding import OnnxMiniLM, onnx_model_path, vector_store_folder  # noqa: E402
-from stack.toolsearch.retrieval import ToolIndex  # noqa: E402
+from stack.toolsearch.retrieval import ToolDoc, ToolIndex  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 CATEGORIES = ("lexical", "semantic", "ambiguous", "multi-tool")
@@ -179,10 +182,17 @@ def evaluate(index: ToolIndex, queries: list[dict], flag) -> dict[str, Any]:
 
 def latency(tools: list[dict], method: str, queries: list[str], rounds: int,
             model: Path | None = None) -> dict[str, Any]:
-    index, build_s, skipped = build(tools, method, fresh=True, model=model)
-    if index is None:
-        return {"tools": len(tools), "skipped": skipped}
-    index.search("warm up", 5)  # lazy tables and the embedder session load once per process
+    embedder = fresh_embedder(model) if method != "bm25" else None
+    docs = [ToolDoc.from_definition(t) for t in tools]
+    started = time.perf_counter()
+    catalog = lane_catalog(docs, method, embedder)
+    catalog.search("warm up", 5)  # lazy tables and the embedder session load once per process
+    first_s = time.perf_counter() - started
+    catalog.vectors_ready()
+    build_s = time.perf_counter() - started
+    index = catalog.index
+    if index.method != method:
+        return {"tools": len(tools), "skipped": f"{method}: its optional dependencies are missing"}
     times = []
     for _ in range(rounds):
         # Padding makes each text new to any per-query cache (the embedder keeps one keyed by
@@ -193,9 +203,21 @@ def latency(tools: list[dict], method: str, queries: list[str], rounds: int,
             index.search(pad + q, 5)
             times.append((time.perf_counter() - started) * 1000)
     times.sort()
-    return {"tools": len(tools), "build_ms": round(build_s * 1000, 1), "searches": len(times),
+    return {"tools": len(tools), "first_ms": round(first_s * 1000, 1),
+            "build_ms": round(build_s * 1000, 1), "searches": len(times),
             "p50_ms": round(statistics.median(times), 3),
             "p95_ms": round(times[int(0.95 * (len(times) - 1))], 3)}
+
+
+def lane_catalog(docs: list[ToolDoc], method: str, embedder: OnnxMiniLM | None = None) -> Catalog:
+    """The lane's catalog of these tools (which the benches search, never run)."""
+    tools = {d.name: Tool(d.name, d.description, dict(d.parameters), _never, d.source)
+             for d in docs}
+    return Catalog(tools, method=method, embedder=embedder)  # type: ignore[arg-type]
+
+
+def _never(arguments: dict, ctx: object) -> str:
+    raise RuntimeError("the benches never run tools")
 
 
 def table(rows: dict[str, dict], title: str) -> str:
@@ -221,14 +243,16 @@ def report_text(result: dict[str, Any], show_misses: int) -> str:
             f"{method} {r['overall']['R@5']:.3f} / {r['categories']['semantic']['R@5']:.3f}"
             for method, r in one["methods"].items()))
     out.append("")
-    out.append("latency per query, search(query, 5); build = a new process's index build:")
-    out.append(f"{'method':<8} {'tools':>6} {'build ms':>9} {'p50 ms':>8} {'p95 ms':>8}")
+    out.append("latency per query, search(query, 5); a new process's catalog: first = its first "
+               "answer, build = until its vectors are ready:")
+    out.append(f"{'method':<8} {'tools':>6} {'first ms':>9} {'build ms':>9} {'p50 ms':>8} "
+               f"{'p95 ms':>8}")
     for row in result["latency"]:
         if "skipped" in row:
             out.append(f"{row['method']:<8} {row['tools']:>6}  skipped")
             continue
-        out.append(f"{row['method']:<8} {row['tools']:>6} {row['build_ms']:>9} "
-                   f"{row['p50_ms']:>8.3f} {row['p95_ms']:>8.3f}")
+        out.append(f"{row['method']:<8} {row['tools']:>6} {row['first_ms']:>9} "
+                   f"{row['build_ms']:>9} {row['p50_ms']:>8.3f} {row['p95_ms']:>8.3f}")
     return "\n".join(out)
 
 

@@ -6,22 +6,31 @@ the registry's version (and the session's grant) stays the same, so the agent lo
 the tool surface before every model call without rebuilding an index that cannot have changed.
 It holds exactly the tools granted to the session and outside the core set, so a restricted
 session can neither find nor reach anything else.
+
+A first build of many new tools is slow with the `embed` extra (embedding 1,000 tools takes about
+30 s on two cores), so a catalog embeds in a background thread and answers with BM25 until its
+vectors are ready: the shim starts, and the first `tool_search` answers, without waiting for them.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
+import time
 import weakref
 from collections import OrderedDict
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Mapping
 
 from ..config import Settings
 from ..tools.base import RESERVED_NAMES, Tool
 from ..tools.registry import Registry, granted_tools, split_core
-from .embedding import default_embedder
+from .embedding import Embedder, default_embedder
 from .retrieval import Hit, Method, ToolDoc, ToolIndex
+
+log = logging.getLogger("lane.toolsearch")
 
 # Below both, a top hit is a guess: its text holds under 60% of the query's words and the
 # embedder sees little likeness (cosine of all-MiniLM-L6-v2). On scripts/bench/data this flags
@@ -30,6 +39,9 @@ MIN_QUERY_COVERAGE = 0.6
 MIN_COSINE = 0.35
 # BM25 alone has only the words: 40% of them flags 77% of hopeless queries and 34% of the others.
 MIN_QUERY_COVERAGE_BM25 = 0.4
+# How long a catalog's first search waits for its vectors before answering with BM25: long enough
+# for vectors kept on disk (1,000 known tools load in about 0.2 s) or a few dozen new tools.
+VECTOR_WAIT_S = 2.0
 
 
 def one_line(text: str, limit: int = 120) -> str:
@@ -80,7 +92,9 @@ MEMO_SIZE = 64
 class Catalog:
     tools: dict[str, Tool]
     method: Method = "hybrid"
-    _index: ToolIndex | None = field(default=None, init=False, repr=False, compare=False)
+    embedder: Embedder | None = None  # None: the installed one
+    _lexical: ToolIndex | None = field(default=None, init=False, repr=False, compare=False)
+    _full: "Future[ToolIndex] | None" = field(default=None, init=False, repr=False, compare=False)
     _memo: "OrderedDict[Hashable, Any]" = field(default_factory=OrderedDict, init=False,
                                                 repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False,
@@ -104,14 +118,55 @@ class Catalog:
     def sources(self) -> list[str]:
         return sorted({tool.source for tool in self.tools.values()})
 
+    def docs(self) -> list[ToolDoc]:
+        return [ToolDoc(t.name, t.description, t.parameters,
+                        "" if t.source == "builtin" else t.source) for t in self.tools.values()]
+
     @property
     def index(self) -> ToolIndex:
+        """The index with vectors once they are ready, BM25 until then. The first call starts
+        the build and waits up to VECTOR_WAIT_S for it; later calls never wait."""
+        lexical, full, first = self._started()
+        if full is None:
+            return lexical
+        if first and not _finished(full, VECTOR_WAIT_S):
+            log.info("embedding %d tools in the background; BM25 answers meanwhile", len(lexical))
+        return full.result() if full.done() and full.exception() is None else lexical
+
+    def vectors_ready(self, timeout: float | None = None) -> bool:
+        """Waits up to `timeout` s (None: as long as it takes) for the vectors; False when they
+        are still building or failed, or the catalog has none."""
+        _, full, _ = self._started()
+        return full is not None and _finished(full, timeout) and full.exception() is None
+
+    def _started(self) -> "tuple[ToolIndex, Future[ToolIndex] | None, bool]":
+        """(the BM25 index, the vectored one to come, whether this call started them)."""
         with self._lock:  # two sessions may ask at once; one build serves both
-            if self._index is None:
-                docs = [ToolDoc(t.name, t.description, t.parameters, "" if t.source == "builtin"
-                                else t.source) for t in self.tools.values()]
-                self._index = ToolIndex(docs, method=self.method)
-            return self._index
+            first = self._lexical is None
+            if self._lexical is None:
+                docs = self.docs()
+                self._lexical = ToolIndex(docs, method="bm25")
+                if self.method != "bm25" and docs:
+                    self._full = self._build_in_background(docs)
+            return self._lexical, self._full, first
+
+    def _build_in_background(self, docs: list[ToolDoc]) -> "Future[ToolIndex]":
+        """A daemon thread: a process that exits mid-build loses only unsaved vectors."""
+        future: Future[ToolIndex] = Future()
+
+        def build() -> None:
+            started = time.perf_counter()
+            try:
+                future.set_result(ToolIndex(docs, method=self.method, embedder=self.embedder))
+            except Exception as exc:  # BM25 keeps serving; say why once
+                log.warning("tool vectors not built, BM25 serves alone: %s", exc)
+                future.set_exception(exc)
+                return
+            log.info("tool vectors ready: %d tools in %.1f s", len(docs),
+                     time.perf_counter() - started)
+
+        threading.Thread(target=build, name="lane-tool-vectors", daemon=True).start()
+        return future
 
     def __contains__(self, name: object) -> bool:
         return name in self.tools
@@ -136,6 +191,14 @@ class Catalog:
         return self.index.closest(query, limit)
 
 
+def _finished(future: "Future[ToolIndex]", timeout: float | None) -> bool:
+    try:
+        future.exception(timeout=timeout)
+    except TimeoutError:
+        return False
+    return True
+
+
 def build_catalog(registry: Registry, settings: Settings) -> tuple[dict[str, Tool], Catalog]:
     """(core tools to offer directly, the deferred catalog), both within the granted tools.
     The same objects come back while the registry's version and the grant are unchanged."""
@@ -155,8 +218,8 @@ def build_catalog(registry: Registry, settings: Settings) -> tuple[dict[str, Too
 
 
 def warm_up(registry: Registry, settings: Settings) -> int:
-    """Build the catalog index once, so the first model call does not pay for embedding every
-    deferred tool (about 1 s per 100 tools on two cores). Returns the number of deferred tools."""
+    """Start indexing the catalog at start-up rather than at the first model call (embedding is
+    about 3 s per 100 new tools on two cores). Returns the number of deferred tools."""
     _, catalog = build_catalog(registry, settings)
     if catalog:
         catalog.index.search("warm up", 1)

@@ -89,7 +89,7 @@ def _search_lane(queries: list[tuple[Any, str]], args: argparse.Namespace) -> in
     settings = load_settings()
     with open_lane_registry(settings) as registry:
         _, catalog = build_catalog(registry, settings)
-        docs = catalog.index.docs
+        docs = catalog.docs()
     if not docs:
         print("lane search: the lane has no deferred tools (all are core, or none are granted)",
               file=sys.stderr)

@@ -50,13 +50,17 @@ def test_catalog_and_index_are_built_once_while_the_list_is_unchanged(monkeypatc
             tool("srv__read_calendar", "Read calendar events.", "srv")]
     registry = lane(live)
     first = assemble(registry, SETTINGS, query="send an email to bob")
+    first.catalog.vectors_ready(timeout=10)  # with the embed extra: BM25 now, vectors behind it
+    once = len(built)
+    assert once in (1, 2)
     for _ in range(5):
         again = assemble(registry, SETTINGS, query="send an email to bob")
-    assert again.catalog is first.catalog and len(built) == 1
+    assert again.catalog is first.catalog and len(built) == once
     live.append(tool("srv__post_chat", "Post a chat message.", "srv"))
     changed = assemble(registry, SETTINGS, query="send an email to bob")
+    changed.catalog.vectors_ready(timeout=10)
     assert changed.catalog is not first.catalog and "srv__post_chat" in changed.catalog
-    assert len(built) == 2
+    assert len(built) == 2 * once
 
 
 def test_promotion_runs_once_per_query_and_catalog(monkeypatch):
