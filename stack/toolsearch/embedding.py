@@ -36,6 +36,10 @@ MAX_TOKENS = 128
 _CACHE_SIZE = 20_000
 # A batch at least this large is a catalog being indexed: its vectors are worth keeping on disk.
 PERSIST_BATCH = 8
+BATCH_SIZE = 32
+# Padding tokens a batch may add to its shortest text (sorted by length, a catalog's batches stay
+# full; a query and its much shorter clauses run separately).
+BATCH_SLACK = 8
 # Two threads that sleep when idle instead of spinning: a first catalog build (thousands of texts)
 # takes 30 s instead of 49 s on two cores, and a single query is no slower than on one thread.
 EMBED_THREADS = min(2, os.cpu_count() or 1)
@@ -207,12 +211,9 @@ class OnnxMiniLM:
                 if stored is not None:
                     self._remember(text, stored)
             missing = [t for t in missing if t not in self._cache]
-        # Similar lengths batch together, so little of each batch is padding.
-        missing.sort(key=len)
         computed: dict[str, np.ndarray] = {}
-        for start in range(0, len(missing), 32):
-            batch = missing[start:start + 32]
-            for text, vector in zip(batch, self._run(batch), strict=True):
+        for batch in _batches({t: self._tokenizer.encode(t) for t in missing}):
+            for text, vector in zip(batch, self._run(list(batch.values())), strict=True):
                 self._remember(text, vector)
                 computed[text] = vector
         if persist and computed:
@@ -228,8 +229,7 @@ class OnnxMiniLM:
         if len(self._cache) > _CACHE_SIZE:
             self._cache.popitem(last=False)
 
-    def _run(self, texts: list[str]) -> np.ndarray:
-        encoded = [self._tokenizer.encode(t) for t in texts]
+    def _run(self, encoded: list[list[int]]) -> np.ndarray:
         width = max(len(e) for e in encoded)
         ids = np.zeros((len(encoded), width), dtype=np.int64)
         mask = np.zeros_like(ids)
@@ -241,6 +241,20 @@ class OnnxMiniLM:
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+
+def _batches(encoded: dict[str, list[int]]) -> list[dict[str, list[int]]]:
+    """Texts in runs of similar token counts, at most BATCH_SIZE each: every row of a batch is
+    padded to its longest, so a 40-token query and its two 12-token clauses run apart rather than
+    as three 40-token rows (a catalog's thousands of texts still fill whole batches)."""
+    batches: list[dict[str, list[int]]] = []
+    shortest = 0
+    for text, ids in sorted(encoded.items(), key=lambda item: len(item[1])):
+        if not batches or len(batches[-1]) == BATCH_SIZE or len(ids) > shortest + BATCH_SLACK:
+            batches.append({})
+            shortest = len(ids)
+        batches[-1][text] = ids
+    return batches
 
 
 def onnx_model_path() -> Path | None:

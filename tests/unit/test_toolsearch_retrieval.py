@@ -140,6 +140,28 @@ def test_minilm_embeddings_match_sentence_transformers_behaviour():
     assert similar > 0.6 and unrelated < 0.2
 
 
+def test_texts_batch_by_token_count_within_the_slack():
+    lengths = [3, 40, 9, 12, 41, 5, *[20] * 70]
+    encoded = {f"text {i}": list(range(n)) for i, n in enumerate(lengths)}
+    batches = embedding._batches(encoded)
+    assert sorted(t for b in batches for t in b) == sorted(encoded)
+    for batch in batches:
+        counts = [len(ids) for ids in batch.values()]
+        assert len(batch) <= embedding.BATCH_SIZE
+        assert max(counts) - min(counts) <= embedding.BATCH_SLACK
+    assert [len(b) for b in batches] == [3, 32, 32, 7, 2]  # 3 5 9 | 12 20.. | 20.. | 20.. | 40 41
+
+
+@needs_model
+def test_an_embedding_does_not_depend_on_its_batch():
+    model = embedding.OnnxMiniLM(embedding.onnx_model_path())
+    long = "list every open pull request in the acme api repository that changes the billing code"
+    together = model.embed([long, "merge it", "close the issue"])
+    alone = [embedding.OnnxMiniLM(embedding.onnx_model_path()).embed([t])[0]
+             for t in (long, "merge it", "close the issue")]
+    assert np.allclose(together, np.stack(alone), atol=1e-5)
+
+
 @needs_model
 def test_hybrid_finds_paraphrases_bm25_misses():
     index = ToolIndex.from_openai(CATALOG, method="hybrid")
