@@ -8,7 +8,7 @@ It holds exactly the tools granted to the session and outside the core set, so a
 session can neither find nor reach anything else.
 
 A first build of many new tools is slow with the `embed` extra (embedding 1,000 tools takes about
-30 s on two cores), so a catalog embeds in a background thread and answers with BM25 until its
+20 s on two cores), so a catalog embeds in a background thread and answers with BM25 until its
 vectors are ready: the shim starts, and the first `tool_search` answers, without waiting for them.
 """
 
@@ -219,7 +219,7 @@ def build_catalog(registry: Registry, settings: Settings) -> tuple[dict[str, Too
 
 def warm_up(registry: Registry, settings: Settings) -> int:
     """Start indexing the catalog at start-up rather than at the first model call (embedding is
-    about 3 s per 100 new tools on two cores). Returns the number of deferred tools."""
+    about 2 s per 100 new tools on two cores). Returns the number of deferred tools."""
     _, catalog = build_catalog(registry, settings)
     if catalog:
         catalog.index.search("warm up", 1)

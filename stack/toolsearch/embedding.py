@@ -10,8 +10,8 @@ the vocabulary all-MiniLM-L6-v2 was trained with) because the ONNX package carri
 they were computed from, so rebuilding the catalog re-embeds only tools that are new or changed;
 a batch (a catalog build, not a single query) is also kept on disk by the hash of each text
 (`VectorStore`, one per model file, so another model never reads this one's vectors), so a new
-process indexes a known tool list in milliseconds, not the 10-40 s it takes two busy cores to
-embed 1,000 tools (3,500 texts with their description sentences).
+process indexes a known tool list in milliseconds, not the 20 s it takes two cores to embed
+1,000 tools (3,500 texts with their description sentences).
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ BATCH_SIZE = 32
 # full; a query and its much shorter clauses run separately).
 BATCH_SLACK = 8
 # Two threads that sleep when idle instead of spinning: a first catalog build (thousands of texts)
-# takes 30 s instead of 49 s on two cores, and a single query is no slower than on one thread.
+# takes 30 s instead of 49 s on two cores (batched by characters, before BATCH_SLACK), and a
+# single query is no slower than on one thread.
 EMBED_THREADS = min(2, os.cpu_count() or 1)
 
 
