@@ -124,10 +124,10 @@ def fresh_embedder(model: Path | None = None) -> OnnxMiniLM | None:
     return OnnxMiniLM(path, cache_folder=folder)
 
 
-def build(tools: list[dict], method: str, fresh: bool = False, model: Path | None = None
+def build(tools: list[dict], method: str, model: Path | None = None
           ) -> tuple[ToolIndex | None, float, str]:
     """The index, its build time, and why the method was skipped (empty when it was not)."""
-    embedder = fresh_embedder(model) if (fresh or model) and method != "bm25" else None
+    embedder = fresh_embedder(model) if model and method != "bm25" else None
     started = time.perf_counter()
     index = ToolIndex.from_openai(tools, method=method, embedder=embedder)
     took = time.perf_counter() - started
