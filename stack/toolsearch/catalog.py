@@ -175,20 +175,26 @@ class Catalog:
         return len(self.tools)
 
     def search(self, query: str, limit: int) -> tuple[list[Hit], bool]:
-        """The best hits and whether the best one is a confident match."""
-        hits = self.index.search(query, limit) if query.strip() else []
-        return hits, bool(hits) and self.confident(query, hits[0].name)
+        """The best hits and whether the best one is a confident match, both from one index
+        (the vectors may become ready in between)."""
+        index = self.index
+        hits = index.search(query, limit) if query.strip() else []
+        return hits, bool(hits) and confident_in(index, query, hits[0].name)
 
     def confident(self, query: str, name: str) -> bool:
-        index = self.index
-        coverage = index.query_coverage(query, name)
-        if index.method == "bm25":
-            return coverage >= MIN_QUERY_COVERAGE_BM25
-        return coverage >= MIN_QUERY_COVERAGE or index.cosine(query, name) >= MIN_COSINE
+        return confident_in(self.index, query, name)
 
     def closest(self, query: str, limit: int) -> list[str]:
         """Names nearest the query even without real evidence: fuzzy name matches first."""
         return self.index.closest(query, limit)
+
+
+def confident_in(index: ToolIndex, query: str, name: str) -> bool:
+    """Whether `name` is a real match for the query rather than the least bad guess."""
+    coverage = index.query_coverage(query, name)
+    if index.method == "bm25":
+        return coverage >= MIN_QUERY_COVERAGE_BM25
+    return coverage >= MIN_QUERY_COVERAGE or index.cosine(query, name) >= MIN_COSINE
 
 
 def _finished(future: "Future[ToolIndex]", timeout: float | None) -> bool:
