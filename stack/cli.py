@@ -14,6 +14,7 @@ COMMAND_MODULES = (
     "stack.llm.commands",
     "stack.api.commands",
     "stack.toolsearch.commands",
+    "stack.agent.commands",
     "stack.check.commands",
 )
 

@@ -65,6 +65,9 @@ class Settings:
     max_search_limit: int = 10
     promote_tools: bool = True
     promote_budget_tokens: int = 600
+    # Example requests for deferred tools, written by the lane's model while it is idle
+    # (toolsearch/examples.py); the ones already written are searched either way.
+    tool_examples: bool = True
     context_tokens: int = 32768
     core_tools: tuple[str, ...] = DEFAULT_CORE_TOOLS
     tools_subset: tuple[str, ...] | None = None
@@ -89,6 +92,10 @@ class Settings:
     @property
     def memory_path(self) -> Path:
         return self.home / "memory.md"
+
+    @property
+    def examples_path(self) -> Path:
+        return self.home / "tool_examples.json"
 
     @property
     def api_key_path(self) -> Path:
@@ -128,6 +135,7 @@ _ENV_NAMES = {
     "LANE_API_KEY": "api_key",
     "LANE_TOOL_SEARCH": "tool_search",
     "LANE_PROMOTE_TOOLS": "promote_tools",
+    "LANE_TOOL_EXAMPLES": "tool_examples",
     "LANE_CONTEXT_TOKENS": "context_tokens",
     "LANE_CORE_TOOLS": "core_tools",
     "LANE_TOOLS_SUBSET": "tools_subset",
@@ -142,6 +150,7 @@ _TOOL_SEARCH_KEYS = {
     "max_search_limit": "max_search_limit",
     "promote": "promote_tools",
     "promote_budget_tokens": "promote_budget_tokens",
+    "examples": "tool_examples",
 }
 
 

@@ -17,13 +17,14 @@ from typing import Any, AsyncIterator, Callable
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from ..agent.examples_writer import ExampleWriter
 from ..agent.llm_client import LlmClient, LlmError
 from ..agent.loop import Agent
 from ..config import Settings
 from ..store import Store, new_session_id
 from ..tools.mcp_tools import open_lane_registry
 from ..tools.registry import Registry, describe_selection
-from ..toolsearch.catalog import warm_up
+from ..toolsearch.catalog import build_catalog, example_book, warm_up
 from ..wire import ApiError, new_completion_id
 from .chat_request import (
     check_session_id,
@@ -86,15 +87,32 @@ def _lifespan(settings: Settings, registry: Registry | None, llm: LlmClient | No
                 client = LlmClient(settings.llm_url, model=settings.model,
                                    timeout_s=settings.llm_timeout_s)
                 stack.push_async_callback(client.aclose)
+            writer = _example_writer(settings, tools, client)
+            if writer is not None:
+                stack.push_async_callback(_stopped, asyncio.create_task(writer.run()))
             app.state.store = store
             app.state.llm = client
             app.state.turns = TurnRunner(settings, store, Agent(settings, store, tools, client),
-                                         keepalive_s)
+                                         keepalive_s, writer)
             log.info("shim ready: store %s, llm %s, %s", settings.db_path, settings.llm_url,
                      await _index_tools(tools, settings))
             yield
 
     return lifespan
+
+
+def _example_writer(settings: Settings, tools: Registry, llm: LlmClient) -> ExampleWriter | None:
+    """Writes example requests for the deferred tools while the lane is idle (off with
+    LANE_TOOL_EXAMPLES=false, and with tool search off: nothing would search them)."""
+    if not settings.tool_examples or settings.tool_search == "off":
+        return None
+    return ExampleWriter(example_book(settings.examples_path), llm,
+                         lambda: build_catalog(tools, settings)[1].docs())
+
+
+async def _stopped(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.wait({task})
 
 
 async def _index_tools(tools: Registry, settings: Settings) -> str:

@@ -9,6 +9,7 @@ call instead of letting a small local model generate for nobody.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import weakref
@@ -17,6 +18,7 @@ from typing import Any, AsyncIterator
 
 from starlette.requests import Request
 
+from ..agent.examples_writer import ExampleWriter
 from ..agent.llm_client import LlmError, LlmTimeout
 from ..agent.loop import Agent, TurnResult
 from ..config import Settings
@@ -51,6 +53,7 @@ class TurnRunner:
     store: Store
     agent: Agent
     keepalive_s: float
+    examples: ExampleWriter | None = None  # steps aside while a turn runs
 
     def __post_init__(self) -> None:
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
@@ -71,6 +74,12 @@ class TurnRunner:
 
     async def _turn(self, session_id: str, new_messages: list[dict[str, Any]],
                     chat: ChatRequest, profile: Profile) -> TurnResult:
+        quiet = self.examples.turn() if self.examples else contextlib.nullcontext()
+        with quiet:
+            return await self._locked_turn(session_id, new_messages, chat, profile)
+
+    async def _locked_turn(self, session_id: str, new_messages: list[dict[str, Any]],
+                           chat: ChatRequest, profile: Profile) -> TurnResult:
         async with self._lock(session_id):
             self.store.create_session(session_id, source="api", title=_title(new_messages))
             return await self.agent.run_turn(

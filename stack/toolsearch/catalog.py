@@ -10,6 +10,9 @@ session can neither find nor reach anything else.
 A first build of many new tools is slow with the `embed` extra (embedding 1,000 tools takes about
 20 s on two cores), so a catalog embeds in a background thread and answers with BM25 until its
 vectors are ready: the shim starts, and the first `tool_search` answers, without waiting for them.
+
+Tools carry the example requests the lane's model wrote for them (examples.py); each example
+written makes the next model call's catalog a new one, indexed again (mostly from cached vectors).
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ import weakref
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Hashable, Mapping
 
 from ..config import Settings
 from ..tools.base import RESERVED_NAMES, Tool
 from ..tools.registry import Registry, granted_tools, split_core
 from .embedding import Embedder, default_embedder
+from .examples import ExampleBook
 from .retrieval import Hit, Method, ToolDoc, ToolIndex
 
 log = logging.getLogger("lane.toolsearch")
@@ -93,6 +98,7 @@ class Catalog:
     tools: dict[str, Tool]
     method: Method = "hybrid"
     embedder: Embedder | None = None  # None: the installed one
+    examples: ExampleBook | None = None
     _lexical: ToolIndex | None = field(default=None, init=False, repr=False, compare=False)
     _full: "Future[ToolIndex] | None" = field(default=None, init=False, repr=False, compare=False)
     _memo: "OrderedDict[Hashable, Any]" = field(default_factory=OrderedDict, init=False,
@@ -119,8 +125,9 @@ class Catalog:
         return sorted({tool.source for tool in self.tools.values()})
 
     def docs(self) -> list[ToolDoc]:
-        return [ToolDoc(t.name, t.description, t.parameters,
+        docs = [ToolDoc(t.name, t.description, t.parameters,
                         "" if t.source == "builtin" else t.source) for t in self.tools.values()]
+        return self.examples.with_examples(docs) if self.examples else docs
 
     @property
     def index(self) -> ToolIndex:
@@ -209,7 +216,8 @@ def build_catalog(registry: Registry, settings: Settings) -> tuple[dict[str, Too
     """(core tools to offer directly, the deferred catalog), both within the granted tools.
     The same objects come back while the registry's version and the grant are unchanged."""
     method: Method = "hybrid" if default_embedder() else "bm25"
-    key = (registry.version, settings.tools_subset, settings.core_tools, method)
+    examples = example_book(settings.examples_path)
+    key = (registry.version, settings.tools_subset, settings.core_tools, method, examples.version)
     with _BUILT_LOCK:
         built = _BUILT.get(registry)
     if built is not None and built[0] == key:
@@ -217,10 +225,22 @@ def build_catalog(registry: Registry, settings: Settings) -> tuple[dict[str, Too
     granted = granted_tools(registry, settings)
     core, deferred = split_core(granted, settings)
     deferred = {n: t for n, t in deferred.items() if n not in RESERVED_NAMES}
-    catalog = Catalog(deferred, method=method)
+    catalog = Catalog(deferred, method=method, examples=examples)
     with _BUILT_LOCK:
         _BUILT[registry] = (key, core, catalog)
     return dict(core), catalog
+
+
+_BOOKS: dict[Path, ExampleBook] = {}
+
+
+def example_book(path: Path) -> ExampleBook:
+    """One book per file in a process: the shim's writer and every catalog share it."""
+    with _BUILT_LOCK:
+        book = _BOOKS.get(path.resolve())
+        if book is None:
+            book = _BOOKS[path.resolve()] = ExampleBook(path)
+        return book
 
 
 def warm_up(registry: Registry, settings: Settings) -> int:

@@ -11,9 +11,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
+from .examples import ExampleBook
 from .retrieval import ToolDoc
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 
 def register(subparsers: Any) -> None:
@@ -27,6 +31,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--limit", type=int, default=5, help="hits per query (default 5)")
     parser.add_argument("--queries", type=Path, help='JSONL file of {"id", "query"} lines')
     parser.add_argument("--json", action="store_true", help="print JSON lines")
+    parser.add_argument("--examples", type=Path,
+                        help="with --catalog: example requests kept by `lane examples --book`")
     parser.add_argument("--method", choices=("bm25", "embed", "hybrid"), default=None,
                         help="retrieval method (default: hybrid when the embedder is installed)")
     parser.set_defaults(func=run)
@@ -42,7 +48,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         queries = list(_read_queries(args.queries)) if args.queries else [(None, args.query)]
         if args.catalog:
-            return _search(load_catalog_file(args.catalog), queries, args)
+            docs = load_catalog_file(args.catalog)
+            if args.examples:
+                docs = ExampleBook(args.examples).with_examples(docs)
+            return _search(docs, queries, args)
         return _search_lane(queries, args)
     except (OSError, ValueError) as exc:
         print(f"lane search: {exc}", file=sys.stderr)
@@ -81,15 +90,21 @@ def _read_queries(path: Path) -> Iterator[tuple[Any, str]]:
             yield item.get("id", number), item["query"]
 
 
-def _search_lane(queries: list[tuple[Any, str]], args: argparse.Namespace) -> int:
-    from ..config import load_settings
+def lane_docs(settings: Settings) -> list[ToolDoc]:
+    """The configured lane's deferred tools with their example requests (its MCP servers are
+    started for this and stopped after)."""
     from ..tools.mcp_tools import open_lane_registry
     from .catalog import build_catalog
 
-    settings = load_settings()
     with open_lane_registry(settings) as registry:
         _, catalog = build_catalog(registry, settings)
-        docs = catalog.docs()
+        return catalog.docs()
+
+
+def _search_lane(queries: list[tuple[Any, str]], args: argparse.Namespace) -> int:
+    from ..config import load_settings
+
+    docs = lane_docs(load_settings())
     if not docs:
         print("lane search: the lane has no deferred tools (all are core, or none are granted)",
               file=sys.stderr)

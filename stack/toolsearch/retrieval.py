@@ -18,6 +18,10 @@ embedder installed the hybrid is plain BM25 (and says so once in the log). A too
 vectors: its name and description opening as one text, and each sentence of its description
 behind its own name words: a request that paraphrases one sentence of a long description matches
 that sentence better than the whole text, where the other sentences dilute it.
+
+A tool may also carry example requests (examples.py): what a user would write when they need it,
+in a user's words rather than its author's. Both halves index them: BM25 as words of the tool,
+the embedder as one more vector each.
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ class ToolDoc:
     description: str = ""
     parameters: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""
+    examples: tuple[str, ...] = ()
 
     @classmethod
     def from_definition(cls, item: Mapping[str, Any]) -> "ToolDoc":
@@ -139,13 +144,13 @@ def name_terms(name: str, source: str = "") -> list[str]:
 
 
 @functools.lru_cache(maxsize=8192)
-def _analysed(name: str, description: str, source: str, parameters: tuple[str, ...]
-              ) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
+def _analysed(name: str, description: str, source: str, parameters: tuple[str, ...],
+              examples: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
     """(BM25 terms, name terms, words as written) of one tool. Remembered by content: the
     catalog is rebuilt for every model call, its tools rarely change between two calls."""
     kept = " ".join(p for p in parameters if p.lower() not in GENERIC_PARAMETERS)
     text = f"{name} {source} {kept} {description}"
-    terms = tokens(name) * NAME_REPEAT + tokens(f"{source} {kept} {description}")
+    terms = tokens(name) * NAME_REPEAT + tokens(f"{source} {kept} {description} {' '.join(examples)}")
     words = tuple(w for w in split_words(text) if w not in STOPWORDS)
     return tuple(terms), frozenset(name_terms(name, source)), words
 
@@ -165,8 +170,8 @@ class ToolIndex:
         for i, d in enumerate(self.docs):
             if "__" in d.name:
                 self._by_own_name.setdefault(d.name.split("__", 1)[1].lower(), []).append(i)
-        self._analysed = [_analysed(d.name, d.description, d.source, tuple(d.parameter_names))
-                          for d in self.docs]
+        self._analysed = [_analysed(d.name, d.description, d.source, tuple(d.parameter_names),
+                                    d.examples) for d in self.docs]
         self._bm25 = bm25s.BM25()
         if self.docs:
             self._bm25.index([list(terms) or ["_"] for terms, _, _ in self._analysed],
@@ -184,11 +189,11 @@ class ToolIndex:
             method = "bm25"
         self.method: Method = method
         # Each tool's vectors are one run of rows, its whole text first: _starts[i] is tool i's
-        # whole-text row, and its sentence rows follow up to the next tool's.
+        # whole-text row, and its sentence and example rows follow up to the next tool's.
         self._vectors: np.ndarray | None = None
         self._starts = np.zeros(0, dtype=np.int64)
         if embedder is not None and method != "bm25" and self.docs:
-            groups = [[d.embedding_text(), *d.sentence_texts()] for d in self.docs]
+            groups = [[d.embedding_text(), *d.sentence_texts(), *d.examples] for d in self.docs]
             self._starts = np.cumsum([0, *map(len, groups[:-1])])
             self._vectors = embedder.embed([text for group in groups for text in group])
 

@@ -1,0 +1,72 @@
+"""`lane examples`: write example requests for tools now, with any OpenAI-compatible model.
+
+The shim writes them itself while it is idle, with the lane's own model. This command does the
+same work at once: for the configured lane's deferred tools, or for a catalog file, and with
+whichever model `--llm-url` names, such as a cloud model while it still answers, whose requests
+are better than a small local model's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..toolsearch.examples import ExampleBook
+    from ..toolsearch.retrieval import ToolDoc
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "examples", help="write example requests for tool search now",
+        description="Ask a model for example requests of every tool that has none yet, and keep "
+                    "them where tool search reads them.")
+    parser.add_argument("--catalog", type=Path,
+                        help="tools from this JSON file (OpenAI list or MCP tools/list) instead "
+                             "of the configured lane's deferred tools")
+    parser.add_argument("--book", type=Path,
+                        help="where the examples are kept (default $LANE_HOME/tool_examples.json)")
+    parser.add_argument("--llm-url", help="OpenAI-compatible base URL (default LANE_LLM_URL)")
+    parser.add_argument("--model", help="model name to ask for (default: what the service lists)")
+    parser.add_argument("--limit", type=int, help="ask about at most this many tools")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..config import ConfigError, load_settings
+    from ..toolsearch.catalog import example_book
+    from ..toolsearch.commands import lane_docs, load_catalog_file
+
+    try:
+        settings = load_settings().with_overrides(llm_url=args.llm_url, model=args.model)
+        docs = load_catalog_file(args.catalog) if args.catalog else lane_docs(settings)
+    except (ConfigError, OSError, ValueError) as exc:
+        print(f"lane examples: {exc}", file=sys.stderr)
+        return 2
+    book = example_book(args.book or settings.examples_path)
+    todo = book.missing(docs)[: args.limit]
+    print(f"{len(docs) - len(book.missing(docs))} of {len(docs)} tools have examples; "
+          f"asking {settings.llm_url} about {len(todo)}", file=sys.stderr)
+    return asyncio.run(_write_all(book, todo, settings.llm_url, settings.model,
+                                  settings.llm_timeout_s))
+
+
+async def _write_all(book: ExampleBook, todo: list[ToolDoc], llm_url: str, model: str | None, timeout_s: float) -> int:
+    from .examples_writer import ExampleWriter
+    from .llm_client import LlmClient, LlmError
+
+    llm = LlmClient(llm_url, model=model, timeout_s=timeout_s)
+    writer = ExampleWriter(book, llm, lambda: todo)
+    try:
+        for number, doc in enumerate(todo, 1):
+            await writer.write(doc)
+            print(f"[{number}/{len(todo)}] {doc.name}: {' | '.join(book.requests_for(doc))}")
+    except LlmError as exc:
+        print(f"lane examples: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        await llm.aclose()
+    return 0

@@ -1,0 +1,87 @@
+"""Writes example requests for the deferred tools while nobody is waiting on the model.
+
+The lane's model is the only writer a laptop has, and the user's turns come first: the writer asks
+about one tool at a time, only after the lane has been idle for `idle_s`, and a turn that starts
+meanwhile cancels its request (the llm service stops generating at once, see llm_client.py) and
+the same tool is asked again at the next quiet moment. Answers go to the shared ExampleBook, so
+the next catalog indexes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Callable, Iterator
+
+from ..toolsearch.examples import EXAMPLE_MAX_TOKENS, ExampleBook, parse_requests, request_messages
+from ..toolsearch.retrieval import ToolDoc
+from .llm_client import LlmClient, LlmError
+
+log = logging.getLogger("lane.examples")
+
+IDLE_S = 20.0
+# After a failed request (the llm service down or erring) the writer waits this long.
+RETRY_S = 60.0
+
+
+class ExampleWriter:
+    def __init__(self, book: ExampleBook, llm: LlmClient, docs: Callable[[], list[ToolDoc]], *,
+                 idle_s: float | None = None, retry_s: float = RETRY_S):
+        self.book, self.llm, self.docs = book, llm, docs
+        self.idle_s = IDLE_S if idle_s is None else idle_s
+        self.retry_s = retry_s
+        self._turns = 0
+        self._last_turn = time.monotonic()
+        self._turn_started = asyncio.Event()
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        """Wraps one agent turn: the writer steps aside while it runs."""
+        self._turns += 1
+        self._turn_started.set()
+        try:
+            yield
+        finally:
+            self._turns -= 1
+            self._last_turn = time.monotonic()
+
+    async def run(self) -> None:
+        """Until cancelled: wait for a quiet moment, write one tool's examples, repeat."""
+        while True:
+            await self._quiet()
+            todo = await asyncio.to_thread(lambda: self.book.missing(self.docs()))
+            if not todo:
+                await asyncio.sleep(self.idle_s)  # new tools may arrive (MCP list_changed)
+                continue
+            try:
+                if not await self.write(todo[0]):
+                    log.info("a turn started; example requests for %s wait", todo[0].name)
+            except LlmError as exc:
+                log.warning("example requests for %s not written: %s", todo[0].name, exc)
+                await asyncio.sleep(self.retry_s)
+
+    async def write(self, doc: ToolDoc) -> bool:
+        """Asks for one tool's examples; False when a turn started first (nothing is kept)."""
+        self._turn_started.clear()
+        ask = asyncio.ensure_future(self.llm.chat(request_messages(doc), [],
+                                                  max_tokens=EXAMPLE_MAX_TOKENS, temperature=0.0))
+        interrupted = asyncio.ensure_future(self._turn_started.wait())
+        try:
+            await asyncio.wait({ask, interrupted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            interrupted.cancel()
+            if not ask.done():
+                ask.cancel()
+                await asyncio.wait({ask})  # its connection closed: the llm service stops
+        if ask.cancelled():
+            return False
+        requests = parse_requests(ask.result().content)
+        self.book.add(doc, requests, await self.llm.model_name())
+        log.info("example requests for %s: %s", doc.name, "; ".join(requests) or "none usable")
+        return True
+
+    async def _quiet(self) -> None:
+        while self._turns or time.monotonic() - self._last_turn < self.idle_s:
+            await asyncio.sleep(max(0.05, self.idle_s - (time.monotonic() - self._last_turn)))

@@ -1,0 +1,153 @@
+"""Example requests: what a user would write when they need a tool, in a user's words.
+
+A tool's description is its author's words ("Get the current on-call users"); requests come in
+users' words ("who is on call this week?"), and a request that shares no word with the description
+is found by neither BM25 nor a small embedder. So the lane asks its own model, once per tool
+definition, for a few requests that tool would answer, and indexes them with the tool (retrieval.py:
+BM25 words and one vector each). They are kept in `$LANE_HOME/tool_examples.json` by the hash of
+the definition, so a changed tool gets new ones and an unchanged one is never asked about again.
+
+This module only words the question and reads the answer; the shim's background writer
+(agent/examples_writer.py) asks the model when it is idle, and `lane examples` asks from the shell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Iterable
+
+from .retrieval import ToolDoc
+
+log = logging.getLogger("lane.toolsearch")
+
+EXAMPLES_PER_TOOL = 3
+# Three short requests fit in 60 tokens; a model that drifts into prose is cut off there.
+EXAMPLE_MAX_TOKENS = 60
+DESCRIPTION_WORDS = 60
+PARAMETER_NAMES = 8
+MIN_REQUEST_WORDS = 3
+MAX_REQUEST_CHARS = 200
+
+_INSTRUCTION = (
+    "You help people find software tools. Given one tool, write three different requests a busy "
+    "user might type to an assistant when they need exactly this tool. Write them the way people "
+    "talk about their work, with everyday words and concrete made-up details, not the tool's own "
+    "wording. Each under 15 words. One request per line, nothing else.")
+# Two worked answers show the form (short lines, no preamble, no numbering) better than any
+# instruction does for a 1.5B model; neither tool is in any catalog the lane ships or measures.
+_SHOTS = (
+    (ToolDoc("weather__get_forecast", "Returns the hourly and daily forecast for a location.",
+             {"properties": {"latitude": {}, "longitude": {}, "days": {}}}),
+     "will it rain in Lyon this weekend?\ndo I need a jacket tomorrow morning\n"
+     "how hot does it get in Madrid on Friday"),
+    (ToolDoc("crm__merge_contacts",
+             "Merges two contact records into one, keeping the primary record's fields.",
+             {"properties": {"primary_id": {}, "duplicate_id": {}}}),
+     "Anna Berg is in the CRM twice, combine them\nclean up the duplicate entry for ACME's buyer\n"
+     "these two people are the same person, make them one"),
+)
+_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
+
+
+def definition_key(doc: ToolDoc) -> str:
+    """Names the tool definition the examples were written for: name, description, parameters."""
+    text = json.dumps([doc.name, doc.description, doc.parameters], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def request_messages(doc: ToolDoc) -> list[dict[str, str]]:
+    """The chat that asks a model for example requests of one tool."""
+    messages = [{"role": "system", "content": _INSTRUCTION}]
+    for shot, answer in _SHOTS:
+        messages += [{"role": "user", "content": _tool_card(shot)},
+                     {"role": "assistant", "content": answer}]
+    return [*messages, {"role": "user", "content": _tool_card(doc)}]
+
+
+def _tool_card(doc: ToolDoc) -> str:
+    description = " ".join(doc.description.split()[:DESCRIPTION_WORDS]) or "(no description)"
+    parameters = ", ".join(doc.parameter_names[:PARAMETER_NAMES]) or "none"
+    return f"Tool: {doc.name}\nWhat it does: {description}\nParameters: {parameters}"
+
+
+def parse_requests(text: str) -> tuple[str, ...]:
+    """The requests in a model's answer: one a line, list marks and quotes stripped; a line that
+    introduces the list ("Sure, here are three requests:") or is too short to be one is dropped."""
+    requests: list[str] = []
+    for line in text.splitlines():
+        request = _LIST_MARK.sub("", line).strip().strip("\"'`").strip()
+        if (len(request.split()) < MIN_REQUEST_WORDS or request.endswith(":")
+                or len(request) > MAX_REQUEST_CHARS or request in requests):
+            continue
+        requests.append(request)
+        if len(requests) == EXAMPLES_PER_TOOL:
+            break
+    return tuple(requests)
+
+
+class ExampleBook:
+    """Example requests by definition key, in one JSON file (`{key: {"tool", "model",
+    "requests"}}`), written whole and atomically. `version` grows with every change, so a
+    catalog built from it knows when to index again. Unreadable files start an empty book (the
+    examples are written again) rather than stopping tool search."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.version = 0
+        self._entries: dict[str, dict[str, Any]] = self._read()
+        self._lock = threading.Lock()
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        if self.path is None or not self.path.exists():
+            return {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            log.warning("example requests in %s unreadable, writing them again: %s", self.path, exc)
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {key: entry for key, entry in data.items()
+                if isinstance(entry, dict) and isinstance(entry.get("requests"), list)}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def requests_for(self, doc: ToolDoc) -> tuple[str, ...]:
+        entry = self._entries.get(definition_key(doc))
+        return tuple(r for r in entry["requests"] if isinstance(r, str)) if entry else ()
+
+    def with_examples(self, docs: Iterable[ToolDoc]) -> list[ToolDoc]:
+        """The docs, each carrying its example requests when the book has them."""
+        return [replace(doc, examples=self.requests_for(doc)) for doc in docs]
+
+    def missing(self, docs: Iterable[ToolDoc]) -> list[ToolDoc]:
+        """Docs whose definition the book has no entry for (an entry with no usable request
+        counts: a model that answered nothing useful is not asked again)."""
+        return [doc for doc in docs if definition_key(doc) not in self._entries]
+
+    def add(self, doc: ToolDoc, requests: Iterable[str], model: str) -> None:
+        with self._lock:
+            self._entries[definition_key(doc)] = {"tool": doc.name, "model": model,
+                                                  "requests": list(requests)}
+            self.version += 1
+            self._write()
+
+    def _write(self) -> None:
+        if self.path is None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(self._entries, indent=1, ensure_ascii=False),
+                                 encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError as exc:  # a read-only home keeps the examples for this process only
+            log.info("example requests not written to %s: %s", self.path, exc)

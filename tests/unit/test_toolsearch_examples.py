@@ -1,0 +1,131 @@
+"""Example requests: how the model is asked, how its answer is read, how they are kept and found."""
+
+import json
+import logging
+
+from stack.config import Settings
+from stack.tools.base import Tool, object_schema
+from stack.tools.registry import Registry
+from stack.toolsearch import catalog as catalog_module
+from stack.toolsearch.examples import (
+    EXAMPLE_MAX_TOKENS,
+    EXAMPLES_PER_TOOL,
+    ExampleBook,
+    definition_key,
+    parse_requests,
+    request_messages,
+)
+from stack.toolsearch.retrieval import ToolDoc, ToolIndex
+
+ONCALL = ToolDoc("grafana__get_current_oncall_users",
+                 "Get the list of users currently on-call for a schedule.",
+                 {"properties": {"schedule_id": {"type": "string"}}}, "grafana")
+OTHERS = [
+    ToolDoc("grafana__list_teams", "List the teams of the organisation.", {}, "grafana"),
+    ToolDoc("slack__post_message", "Post a message to a channel.", {}, "slack"),
+    ToolDoc("pager__send_page", "Send a page to a phone number.", {}, "pager"),
+]
+PAGER_REQUESTS = ("who is carrying the pager for backend tonight",
+                  "which engineer answers alerts this week", "who do I wake up if prod breaks")
+
+
+def test_the_model_is_asked_about_one_tool_after_two_worked_answers():
+    messages = request_messages(ONCALL)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant",
+                                             "user"]
+    card = messages[-1]["content"]
+    assert "grafana__get_current_oncall_users" in card and "schedule_id" in card
+    assert "on-call" in card
+    for answer in (messages[2]["content"], messages[4]["content"]):
+        assert parse_requests(answer) and len(answer.splitlines()) == EXAMPLES_PER_TOOL
+    assert EXAMPLE_MAX_TOKENS <= 100  # three short lines; a drifting model is cut off
+
+
+def test_answers_are_read_line_by_line_without_preamble_marks_or_repeats():
+    answer = ("Sure! Here are three requests a user might type:\n"
+              "1. who is on call for payments right now\n"
+              "- \"page whoever is on call tonight\"\n"
+              "ok\n"
+              "* who is on call for payments right now\n"
+              "2) is Sam on call this weekend?\n"
+              "4. one more request that is not needed")
+    assert parse_requests(answer) == ("who is on call for payments right now",
+                                      "page whoever is on call tonight",
+                                      "is Sam on call this weekend?")
+    assert parse_requests("") == ()
+    assert parse_requests("x" * 300 + " a b c") == ()
+
+
+def test_the_key_names_the_definition_not_the_examples():
+    key = definition_key(ONCALL)
+    assert definition_key(ToolDoc(ONCALL.name, ONCALL.description, ONCALL.parameters,
+                                  ONCALL.source, ("anything",))) == key
+    assert definition_key(ToolDoc(ONCALL.name, "Changed.", ONCALL.parameters)) != key
+    assert definition_key(ToolDoc(ONCALL.name, ONCALL.description, {})) != key
+
+
+def test_the_book_keeps_examples_by_definition_across_processes(tmp_path):
+    path = tmp_path / "home" / "tool_examples.json"
+    book = ExampleBook(path)
+    assert book.missing([ONCALL, *OTHERS]) == [ONCALL, *OTHERS]
+    before = book.version
+    book.add(ONCALL, PAGER_REQUESTS, "qwen")
+    book.add(OTHERS[0], (), "qwen")  # nothing usable: not asked again either
+    assert book.version == before + 2
+    reread = ExampleBook(path)
+    assert reread.requests_for(ONCALL) == PAGER_REQUESTS
+    assert reread.missing([ONCALL, *OTHERS]) == OTHERS[1:]
+    carried = reread.with_examples([ONCALL, OTHERS[1]])
+    assert carried[0].examples == PAGER_REQUESTS and carried[1].examples == ()
+    changed = ToolDoc(ONCALL.name, "Get on-call users (v2).", ONCALL.parameters, ONCALL.source)
+    assert reread.requests_for(changed) == () and reread.missing([changed]) == [changed]
+    assert json.loads(path.read_text())[definition_key(ONCALL)]["tool"] == ONCALL.name
+
+
+def test_an_unreadable_book_starts_empty_and_is_written_again(tmp_path, caplog):
+    path = tmp_path / "tool_examples.json"
+    path.write_text("{not json")
+    with caplog.at_level(logging.WARNING, logger="lane.toolsearch"):
+        book = ExampleBook(path)
+    assert len(book) == 0 and "unreadable" in caplog.text
+    book.add(ONCALL, PAGER_REQUESTS, "qwen")
+    assert ExampleBook(path).requests_for(ONCALL) == PAGER_REQUESTS
+
+
+def test_a_book_that_cannot_be_written_keeps_its_examples_in_memory(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    book = ExampleBook(blocker / "tool_examples.json")  # its folder cannot be created
+    book.add(ONCALL, PAGER_REQUESTS, "qwen")
+    assert book.requests_for(ONCALL) == PAGER_REQUESTS
+
+
+def test_a_request_in_users_words_finds_the_tool_through_its_examples():
+    query = "who is carrying the pager for the backend rotation"
+    plain = ToolIndex([ONCALL, *OTHERS], method="bm25")
+    assert [h.name for h in plain.search(query, 1)] == ["pager__send_page"]
+    book = ExampleBook(None)
+    book.add(ONCALL, PAGER_REQUESTS, "qwen")
+    taught = ToolIndex(book.with_examples([ONCALL, *OTHERS]), method="bm25")
+    assert [h.name for h in taught.search(query, 1)] == [ONCALL.name]
+
+
+def test_the_lane_catalog_indexes_examples_as_soon_as_they_are_written(tmp_path):
+    def tool(doc):
+        return Tool(doc.name, doc.description, object_schema({}),
+                    lambda arguments, ctx: "{}", doc.source)
+
+    registry = Registry([tool(ToolDoc("memory", "Save a note."))],
+                        providers=[lambda: [tool(d) for d in (ONCALL, *OTHERS)]])
+    settings = Settings(home=tmp_path, core_tools=("memory",))
+    _, before = catalog_module.build_catalog(registry, settings)
+    assert all(doc.examples == () for doc in before.docs())
+    query = "who do I wake up when prod breaks"
+    row = before.index.names.index(ONCALL.name)
+    assert before.index.lexical_scores(query)[row] == 0.0
+    as_listed = {doc.name: doc for doc in before.docs()}[ONCALL.name]  # what the writer asks about
+    catalog_module.example_book(settings.examples_path).add(as_listed, PAGER_REQUESTS, "qwen")
+    _, after = catalog_module.build_catalog(registry, settings)
+    assert after is not before
+    assert {d.name: d.examples for d in after.docs()}[ONCALL.name] == PAGER_REQUESTS
+    assert after.index.lexical_scores(query)[row] > 0.0
