@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from stack.tools.base import Tool  # noqa: E402
 from stack.toolsearch.catalog import Catalog  # noqa: E402
 from stack.toolsearch.embedding import OnnxMiniLM, onnx_model_path, vector_store_folder  # noqa: E402
+from stack.toolsearch.examples import ExampleBook  # noqa: E402
 from stack.toolsearch.retrieval import ToolDoc, ToolIndex  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -54,6 +55,7 @@ CATEGORIES = ("lexical", "semantic", "ambiguous", "multi-tool")
 KS = (1, 3, 5)
 DEEP = 50  # how far down a miss's gold is looked for when reporting misses
 SEED = 20
+EXAMPLES_SUFFIX = "+ex"
 QUERY_SETS = ("queries.jsonl", "queries_heldout.jsonl", "queries_third.jsonl")
 _FRESH = itertools.count(1)  # padding widths never used before in this process
 
@@ -124,12 +126,12 @@ def fresh_embedder(model: Path | None = None) -> OnnxMiniLM | None:
     return OnnxMiniLM(path, cache_folder=folder)
 
 
-def build(tools: list[dict], method: str, model: Path | None = None
+def build(docs: list[ToolDoc], method: str, model: Path | None = None
           ) -> tuple[ToolIndex | None, float, str]:
     """The index, its build time, and why the method was skipped (empty when it was not)."""
     embedder = fresh_embedder(model) if model and method != "bm25" else None
     started = time.perf_counter()
-    index = ToolIndex.from_openai(tools, method=method, embedder=embedder)
+    index = ToolIndex(docs, method=method, embedder=embedder)
     took = time.perf_counter() - started
     if getattr(index, "method", method) != method:
         return None, took, (f"{method}: skipped, its optional dependencies are not installed "
@@ -180,19 +182,18 @@ def evaluate(index: ToolIndex, queries: list[dict], flag) -> dict[str, Any]:
     }
 
 
-def latency(tools: list[dict], method: str, queries: list[str], rounds: int,
-            model: Path | None = None) -> dict[str, Any]:
+def latency(docs: list[ToolDoc], method: str, queries: list[str], rounds: int,
+            model: Path | None = None, examples: ExampleBook | None = None) -> dict[str, Any]:
     embedder = fresh_embedder(model) if method != "bm25" else None
-    docs = [ToolDoc.from_definition(t) for t in tools]
     started = time.perf_counter()
-    catalog = lane_catalog(docs, method, embedder)
+    catalog = lane_catalog(docs, method, embedder, examples)
     catalog.search("warm up", 5)  # lazy tables and the embedder session load once per process
     first_s = time.perf_counter() - started
     catalog.vectors_ready()
     build_s = time.perf_counter() - started
     index = catalog.index
     if index.method != method:
-        return {"tools": len(tools), "skipped": f"{method}: its optional dependencies are missing"}
+        return {"tools": len(docs), "skipped": f"{method}: its optional dependencies are missing"}
     times = []
     for _ in range(rounds):
         # Padding makes each text new to any per-query cache (the embedder keeps one keyed by
@@ -203,17 +204,19 @@ def latency(tools: list[dict], method: str, queries: list[str], rounds: int,
             index.search(pad + q, 5)
             times.append((time.perf_counter() - started) * 1000)
     times.sort()
-    return {"tools": len(tools), "first_ms": round(first_s * 1000, 1),
+    return {"tools": len(docs), "first_ms": round(first_s * 1000, 1),
             "build_ms": round(build_s * 1000, 1), "searches": len(times),
             "p50_ms": round(statistics.median(times), 3),
             "p95_ms": round(times[int(0.95 * (len(times) - 1))], 3)}
 
 
-def lane_catalog(docs: list[ToolDoc], method: str, embedder: OnnxMiniLM | None = None) -> Catalog:
+def lane_catalog(docs: list[ToolDoc], method: str, embedder: OnnxMiniLM | None = None,
+                 examples: ExampleBook | None = None) -> Catalog:
     """The lane's catalog of these tools (which the benches search, never run)."""
     tools = {d.name: Tool(d.name, d.description, dict(d.parameters), _never, d.source)
              for d in docs}
-    return Catalog(tools, method=method, embedder=embedder)  # type: ignore[arg-type]
+    return Catalog(tools, method=method, embedder=embedder,  # type: ignore[arg-type]
+                   examples=examples)
 
 
 def _never(arguments: dict, ctx: object) -> str:
@@ -245,13 +248,13 @@ def report_text(result: dict[str, Any], show_misses: int) -> str:
     out.append("")
     out.append("latency per query, search(query, 5); a new process's catalog: first = its first "
                "answer, build = until its vectors are ready:")
-    out.append(f"{'method':<8} {'tools':>6} {'first ms':>9} {'build ms':>9} {'p50 ms':>8} "
+    out.append(f"{'method':<10} {'tools':>6} {'first ms':>9} {'build ms':>9} {'p50 ms':>8} "
                f"{'p95 ms':>8}")
     for row in result["latency"]:
         if "skipped" in row:
-            out.append(f"{row['method']:<8} {row['tools']:>6}  skipped")
+            out.append(f"{row['method']:<10} {row['tools']:>6}  skipped")
             continue
-        out.append(f"{row['method']:<8} {row['tools']:>6} {row['first_ms']:>9} "
+        out.append(f"{row['method']:<10} {row['tools']:>6} {row['first_ms']:>9} "
                    f"{row['build_ms']:>9} {row['p50_ms']:>8.3f} {row['p95_ms']:>8.3f}")
     return "\n".join(out)
 
@@ -302,20 +305,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     texts = [q["query"] for queries in sets.values() for q in queries]
     subsets = [random.Random(SEED).sample(tools, size) if size < min(1000, len(tools))
                else padded(tools, size) for size in args.sizes]
-    for method in args.methods:
-        index, build_s, skipped = build(tools, method, model=args.model)
+    docs = [ToolDoc.from_definition(t) for t in tools]
+    books: dict[str, ExampleBook | None] = {"": None}
+    if args.examples:
+        books[EXAMPLES_SUFFIX] = ExampleBook(args.examples)
+        notes.append(f"{EXAMPLES_SUFFIX}: with the example requests in {args.examples} "
+                     f"({len(books[EXAMPLES_SUFFIX])} tools)")
+    for method, (suffix, book) in itertools.product(args.methods, books.items()):
+        row = method + suffix
+        index, build_s, skipped = build(book.with_examples(docs) if book else docs, method,
+                                        model=args.model)
         if index is None:
             notes.append(skipped)
-            result["latency"] += [{"method": method, "tools": n, "skipped": skipped}
+            result["latency"] += [{"method": row, "tools": n, "skipped": skipped}
                                   for n in args.sizes]
             continue
         for name, queries in sets.items():
-            result["sets"][name]["methods"][method] = {"build_ms": round(build_s * 1000, 1),
-                                                       **evaluate(index, queries, flag)}
+            result["sets"][name]["methods"][row] = {"build_ms": round(build_s * 1000, 1),
+                                                    **evaluate(index, queries, flag)}
         if not args.no_latency:
             for subset in subsets:
-                result["latency"].append({"method": method,
-                                          **latency(subset, method, texts, args.rounds, args.model)})
+                timed = [ToolDoc.from_definition(t) for t in subset]
+                result["latency"].append({"method": row, **latency(
+                    timed, method, texts, args.rounds, args.model, book)})
     return result
 
 
@@ -332,6 +344,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--category", action="append",
                         help="only this query category (repeatable)")
     parser.add_argument("--model", type=Path, help="an ONNX embedder to measure instead of the installed one")
+    parser.add_argument("--examples", type=lambda s: Path(s) if s else None,
+                        default=DATA / "examples.json",
+                        help="an example-request book (lane examples --book): each method runs "
+                             "again with it, as METHOD+ex (default data/examples.json; "
+                             "--examples '' for none)")
     parser.add_argument("--rounds", type=int, default=1, help="latency passes over the queries")
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--misses", type=int, default=10, help="misses to list per method")
@@ -341,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown method(s): {', '.join(unknown)}")
     args.queries = args.queries or [DATA / name for name in QUERY_SETS]
-    for path in (args.catalog, *args.queries):
+    for path in (args.catalog, *args.queries, *([args.examples] if args.examples else [])):
         if not path.is_file():
             parser.error(f"no such file: {path}")
     result = run(args)

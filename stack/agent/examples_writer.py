@@ -51,20 +51,24 @@ class ExampleWriter:
         """Until cancelled: wait for a quiet moment, write one tool's examples, repeat."""
         while True:
             await self._quiet()
-            todo = await asyncio.to_thread(lambda: self.book.missing(self.docs()))
-            if not todo:
-                await asyncio.sleep(self.idle_s)  # new tools may arrive (MCP list_changed)
-                continue
             try:
-                if not await self.write(todo[0]):
+                todo = await asyncio.to_thread(lambda: self.book.missing(self.docs()))
+                if not todo:
+                    await asyncio.sleep(self.idle_s)  # new tools may arrive (MCP list_changed)
+                elif not await self.write(todo[0]):
                     log.info("a turn started; example requests for %s wait", todo[0].name)
             except LlmError as exc:
                 log.warning("example requests for %s not written: %s", todo[0].name, exc)
+                await asyncio.sleep(self.retry_s)
+            except Exception:  # a tool source failing now must not end the writer for good
+                log.exception("example writer: could not read the tools")
                 await asyncio.sleep(self.retry_s)
 
     async def write(self, doc: ToolDoc) -> bool:
         """Asks for one tool's examples; False when a turn started first (nothing is kept)."""
         self._turn_started.clear()
+        if self._turns:
+            return False
         ask = asyncio.ensure_future(self.llm.chat(request_messages(doc), [],
                                                   max_tokens=EXAMPLE_MAX_TOKENS, temperature=0.0))
         interrupted = asyncio.ensure_future(self._turn_started.wait())

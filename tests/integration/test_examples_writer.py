@@ -101,6 +101,29 @@ def test_an_unreachable_model_is_logged_and_asked_again_after_a_pause(tmp_path, 
     assert 2 <= len(failures) <= 5 and len(book) == 0
 
 
+def test_a_tool_source_that_fails_is_logged_and_read_again(tmp_path, caplog):
+    reads = iter([RuntimeError("MCP server gone"), DOCS[:1]])
+
+    def docs():
+        item = next(reads, DOCS[:1])
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    async def go(model):
+        llm = LlmClient(model.url, model=None, timeout_s=10)
+        writer = ExampleWriter(ExampleBook(None), llm, docs, idle_s=0.01, retry_s=0.1)
+        task = asyncio.create_task(writer.run())
+        await until(lambda: len(writer.book) == 1)
+        task.cancel()
+        await llm.aclose()
+
+    with caplog.at_level(logging.ERROR, logger="lane.examples"):
+        with ScriptedModel(lambda body: text(ANSWER)) as model:
+            asyncio.run(go(model))
+    assert "could not read the tools" in caplog.text and len(model.requests) == 1
+
+
 def deferred_tool(name, description):
     return Tool(name, description, object_schema({}), lambda arguments, ctx: "{}", "srv")
 
