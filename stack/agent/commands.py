@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--llm-url", help="OpenAI-compatible base URL (default LANE_LLM_URL)")
     parser.add_argument("--model", help="model name to ask for (default: what the service lists)")
     parser.add_argument("--limit", type=int, help="ask about at most this many tools")
+    parser.add_argument("--again", action="store_true",
+                        help="ask about tools that have examples too, replacing them (say, with "
+                             "a better model than the one that wrote them)")
     parser.set_defaults(func=run)
 
 
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"lane examples: {exc}", file=sys.stderr)
         return 2
     book = example_book(args.book or settings.examples_path)
-    todo = book.missing(docs)[: args.limit]
+    todo = (docs if args.again else book.missing(docs))[: args.limit]
     print(f"{len(docs) - len(book.missing(docs))} of {len(docs)} tools have examples; "
           f"asking {settings.llm_url} about {len(todo)}", file=sys.stderr)
     return asyncio.run(_write_all(book, todo, settings.llm_url, settings.model,

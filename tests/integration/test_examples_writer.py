@@ -195,7 +195,9 @@ def test_lane_examples_writes_a_book_that_lane_search_reads(tmp_path, capsys, mo
                      "--llm-url", model.url]) == 0
         assert main(["examples", "--catalog", str(catalog), "--book", str(book),
                      "--llm-url", model.url]) == 0  # all written: nothing asked again
-    assert len(model.requests) == len(DOCS)
+        assert main(["examples", "--catalog", str(catalog), "--book", str(book),
+                     "--llm-url", model.url, "--again", "--limit", "1"]) == 0
+    assert [asked_about(body) for body in model.requests] == [d.name for d in DOCS] + [DOCS[0].name]
     out = capsys.readouterr()
     assert f"[1/2] {DOCS[0].name}: {' | '.join(REQUESTS)}" in out.out
     assert "2 of 2 tools have examples; asking" in out.err
