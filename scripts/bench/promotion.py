@@ -10,6 +10,7 @@ tools from the catalog. Counted per category:
   none   nothing promoted (the model searches as usual)
 
     .venv/bin/python scripts/bench/promotion.py [--catalog FILE] [--queries FILE.jsonl]
+        [--examples BOOK.json]   (the tools' example requests, as `lane examples --book` keeps them)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from retrieval import lane_catalog  # noqa: E402  (scripts/bench, this script's 
 from stack.config import Settings  # noqa: E402
 from stack.toolsearch.commands import load_catalog_file  # noqa: E402
 from stack.toolsearch.embedding import default_embedder  # noqa: E402
+from stack.toolsearch.examples import ExampleBook  # noqa: E402
 from stack.toolsearch.promotion import promoted_tools  # noqa: E402
 
 DATA = ROOT / "scripts" / "bench" / "data"
@@ -38,9 +40,11 @@ def main() -> int:
     parser.add_argument("--catalog", type=Path, default=DATA / "catalog.json")
     parser.add_argument("--queries", type=Path, default=DATA / "queries.jsonl")
     parser.add_argument("--method", choices=("bm25", "hybrid"), default=None)
+    parser.add_argument("--examples", type=Path, help="an example-request book")
     args = parser.parse_args()
     method = args.method or ("hybrid" if default_embedder() else "bm25")
-    catalog = lane_catalog(load_catalog_file(args.catalog), method)
+    book = ExampleBook(args.examples) if args.examples else None
+    catalog = lane_catalog(load_catalog_file(args.catalog), method, examples=book)
     catalog.vectors_ready()  # the lane answers with BM25 while they build; measure the hybrid
     settings = Settings()
     counts: dict[str, Counter[str]] = defaultdict(Counter)
@@ -55,7 +59,8 @@ def main() -> int:
             counts[key][verdict] += 1
             counts[key]["n"] += 1
             counts[key]["promoted"] += len(promoted)
-    print(f"promotion ({method}, margin rule of stack/toolsearch/promotion.py, "
+    with_examples = f", examples {args.examples}" if book else ""
+    print(f"promotion ({method}{with_examples}, margin rule of stack/toolsearch/promotion.py, "
           f"budget {settings.promote_budget_tokens} tokens)")
     print(f"{'category':<12} {'n':>4} {'gold':>6} {'wrong':>6} {'none':>6} {'tools/query':>11}")
     for key in sorted(counts, key=lambda k: (k == "ALL", k)):

@@ -144,13 +144,13 @@ def name_terms(name: str, source: str = "") -> list[str]:
 
 
 @functools.lru_cache(maxsize=8192)
-def _analysed(name: str, description: str, source: str, parameters: tuple[str, ...],
-              examples: tuple[str, ...]) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
+def _analysed(name: str, description: str, source: str, parameters: tuple[str, ...]
+              ) -> tuple[tuple[str, ...], frozenset[str], tuple[str, ...]]:
     """(BM25 terms, name terms, words as written) of one tool. Remembered by content: the
     catalog is rebuilt for every model call, its tools rarely change between two calls."""
     kept = " ".join(p for p in parameters if p.lower() not in GENERIC_PARAMETERS)
     text = f"{name} {source} {kept} {description}"
-    terms = tokens(name) * NAME_REPEAT + tokens(f"{source} {kept} {description} {' '.join(examples)}")
+    terms = tokens(name) * NAME_REPEAT + tokens(f"{source} {kept} {description}")
     words = tuple(w for w in split_words(text) if w not in STOPWORDS)
     return tuple(terms), frozenset(name_terms(name, source)), words
 
@@ -170,15 +170,18 @@ class ToolIndex:
         for i, d in enumerate(self.docs):
             if "__" in d.name:
                 self._by_own_name.setdefault(d.name.split("__", 1)[1].lower(), []).append(i)
-        self._analysed = [_analysed(d.name, d.description, d.source, tuple(d.parameter_names),
-                                    d.examples) for d in self.docs]
+        self._analysed = [_analysed(d.name, d.description, d.source, tuple(d.parameter_names))
+                          for d in self.docs]
+        # Example requests count as words of the tool for ranking; the tool's own words alone
+        # decide how much of a query it covers (confidence: examples rank, they cannot vouch).
+        corpus = [[*terms, *_example_terms(d.examples)] for d, (terms, _, _) in
+                  zip(self.docs, self._analysed, strict=True)]
         self._bm25 = bm25s.BM25()
         if self.docs:
-            self._bm25.index([list(terms) or ["_"] for terms, _, _ in self._analysed],
-                             show_progress=False)
+            self._bm25.index([terms or ["_"] for terms in corpus], show_progress=False)
         self._name_postings, self._name_length = _name_index([n for _, n, _ in self._analysed])
         self._term_sets = [frozenset(terms) for terms, _, _ in self._analysed]
-        self._vocabulary = frozenset(t for terms in self._term_sets for t in terms)
+        self._vocabulary = frozenset(t for terms in corpus for t in terms)
         self._speller: Speller | None = None
         self.embedder = embedder
         if method != "bm25" and embedder is None:
@@ -192,9 +195,12 @@ class ToolIndex:
         # whole-text row, and its sentence and example rows follow up to the next tool's.
         self._vectors: np.ndarray | None = None
         self._starts = np.zeros(0, dtype=np.int64)
+        self._own_ends = np.zeros(0, dtype=np.int64)  # where tool i's example rows begin
         if embedder is not None and method != "bm25" and self.docs:
-            groups = [[d.embedding_text(), *d.sentence_texts(), *d.examples] for d in self.docs]
+            own = [[d.embedding_text(), *d.sentence_texts()] for d in self.docs]
+            groups = [[*texts, *d.examples] for texts, d in zip(own, self.docs, strict=True)]
             self._starts = np.cumsum([0, *map(len, groups[:-1])])
+            self._own_ends = self._starts + np.array([len(texts) for texts in own], dtype=np.int64)
             self._vectors = embedder.embed([text for group in groups for text in group])
 
     @classmethod
@@ -256,11 +262,14 @@ class ToolIndex:
         return found / len(terms)
 
     def cosine(self, query: str, name: str) -> float:
-        """The semantic score of the named tool for the query, as the ranking uses it."""
+        """The semantic score of the named tool for the query, as the ranking computes it but
+        from the tool's own text only: its example requests rank it, they cannot vouch for it."""
         i = self._by_name.get(name.lower())
-        if self._vectors is None or i is None:
+        if self.embedder is None or self._vectors is None or i is None:
             return 0.0
-        return float(self._semantic([query])[0][i])
+        vector = self.embedder.embed([_with_gloss(query)])[0]
+        own = np.clip(self._vectors[self._starts[i]:self._own_ends[i]] @ vector, 0.0, None)
+        return float(_blend(own[0], own.max()))
 
     def closest(self, query: str, limit: int) -> list[str]:
         """Tool names ranked by shared character trigrams with the query: a last resort that
@@ -301,7 +310,7 @@ class ToolIndex:
         # for milliseconds.
         cosines = np.clip(np.einsum("qd,vd->qv", vectors, self._vectors), 0.0, None)
         best = np.maximum.reduceat(cosines, self._starts, axis=1)
-        return list(0.5 * cosines[:, self._starts] + 0.5 * best)
+        return list(_blend(cosines[:, self._starts], best))
 
     def _fused(self, query: str, cosine: np.ndarray) -> np.ndarray:
         """Cosine similarity plus a share of the lexical rank: the embedder orders paraphrases,
@@ -320,12 +329,22 @@ class ToolIndex:
         return counts / self._name_length
 
 
+def _blend(whole: Any, best: Any) -> Any:
+    """A tool's semantic score from its whole-text cosine and its best vector's cosine."""
+    return 0.5 * whole + 0.5 * best
+
+
 def _rank_share(scores: np.ndarray) -> np.ndarray:
     """1 for the best lexical score, halving by rank LEXICAL_RANK_HALF + 1, 0 without any
     evidence; equal scores share a rank."""
     descending = np.sort(scores)[::-1]
     ranks = np.searchsorted(-descending, -scores, side="left")
     return (LEXICAL_RANK_HALF / (LEXICAL_RANK_HALF + ranks)) * (scores > 0)
+
+
+@functools.lru_cache(maxsize=8192)
+def _example_terms(examples: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(tokens(" ".join(examples)))
 
 
 def _name_index(names: list[frozenset[str]]) -> tuple[dict[str, np.ndarray], np.ndarray]:

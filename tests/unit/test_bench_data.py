@@ -124,3 +124,18 @@ def test_padding_reaches_size_with_unique_renamed_servers(bench):
     names = [t["function"]["name"] for t in grown]
     assert len(names) == 8 == len(set(names))
     assert "slack_2__t0" in names and "slack_3__t1" in names
+
+
+def test_the_example_book_covers_every_catalog_tool_as_the_lane_reads_it(catalog):
+    """A tool edited in catalog.json without new examples would silently lose them (the book is
+    keyed by the definition's hash)."""
+    from stack.toolsearch.examples import EXAMPLES_PER_TOOL, ExampleBook, parse_requests
+    from stack.toolsearch.retrieval import ToolDoc
+
+    book = ExampleBook(DATA / "examples.json")
+    docs = [ToolDoc.from_definition(tool) for tool in catalog]
+    assert book.missing(docs) == [] and len(book) == len(docs)
+    for doc in docs:
+        requests = book.requests_for(doc)
+        assert len(requests) <= EXAMPLES_PER_TOOL
+        assert parse_requests("\n".join(requests)) == requests, doc.name  # as the lane reads them
