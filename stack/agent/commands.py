@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..toolsearch.examples import ExampleBook
     from ..toolsearch.retrieval import ToolDoc
+    from .llm_client import LlmClient
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="where the examples are kept (default $LANE_HOME/tool_examples.json)")
     parser.add_argument("--llm-url", help="OpenAI-compatible base URL (default LANE_LLM_URL)")
     parser.add_argument("--model", help="model name to ask for (default: what the service lists)")
+    parser.add_argument("--key-env", metavar="VAR",
+                        help="environment variable holding a bearer key for --llm-url (a cloud "
+                             "model's API key stays off the command line)")
     parser.add_argument("--limit", type=int, help="ask about at most this many tools")
     parser.add_argument("--again", action="store_true",
                         help="ask about tools that have examples too, replacing them (say, with "
@@ -42,9 +47,13 @@ def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError, load_settings
     from ..toolsearch.catalog import example_book
     from ..toolsearch.commands import lane_docs, load_catalog_file
+    from .llm_client import LlmClient
 
     try:
         settings = load_settings().with_overrides(llm_url=args.llm_url, model=args.model)
+        key = os.environ.get(args.key_env) if args.key_env else None
+        if args.key_env and not key:
+            raise ValueError(f"--key-env: the environment has no {args.key_env}")
         docs = load_catalog_file(args.catalog) if args.catalog else lane_docs(settings)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"lane examples: {exc}", file=sys.stderr)
@@ -53,15 +62,15 @@ def run(args: argparse.Namespace) -> int:
     todo = (docs if args.again else book.missing(docs))[: args.limit]
     print(f"{len(docs) - len(book.missing(docs))} of {len(docs)} tools have examples; "
           f"asking {settings.llm_url} about {len(todo)}", file=sys.stderr)
-    return asyncio.run(_write_all(book, todo, settings.llm_url, settings.model,
-                                  settings.llm_timeout_s))
+    llm = LlmClient(settings.llm_url, model=settings.model, timeout_s=settings.llm_timeout_s,
+                    api_key=key)
+    return asyncio.run(_write_all(book, todo, llm))
 
 
-async def _write_all(book: ExampleBook, todo: list[ToolDoc], llm_url: str, model: str | None, timeout_s: float) -> int:
+async def _write_all(book: ExampleBook, todo: list[ToolDoc], llm: LlmClient) -> int:
     from .examples_writer import ExampleWriter
-    from .llm_client import LlmClient, LlmError
+    from .llm_client import LlmError
 
-    llm = LlmClient(llm_url, model=model, timeout_s=timeout_s)
     writer = ExampleWriter(book, llm, lambda: todo)
     try:
         for number, doc in enumerate(todo, 1):

@@ -49,6 +49,7 @@ class ScriptedModel:
     # reported as meta.n_ctx in /v1/models, as the lane's llm service does
     n_ctx: int | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
+    authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
     disconnects: int = 0
     port: int = 0
 
@@ -87,6 +88,7 @@ class ScriptedModel:
         async def chat(request: Request) -> Any:
             body = await request.json()
             self.requests.append(body)
+            self.authorizations.append(request.headers.get("authorization"))
             reply = self.next_reply(body)
             if reply.delay_s:
                 await asyncio.sleep(reply.delay_s)

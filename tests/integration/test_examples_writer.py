@@ -208,6 +208,23 @@ def test_lane_examples_writes_a_book_that_lane_search_reads(tmp_path, capsys, mo
     assert capsys.readouterr().out.split()[-1] == DOCS[0].name
 
 
+def test_lane_examples_sends_the_key_named_by_key_env(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LANE_HOME", str(tmp_path / "home"))
+    catalog = tmp_path / "tools.json"
+    catalog.write_text(json.dumps([{"name": "srv__ping", "description": "Ping a host.",
+                                    "inputSchema": {}}]))
+    monkeypatch.setenv("CLOUD_KEY", "sk-test-123")
+    with ScriptedModel(lambda body: text(ANSWER)) as model:
+        assert main(["examples", "--catalog", str(catalog), "--llm-url", model.url,
+                     "--key-env", "CLOUD_KEY"]) == 0
+        assert main(["examples", "--catalog", str(catalog), "--llm-url", model.url,
+                     "--key-env", "NO_SUCH_VAR", "--again"]) == 2
+    assert model.authorizations == ["Bearer sk-test-123"]
+    assert "the environment has no NO_SUCH_VAR" in capsys.readouterr().err
+    assert "sk-test-123" not in json.dumps(json.loads((tmp_path / "home" / "tool_examples.json")
+                                                      .read_text()))
+
+
 def test_lane_examples_says_when_the_model_is_unreachable(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("LANE_HOME", str(tmp_path / "home"))
     catalog = tmp_path / "tools.json"

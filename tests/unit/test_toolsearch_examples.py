@@ -3,6 +3,8 @@
 import json
 import logging
 
+import pytest
+
 from stack.config import Settings
 from stack.tools.base import Tool, object_schema
 from stack.tools.registry import Registry
@@ -129,3 +131,40 @@ def test_the_lane_catalog_indexes_examples_as_soon_as_they_are_written(tmp_path)
     assert after is not before
     assert {d.name: d.examples for d in after.docs()}[ONCALL.name] == PAGER_REQUESTS
     assert after.index.lexical_scores(query)[row] > 0.0
+
+
+class WordEmbedder:
+    """One dimension per word: texts are alike exactly as far as they share words."""
+
+    name = "words"
+
+    def __init__(self):
+        self.words: dict[str, int] = {}
+
+    def embed(self, texts):
+        import numpy as np
+
+        rows = np.zeros((len(texts), 64), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().replace("?", "").split():
+                rows[row, self.words.setdefault(word, len(self.words) % 64)] += 1.0
+        return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-9)
+
+
+def test_examples_rank_a_tool_but_only_its_own_words_vouch_for_it():
+    from stack.toolsearch.catalog import confident_in
+
+    query = "who do I wake up when prod breaks"
+    book = ExampleBook(None)
+    book.add(ONCALL, PAGER_REQUESTS, "qwen")
+    for method in ("bm25", "hybrid"):
+        index = ToolIndex(book.with_examples([ONCALL, *OTHERS]), method=method,
+                          embedder=WordEmbedder())
+        assert [h.name for h in index.search(query, 1)] == [ONCALL.name], method
+        assert index.query_coverage(query, ONCALL.name) == 0.0
+        assert not confident_in(index, query, ONCALL.name), method
+    hybrid = ToolIndex(book.with_examples([ONCALL]), method="hybrid", embedder=WordEmbedder())
+    plain = ToolIndex([ONCALL], method="hybrid", embedder=WordEmbedder())
+    own_words = "get the list of users currently on-call"
+    assert hybrid.cosine(own_words, ONCALL.name) == pytest.approx(plain.cosine(own_words, ONCALL.name))
+    assert hybrid.cosine(query, ONCALL.name) == pytest.approx(plain.cosine(query, ONCALL.name))
