@@ -63,3 +63,14 @@ def test_overrides_ignore_none_and_validate():
     assert settings.port == 9001 and settings.llm_url == Settings().llm_url
     with pytest.raises(ConfigError):
         Settings().with_overrides(max_tokens=-1)
+
+
+def test_example_requests_are_on_by_default_and_switch_off_in_yaml_or_environment(tmp_path):
+    assert load_settings(environ={}, config_path=None).tool_examples is True
+    config = tmp_path / "lane.yaml"
+    config.write_text("tool_search: {examples: false}\n")
+    assert load_settings(environ={}, config_path=config).tool_examples is False
+    assert load_settings(environ={"LANE_TOOL_EXAMPLES": "false"}).tool_examples is False
+    assert load_settings(environ={"LANE_HOME": "/x"}).examples_path == Path("/x/tool_examples.json")
+    with pytest.raises(ConfigError, match="tool_examples"):
+        load_settings(environ={"LANE_TOOL_EXAMPLES": "sometimes"})
