@@ -20,8 +20,9 @@ behind its own name words: a request that paraphrases one sentence of a long des
 that sentence better than the whole text, where the other sentences dilute it.
 
 A tool may also carry example requests (examples.py): what a user would write when they need it,
-in a user's words rather than its author's. Both halves index them: BM25 as words of the tool,
-the embedder as one more vector each.
+in a user's words rather than its author's. Both halves rank with them (BM25 as words of the
+tool, the embedder as one more vector each); how much of a query a tool covers, and its cosine for
+the confidence rule, still come from the tool's own text.
 """
 
 from __future__ import annotations
