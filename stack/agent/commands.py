@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 from pathlib import Path
@@ -62,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     todo = (docs if args.again else book.missing(docs))[: args.limit]
     print(f"{len(docs) - len(book.missing(docs))} of {len(docs)} tools have examples; "
           f"asking {settings.llm_url} about {len(todo)}", file=sys.stderr)
+    for chatty in ("httpx", "lane.examples"):  # each tool is one printed line already
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     llm = LlmClient(settings.llm_url, model=settings.model, timeout_s=settings.llm_timeout_s,
                     api_key=key)
     return asyncio.run(_write_all(book, todo, llm))
