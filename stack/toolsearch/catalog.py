@@ -235,12 +235,14 @@ _BOOKS: dict[Path, ExampleBook] = {}
 
 
 def example_book(path: Path) -> ExampleBook:
-    """One book per file in a process: the shim's writer and every catalog share it."""
+    """One book per file in a process: the shim's writer and every catalog share it. It takes
+    up what another process wrote since (`lane examples` beside a running shim)."""
     with _BUILT_LOCK:
         book = _BOOKS.get(path.resolve())
         if book is None:
             book = _BOOKS[path.resolve()] = ExampleBook(path)
-        return book
+    book.refresh()
+    return book
 
 
 def warm_up(registry: Registry, settings: Settings) -> int:

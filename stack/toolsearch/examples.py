@@ -95,14 +95,34 @@ def parse_requests(text: str) -> tuple[str, ...]:
 class ExampleBook:
     """Example requests by definition key, in one JSON file (`{key: {"tool", "model",
     "requests"}}`), written whole and atomically. `version` grows with every change, so a
-    catalog built from it knows when to index again. Unreadable files start an empty book (the
-    examples are written again) rather than stopping tool search."""
+    catalog built from it knows when to index again. Two processes may share the file (`lane
+    examples` beside a running shim): each write merges what is on disk first, and `refresh`
+    takes up another process's writes. Unreadable files start an empty book (the examples are
+    written again) rather than stopping tool search."""
 
     def __init__(self, path: Path | None):
         self.path = path
         self.version = 0
-        self._entries: dict[str, dict[str, Any]] = self._read()
         self._lock = threading.Lock()
+        self._seen = self._stamp()
+        self._entries: dict[str, dict[str, Any]] = self._read()
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            status = self.path.stat() if self.path else None
+        except OSError:
+            return None
+        return (status.st_mtime_ns, status.st_size) if status else None
+
+    def refresh(self) -> None:
+        """Reads the file again if another process has changed it since."""
+        stamp = self._stamp()
+        if stamp is None or stamp == self._seen:
+            return
+        with self._lock:
+            self._seen = stamp
+            self._entries = {**self._entries, **self._read()}
+            self.version += 1
 
     def _read(self) -> dict[str, dict[str, Any]]:
         if self.path is None or not self.path.exists():
@@ -134,9 +154,9 @@ class ExampleBook:
         return [doc for doc in docs if definition_key(doc) not in self._entries]
 
     def add(self, doc: ToolDoc, requests: Iterable[str], model: str) -> None:
+        entry = {"tool": doc.name, "model": model, "requests": list(requests)}
         with self._lock:
-            self._entries[definition_key(doc)] = {"tool": doc.name, "model": model,
-                                                  "requests": list(requests)}
+            self._entries = {**self._entries, **self._read(), definition_key(doc): entry}
             self.version += 1
             self._write()
 
@@ -149,5 +169,6 @@ class ExampleBook:
             temporary.write_text(json.dumps(self._entries, indent=1, ensure_ascii=False),
                                  encoding="utf-8")
             os.replace(temporary, self.path)
+            self._seen = self._stamp()
         except OSError as exc:  # a read-only home keeps the examples for this process only
             log.info("example requests not written to %s: %s", self.path, exc)

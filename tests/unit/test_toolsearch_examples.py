@@ -84,6 +84,24 @@ def test_the_book_keeps_examples_by_definition_across_processes(tmp_path):
     assert json.loads(path.read_text())[definition_key(ONCALL)]["tool"] == ONCALL.name
 
 
+def test_two_processes_sharing_a_book_keep_each_others_examples(tmp_path):
+    path = tmp_path / "tool_examples.json"
+    shim, command = ExampleBook(path), ExampleBook(path)
+    shim.add(ONCALL, PAGER_REQUESTS, "qwen-1.5b")
+    command.add(OTHERS[0], ("show me every team we have",), "cloud")  # merges the shim's entry
+    before = shim.version
+    shim.refresh()
+    assert shim.version == before + 1 and shim.requests_for(OTHERS[0])
+    command.add(ONCALL, ("who is on call tonight",), "cloud")  # lane examples --again
+    shim.add(OTHERS[1], ("post the release note to #general",), "qwen-1.5b")
+    final = ExampleBook(path)
+    assert final.requests_for(ONCALL) == ("who is on call tonight",)
+    assert final.requests_for(OTHERS[0]) and final.requests_for(OTHERS[1])
+    unchanged = shim.version
+    shim.refresh()  # its own write is no news
+    assert shim.version == unchanged
+
+
 def test_an_unreadable_book_starts_empty_and_is_written_again(tmp_path, caplog):
     path = tmp_path / "tool_examples.json"
     path.write_text("{not json")
@@ -131,6 +149,12 @@ def test_the_lane_catalog_indexes_examples_as_soon_as_they_are_written(tmp_path)
     assert after is not before
     assert {d.name: d.examples for d in after.docs()}[ONCALL.name] == PAGER_REQUESTS
     assert after.index.lexical_scores(query)[row] > 0.0
+    posted = {doc.name: doc for doc in after.docs()}["slack__post_message"]
+    ExampleBook(settings.examples_path).add(posted, ("tell the team lunch is here",), "cloud")
+    _, later = catalog_module.build_catalog(registry, settings)  # `lane examples` meanwhile
+    assert later is not after
+    assert {d.name: d.examples for d in later.docs()}["slack__post_message"] == (
+        "tell the team lunch is here",)
 
 
 class WordEmbedder:
