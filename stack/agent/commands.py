@@ -60,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"lane examples: {exc}", file=sys.stderr)
         return 2
     book = example_book(args.book or settings.examples_path)
-    todo = (docs if args.again else book.missing(docs))[: args.limit]
-    print(f"{len(docs) - len(book.missing(docs))} of {len(docs)} tools have examples; "
+    missing = book.missing(docs)
+    todo = (docs if args.again else missing)[: args.limit]
+    print(f"{len(docs) - len(missing)} of {len(docs)} tools have examples; "
           f"asking {settings.llm_url} about {len(todo)}", file=sys.stderr)
     for chatty in ("httpx", "lane.examples"):  # each tool is one printed line already
         logging.getLogger(chatty).setLevel(logging.WARNING)

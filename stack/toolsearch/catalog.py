@@ -105,16 +105,19 @@ class Catalog:
                                                 repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False,
                                   compare=False)
+    # Apart from _lock: the index build (under _lock) reads the memoised docs.
+    _memo_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False,
+                                       compare=False)
 
     def memo(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """`compute()` once per key while this catalog lives (the last MEMO_SIZE keys): what
         depends only on the tool list and the key, such as promotion for a query."""
-        with self._lock:
+        with self._memo_lock:
             if key in self._memo:
                 self._memo.move_to_end(key)
                 return self._memo[key]
         value = compute()
-        with self._lock:
+        with self._memo_lock:
             self._memo[key] = value
             if len(self._memo) > MEMO_SIZE:
                 self._memo.popitem(last=False)
@@ -125,6 +128,11 @@ class Catalog:
         return sorted({tool.source for tool in self.tools.values()})
 
     def docs(self) -> list[ToolDoc]:
+        """The tools as retrieval sees them, with their example requests; built once per catalog
+        (the example writer asks for them on every idle round)."""
+        return self.memo("docs", self._docs)
+
+    def _docs(self) -> list[ToolDoc]:
         docs = [ToolDoc(t.name, t.description, t.parameters,
                         "" if t.source == "builtin" else t.source) for t in self.tools.values()]
         return self.examples.with_examples(docs) if self.examples else docs
