@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..toolsearch.examples import ExampleBook
+    from ..toolsearch.examples import ExampleBook, RequestStyle
     from ..toolsearch.retrieval import ToolDoc
     from .llm_client import LlmClient
 
@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from ..config import ConfigError, load_settings
     from ..toolsearch.catalog import example_book
     from ..toolsearch.commands import lane_docs, load_catalog_file
+    from ..toolsearch.examples import STYLES
     from .llm_client import LlmClient
 
     try:
@@ -61,9 +62,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     book = example_book(args.book or settings.examples_path)
     missing = book.missing(docs)
-    todo = (docs if args.again else missing)[: args.limit]
-    print(f"{len(docs) - len(missing)} of {len(docs)} tools have examples; "
-          f"asking {settings.llm_url} about {len(todo)}", file=sys.stderr)
+    todo = ([(doc, style) for style in STYLES for doc in docs] if args.again else missing)
+    todo = todo[: args.limit]
+    complete = len(docs) - len({doc.name for doc, _ in missing})
+    print(f"{complete} of {len(docs)} tools have all their examples; "
+          f"asking {settings.llm_url} {len(todo)} times", file=sys.stderr)
     for chatty in ("httpx", "lane.examples"):  # each tool is one printed line already
         logging.getLogger(chatty).setLevel(logging.WARNING)
     llm = LlmClient(settings.llm_url, model=settings.model, timeout_s=settings.llm_timeout_s,
@@ -71,15 +74,16 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_write_all(book, todo, llm))
 
 
-async def _write_all(book: ExampleBook, todo: list[ToolDoc], llm: LlmClient) -> int:
+async def _write_all(book: ExampleBook, todo: list[tuple[ToolDoc, RequestStyle]],
+                     llm: LlmClient) -> int:
     from .examples_writer import ExampleWriter
     from .llm_client import LlmError
 
-    writer = ExampleWriter(book, llm, lambda: todo)
+    writer = ExampleWriter(book, llm, lambda: [doc for doc, _ in todo])
     try:
-        for number, doc in enumerate(todo, 1):
-            await writer.write(doc)
-            print(f"[{number}/{len(todo)}] {doc.name}: {' | '.join(book.requests_for(doc))}")
+        for number, (doc, style) in enumerate(todo, 1):
+            requests = await writer.write(doc, style) or ()
+            print(f"[{number}/{len(todo)}] {doc.name} ({style.name}): {' | '.join(requests)}")
     except LlmError as exc:
         print(f"lane examples: {exc}", file=sys.stderr)
         return 2

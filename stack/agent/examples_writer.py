@@ -1,10 +1,10 @@
 """Writes example requests for the deferred tools while nobody is waiting on the model.
 
 The lane's model is the only writer a laptop has, and the user's turns come first: the writer asks
-about one tool at a time, only after the lane has been idle for `idle_s`, and a turn that starts
-meanwhile cancels its request (the llm service stops generating at once, see llm_client.py) and
-the same tool is asked again at the next quiet moment. Answers go to the shared ExampleBook, so
-the next catalog indexes them.
+about one tool (one style of request) at a time, only after the lane has been idle for `idle_s`,
+and a turn that starts meanwhile cancels its request (the llm service stops generating at once, see
+llm_client.py) and the same tool is asked again at the next quiet moment. Answers go to the shared
+ExampleBook, so the next catalog indexes them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,13 @@ import logging
 import time
 from typing import Callable, Iterator
 
-from ..toolsearch.examples import EXAMPLE_MAX_TOKENS, ExampleBook, parse_requests, request_messages
+from ..toolsearch.examples import (
+    EXAMPLE_MAX_TOKENS,
+    ExampleBook,
+    RequestStyle,
+    parse_requests,
+    request_messages,
+)
 from ..toolsearch.retrieval import ToolDoc
 from .llm_client import LlmClient, LlmError
 
@@ -55,21 +61,22 @@ class ExampleWriter:
                 todo = await asyncio.to_thread(lambda: self.book.missing(self.docs()))
                 if not todo:
                     await asyncio.sleep(self.idle_s)  # new tools may arrive (MCP list_changed)
-                elif not await self.write(todo[0]):
-                    log.info("a turn started; example requests for %s wait", todo[0].name)
+                elif await self.write(*todo[0]) is None:
+                    log.info("a turn started; example requests for %s wait", todo[0][0].name)
             except LlmError as exc:
-                log.warning("example requests for %s not written: %s", todo[0].name, exc)
+                log.warning("example requests for %s not written: %s", todo[0][0].name, exc)
                 await asyncio.sleep(self.retry_s)
             except Exception:  # a tool source failing now must not end the writer for good
                 log.exception("example writer: could not read the tools")
                 await asyncio.sleep(self.retry_s)
 
-    async def write(self, doc: ToolDoc) -> bool:
-        """Asks for one tool's examples; False when a turn started first (nothing is kept)."""
+    async def write(self, doc: ToolDoc, style: RequestStyle) -> tuple[str, ...] | None:
+        """Asks for one style of a tool's examples and keeps them; None when a turn started first
+        (nothing is kept)."""
         self._turn_started.clear()
         if self._turns:
-            return False
-        ask = asyncio.ensure_future(self.llm.chat(request_messages(doc), [],
+            return None
+        ask = asyncio.ensure_future(self.llm.chat(request_messages(doc, style), [],
                                                   max_tokens=EXAMPLE_MAX_TOKENS, temperature=0.0))
         interrupted = asyncio.ensure_future(self._turn_started.wait())
         try:
@@ -80,11 +87,12 @@ class ExampleWriter:
                 ask.cancel()
                 await asyncio.wait({ask})  # its connection closed: the llm service stops
         if ask.cancelled():
-            return False
+            return None
         requests = parse_requests(ask.result().content)
-        self.book.add(doc, requests, await self.llm.model_name())
-        log.info("example requests for %s: %s", doc.name, "; ".join(requests) or "none usable")
-        return True
+        self.book.add(doc, style, requests, await self.llm.model_name())
+        log.info("example requests (%s) for %s: %s", style.name, doc.name,
+                 "; ".join(requests) or "none usable")
+        return requests
 
     async def _quiet(self) -> None:
         while self._turns or time.monotonic() - self._last_turn < self.idle_s:

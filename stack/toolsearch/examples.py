@@ -3,9 +3,11 @@
 A tool's description is its author's words ("Get the current on-call users"); requests come in
 users' words ("who is on call this week?"), and a request that shares no word with the description
 is found by neither BM25 nor a small embedder. So the lane asks its own model, once per tool
-definition, for a few requests that tool would answer, and indexes them with the tool (retrieval.py:
-BM25 words and one vector each). They are kept in `$LANE_HOME/tool_examples.json` by the hash of
-the definition, so a changed tool gets new ones and an unchanged one is never asked about again.
+definition and style, for a few requests that tool would answer, and indexes them with the tool
+(retrieval.py: BM25 words and one vector each). Two styles: direct requests ("who is on call for
+payments?") and situations that never name the task ("prod is down, who do I wake up?"). They are
+kept in `$LANE_HOME/tool_examples.json` by the hash of the definition, so a changed tool gets new
+ones and an unchanged one is never asked about again.
 
 This module only words the question and reads the answer; the shim's background writer
 (agent/examples_writer.py) asks the model when it is idle, and `lane examples` asks from the shell.
@@ -19,7 +21,7 @@ import logging
 import os
 import re
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -27,7 +29,7 @@ from .retrieval import ToolDoc
 
 log = logging.getLogger("lane.toolsearch")
 
-EXAMPLES_PER_TOOL = 3
+REQUESTS_PER_STYLE = 3
 # Three short requests fit in 60 tokens; a model that drifts into prose is cut off there.
 EXAMPLE_MAX_TOKENS = 60
 DESCRIPTION_WORDS = 60
@@ -35,24 +37,46 @@ PARAMETER_NAMES = 8
 MIN_REQUEST_WORDS = 3
 MAX_REQUEST_CHARS = 200
 
-_INSTRUCTION = (
+
+@dataclass(frozen=True)
+class RequestStyle:
+    """One way to ask for requests: an instruction and two worked answers. Two worked answers show
+    the form (short lines, no preamble, no numbering) better than any instruction does for a 1.5B
+    model; neither tool is in any catalog the lane ships or measures."""
+
+    name: str
+    instruction: str
+    shots: tuple[tuple[ToolDoc, str], ...]
+
+
+_WEATHER = ToolDoc("weather__get_forecast", "Returns the hourly and daily forecast for a location.",
+                   {"properties": {"latitude": {}, "longitude": {}, "days": {}}})
+_MERGE = ToolDoc("crm__merge_contacts",
+                 "Merges two contact records into one, keeping the primary record's fields.",
+                 {"properties": {"primary_id": {}, "duplicate_id": {}}})
+# What a user asks for when they know what they want done.
+DIRECT = RequestStyle("direct", (
     "You help people find software tools. Given one tool, write three different requests a busy "
     "user might type to an assistant when they need exactly this tool. Write them the way people "
     "talk about their work, with everyday words and concrete made-up details, not the tool's own "
-    "wording. Each under 15 words. One request per line, nothing else.")
-# Two worked answers show the form (short lines, no preamble, no numbering) better than any
-# instruction does for a 1.5B model; neither tool is in any catalog the lane ships or measures.
-_SHOTS = (
-    (ToolDoc("weather__get_forecast", "Returns the hourly and daily forecast for a location.",
-             {"properties": {"latitude": {}, "longitude": {}, "days": {}}}),
-     "will it rain in Lyon this weekend?\ndo I need a jacket tomorrow morning\n"
-     "how hot does it get in Madrid on Friday"),
-    (ToolDoc("crm__merge_contacts",
-             "Merges two contact records into one, keeping the primary record's fields.",
-             {"properties": {"primary_id": {}, "duplicate_id": {}}}),
-     "Anna Berg is in the CRM twice, combine them\nclean up the duplicate entry for ACME's buyer\n"
-     "these two people are the same person, make them one"),
-)
+    "wording. Each under 15 words. One request per line, nothing else."), (
+    (_WEATHER, "will it rain in Lyon this weekend?\ndo I need a jacket tomorrow morning\n"
+               "how hot does it get in Madrid on Friday"),
+    (_MERGE, "Anna Berg is in the CRM twice, combine them\nclean up the duplicate entry for ACME's "
+             "buyer\nthese two people are the same person, make them one")))
+# What a user says when they only know their situation: the words furthest from the description.
+SITUATION = RequestStyle("situation", (
+    "You help people find software tools. Given one tool, write three messages a user might send "
+    "to an assistant when they need this tool, but without knowing it exists: each one describes "
+    "their situation or goal in their own words, with concrete made-up details, and never names "
+    "the tool or repeats its wording. Each under 15 words. One message per line, nothing else."), (
+    (_WEATHER, "I land in Lyon on Saturday, should I pack an umbrella?\nplanning a picnic Sunday "
+               "afternoon, is it going to be nice out\nare the roads going to be icy when I drive "
+               "at 7am"),
+    (_MERGE, "we keep emailing Anna Berg twice because she's in there two times\nACME's buyer shows "
+             "up under two entries, sort that out\nTom Li and T. Li are the same customer")))
+# Asked in this order: every tool gets direct requests before any gets situations.
+STYLES = (DIRECT, SITUATION)
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 
 
@@ -62,10 +86,17 @@ def definition_key(doc: ToolDoc) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
-def request_messages(doc: ToolDoc) -> list[dict[str, str]]:
-    """The chat that asks a model for example requests of one tool."""
-    messages = [{"role": "system", "content": _INSTRUCTION}]
-    for shot, answer in _SHOTS:
+def entry_key(doc: ToolDoc, style: RequestStyle) -> str:
+    """The book's key for one style of requests of one definition (the first style's is the bare
+    definition key, as in books written before there were two styles)."""
+    key = definition_key(doc)
+    return key if style == STYLES[0] else f"{key}/{style.name}"
+
+
+def request_messages(doc: ToolDoc, style: RequestStyle = DIRECT) -> list[dict[str, str]]:
+    """The chat that asks a model for one style of example requests of one tool."""
+    messages = [{"role": "system", "content": style.instruction}]
+    for shot, answer in style.shots:
         messages += [{"role": "user", "content": _tool_card(shot)},
                      {"role": "assistant", "content": answer}]
     return [*messages, {"role": "user", "content": _tool_card(doc)}]
@@ -87,7 +118,7 @@ def parse_requests(text: str) -> tuple[str, ...]:
                 or len(request) > MAX_REQUEST_CHARS or request in requests):
             continue
         requests.append(request)
-        if len(requests) == EXAMPLES_PER_TOOL:
+        if len(requests) == REQUESTS_PER_STYLE:
             break
     return tuple(requests)
 
@@ -140,23 +171,26 @@ class ExampleBook:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def requests_for(self, doc: ToolDoc) -> tuple[str, ...]:
-        entry = self._entries.get(definition_key(doc))
+    def requests_for(self, doc: ToolDoc, style: RequestStyle) -> tuple[str, ...]:
+        entry = self._entries.get(entry_key(doc, style))
         return tuple(r for r in entry["requests"] if isinstance(r, str)) if entry else ()
 
     def with_examples(self, docs: Iterable[ToolDoc]) -> list[ToolDoc]:
-        """The docs, each carrying its example requests when the book has them."""
-        return [replace(doc, examples=self.requests_for(doc)) for doc in docs]
+        """The docs, each carrying the requests the book has for it."""
+        return [replace(doc, examples=self.requests_for(doc, DIRECT),
+                        situations=self.requests_for(doc, SITUATION)) for doc in docs]
 
-    def missing(self, docs: Iterable[ToolDoc]) -> list[ToolDoc]:
-        """Docs whose definition the book has no entry for (an entry with no usable request
-        counts: a model that answered nothing useful is not asked again)."""
-        return [doc for doc in docs if definition_key(doc) not in self._entries]
+    def missing(self, docs: Iterable[ToolDoc]) -> list[tuple[ToolDoc, RequestStyle]]:
+        """What is still to ask: every doc's first style before any doc's second (an entry with
+        no usable request counts: a model that answered nothing useful is not asked again)."""
+        docs = list(docs)
+        return [(doc, style) for style in STYLES for doc in docs
+                if entry_key(doc, style) not in self._entries]
 
-    def add(self, doc: ToolDoc, requests: Iterable[str], model: str) -> None:
-        entry = {"tool": doc.name, "model": model, "requests": list(requests)}
+    def add(self, doc: ToolDoc, style: RequestStyle, requests: Iterable[str], model: str) -> None:
+        entry = {"tool": doc.name, "style": style.name, "model": model, "requests": list(requests)}
         with self._lock:
-            self._entries = {**self._entries, **self._read(), definition_key(doc): entry}
+            self._entries = {**self._entries, **self._read(), entry_key(doc, style): entry}
             self.version += 1
             self._write()
 

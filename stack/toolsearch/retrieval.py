@@ -85,7 +85,11 @@ class ToolDoc:
     description: str = ""
     parameters: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""
+    # Requests users write for the tool (examples.py): direct ones rank it as words and vectors;
+    # situations, which by design share no word with it, as vectors only (as words their made-up
+    # details matched other tools: BM25 alone lost 2 points on the third set).
     examples: tuple[str, ...] = ()
+    situations: tuple[str, ...] = ()
 
     @classmethod
     def from_definition(cls, item: Mapping[str, Any]) -> "ToolDoc":
@@ -193,13 +197,15 @@ class ToolIndex:
             method = "bm25"
         self.method: Method = method
         # Each tool's vectors are one run of rows, its whole text first: _starts[i] is tool i's
-        # whole-text row, and its sentence and example rows follow up to the next tool's.
+        # whole-text row, and its sentence, example and situation rows follow up to the next
+        # tool's.
         self._vectors: np.ndarray | None = None
         self._starts = np.zeros(0, dtype=np.int64)
         self._own_ends = np.zeros(0, dtype=np.int64)  # where tool i's example rows begin
         if embedder is not None and method != "bm25" and self.docs:
             own = [[d.embedding_text(), *d.sentence_texts()] for d in self.docs]
-            groups = [[*texts, *d.examples] for texts, d in zip(own, self.docs, strict=True)]
+            groups = [[*texts, *d.examples, *d.situations]
+                      for texts, d in zip(own, self.docs, strict=True)]
             self._starts = np.cumsum([0, *map(len, groups[:-1])])
             self._own_ends = self._starts + np.array([len(texts) for texts in own], dtype=np.int64)
             self._vectors = embedder.embed([text for group in groups for text in group])

@@ -1,6 +1,6 @@
 """`lane examples` against the real llm service (SmolLM2-135M): the plumbing, not the judgement.
-Whatever the tiny model writes, each tool gets one entry under the served model's name, with at
-most three parsed requests, and a second run asks nothing again."""
+Whatever the tiny model writes, each tool gets one entry a style under the served model's name,
+with at most three parsed requests, and a second run asks nothing again."""
 
 from __future__ import annotations
 
@@ -46,11 +46,12 @@ def test_lane_examples_fills_a_book_from_the_real_model(llm_url: str, tmp_path) 
     assert first.returncode == 0, first.stderr
     served = httpx.get(f"{llm_url}/models").json()["data"][0]["id"]
     entries = list(json.loads(book.read_text()).values())
-    assert sorted(e["tool"] for e in entries) == [t["name"] for t in TOOLS]
+    assert sorted((e["tool"], e["style"]) for e in entries) == [
+        (t["name"], style) for t in TOOLS for style in ("direct", "situation")]
     for entry in entries:
         assert entry["model"] == served
         assert len(entry["requests"]) <= 3
         assert all(isinstance(r, str) and len(r.split()) >= 3 for r in entry["requests"])
     again = lane_examples("--catalog", str(catalog), "--book", str(book), "--llm-url", llm_url)
-    assert again.returncode == 0 and "2 of 2 tools have examples; asking" in again.stderr
+    assert again.returncode == 0 and "2 of 2 tools have all their examples; asking" in again.stderr
     assert "[1/" not in again.stdout

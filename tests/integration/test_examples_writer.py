@@ -13,7 +13,7 @@ from stack.cli import main
 from stack.config import Settings
 from stack.tools.base import Tool, object_schema
 from stack.tools.registry import Registry
-from stack.toolsearch.examples import EXAMPLE_MAX_TOKENS, ExampleBook
+from stack.toolsearch.examples import DIRECT, EXAMPLE_MAX_TOKENS, SITUATION, ExampleBook
 from stack.toolsearch.retrieval import ToolDoc
 from tests.fakes.scripted_model import Reply, ScriptedModel, text
 from tests.integration.shim_server import ShimServer
@@ -24,6 +24,13 @@ ANSWER = ("Sure, here are three requests:\n1. who is on call for payments tonigh
           "2. who do I page if checkout breaks\n3. is Sam carrying the pager this week")
 REQUESTS = ("who is on call for payments tonight", "who do I page if checkout breaks",
             "is Sam carrying the pager this week")
+SITUATIONS = ("checkout is down and nobody is answering", "alerts keep firing at 3am")
+
+
+def by_style(body):
+    if body["messages"][0]["content"] == SITUATION.instruction:
+        return text("\n".join(SITUATIONS))
+    return text(ANSWER)
 
 
 async def until(condition, timeout=10.0):
@@ -36,25 +43,28 @@ def asked_about(body):
     return body["messages"][-1]["content"].splitlines()[0].removeprefix("Tool: ")
 
 
-def test_idle_writer_asks_about_every_tool_once_and_keeps_the_answers(tmp_path):
+def test_idle_writer_asks_about_every_tool_once_a_style_and_keeps_the_answers(tmp_path):
     path = tmp_path / "tool_examples.json"
 
     async def go(model):
         llm = LlmClient(model.url, model=None, timeout_s=10)
         writer = ExampleWriter(ExampleBook(path), llm, lambda: DOCS, idle_s=0.05)
         task = asyncio.create_task(writer.run())
-        await until(lambda: len(writer.book) == len(DOCS))
+        await until(lambda: len(writer.book) == 2 * len(DOCS))
         await asyncio.sleep(0.3)  # nothing left to ask: no further request
         task.cancel()
         await llm.aclose()
 
-    with ScriptedModel(lambda body: text(ANSWER)) as model:
+    with ScriptedModel(by_style) as model:
         asyncio.run(go(model))
-    assert [asked_about(body) for body in model.requests] == [d.name for d in DOCS]
+    # Every tool's direct requests come before any tool's situations.
+    assert [(asked_about(body), body["messages"][0]["content"]) for body in model.requests] == [
+        (d.name, style.instruction) for style in (DIRECT, SITUATION) for d in DOCS]
     assert {body["max_tokens"] for body in model.requests} == {EXAMPLE_MAX_TOKENS}
     assert all(body["temperature"] == 0.0 and "tools" not in body for body in model.requests)
     book = ExampleBook(path)  # what a new process reads
-    assert [book.requests_for(d) for d in DOCS] == [REQUESTS, REQUESTS]
+    assert [(d.examples, d.situations) for d in book.with_examples(DOCS)] == [
+        (REQUESTS, SITUATIONS)] * 2
     assert json.loads(path.read_text())
     assert {entry["model"] for entry in json.loads(path.read_text()).values()} == {"scripted-model"}
 
@@ -72,15 +82,16 @@ def test_a_turn_cancels_the_request_in_flight_and_the_tool_is_asked_again_later(
             await until(lambda: model.disconnects == 1)  # the llm service stops generating
             await asyncio.sleep(0.5)
             assert len(model.requests) == 1 and len(writer.book) == 0  # quiet during the turn
-        await until(lambda: len(writer.book) == 1)
+        await until(lambda: len(writer.book) == 2)
         task.cancel()
         await llm.aclose()
         return writer.book
 
     with ScriptedModel(lambda body: next(replies)) as model:
         book = asyncio.run(go(model))
-    assert [asked_about(body) for body in model.requests] == [DOCS[0].name] * 2
-    assert book.requests_for(DOCS[0]) == REQUESTS
+    assert [(asked_about(body), body["messages"][0]["content"]) for body in model.requests] == [
+        (DOCS[0].name, DIRECT.instruction)] * 2 + [(DOCS[0].name, SITUATION.instruction)]
+    assert book.requests_for(DOCS[0], DIRECT) == REQUESTS
 
 
 def test_an_unreachable_model_is_logged_and_asked_again_after_a_pause(tmp_path, caplog):
@@ -114,14 +125,14 @@ def test_a_tool_source_that_fails_is_logged_and_read_again(tmp_path, caplog):
         llm = LlmClient(model.url, model=None, timeout_s=10)
         writer = ExampleWriter(ExampleBook(None), llm, docs, idle_s=0.01, retry_s=0.1)
         task = asyncio.create_task(writer.run())
-        await until(lambda: len(writer.book) == 1)
+        await until(lambda: len(writer.book) == 2)
         task.cancel()
         await llm.aclose()
 
     with caplog.at_level(logging.ERROR, logger="lane.examples"):
         with ScriptedModel(lambda body: text(ANSWER)) as model:
             asyncio.run(go(model))
-    assert "could not read the tools" in caplog.text and len(model.requests) == 1
+    assert "could not read the tools" in caplog.text and len(model.requests) == 2
 
 
 def deferred_tool(name, description):
@@ -146,13 +157,15 @@ def test_the_shim_writes_examples_for_its_deferred_tools_while_idle(tmp_path, mo
                                   json={"messages": [{"role": "user", "content": "hi"}]})
             assert response.status_code == 200
             book_path = settings.examples_path
-            deadline = asyncio.run(_wait_for_file(book_path, 2))
+            deadline = asyncio.run(_wait_for_file(book_path, 4))
         assert deadline, "the shim wrote no examples"
     entries = json.loads(book_path.read_text())
-    assert sorted(e["tool"] for e in entries.values()) == ["srv__get_oncall", "srv__post_message"]
+    assert sorted((e["tool"], e["style"]) for e in entries.values()) == [
+        (name, style) for name in ("srv__get_oncall", "srv__post_message")
+        for style in ("direct", "situation")]
     asked = [asked_about(b) for b in model.requests if "find software tools"
              in b["messages"][0]["content"]]
-    assert sorted(asked) == ["srv__get_oncall", "srv__post_message"]
+    assert sorted(asked) == ["srv__get_oncall"] * 2 + ["srv__post_message"] * 2
 
 
 def test_the_shim_writes_no_examples_when_switched_off(tmp_path, monkeypatch):
@@ -197,10 +210,11 @@ def test_lane_examples_writes_a_book_that_lane_search_reads(tmp_path, capsys, mo
                      "--llm-url", model.url]) == 0  # all written: nothing asked again
         assert main(["examples", "--catalog", str(catalog), "--book", str(book),
                      "--llm-url", model.url, "--again", "--limit", "1"]) == 0
-    assert [asked_about(body) for body in model.requests] == [d.name for d in DOCS] + [DOCS[0].name]
+    assert [asked_about(body) for body in model.requests] == [d.name for d in DOCS] * 2 + [
+        DOCS[0].name]
     out = capsys.readouterr()
-    assert f"[1/2] {DOCS[0].name}: {' | '.join(REQUESTS)}" in out.out
-    assert "2 of 2 tools have examples; asking" in out.err
+    assert f"[1/4] {DOCS[0].name} (direct): {' | '.join(REQUESTS)}" in out.out
+    assert "2 of 2 tools have all their examples; asking" in out.err
 
     query = "who carries the pager this week"
     assert main(["search", "--catalog", str(catalog), "--method", "bm25", "--examples", str(book),
@@ -219,7 +233,7 @@ def test_lane_examples_sends_the_key_named_by_key_env(tmp_path, capsys, monkeypa
                      "--key-env", "CLOUD_KEY"]) == 0
         assert main(["examples", "--catalog", str(catalog), "--llm-url", model.url,
                      "--key-env", "NO_SUCH_VAR", "--again"]) == 2
-    assert model.authorizations == ["Bearer sk-test-123"]
+    assert model.authorizations == ["Bearer sk-test-123"] * 2  # both styles
     assert "the environment has no NO_SUCH_VAR" in capsys.readouterr().err
     assert "sk-test-123" not in json.dumps(json.loads((tmp_path / "home" / "tool_examples.json")
                                                       .read_text()))

@@ -129,13 +129,23 @@ def test_padding_reaches_size_with_unique_renamed_servers(bench):
 def test_the_example_book_covers_every_catalog_tool_as_the_lane_reads_it(catalog):
     """A tool edited in catalog.json without new examples would silently lose them (the book is
     keyed by the definition's hash)."""
-    from stack.toolsearch.examples import EXAMPLES_PER_TOOL, ExampleBook, parse_requests
+    from stack.toolsearch.examples import (
+        REQUESTS_PER_STYLE,
+        STYLES,
+        ExampleBook,
+        entry_key,
+        parse_requests,
+    )
     from stack.toolsearch.retrieval import ToolDoc
 
     book = ExampleBook(DATA / "examples.json")
+    entries = json.loads((DATA / "examples.json").read_text())
     docs = [ToolDoc.from_definition(tool) for tool in catalog]
-    assert book.missing(docs) == [] and len(book) == len(docs)
+    assert book.missing(docs) == [] and len(book) == len(docs) * len(STYLES)
     for doc in docs:
-        requests = book.requests_for(doc)
-        assert len(requests) <= EXAMPLES_PER_TOOL
-        assert parse_requests("\n".join(requests)) == requests, doc.name  # as the lane reads them
+        for style in STYLES:
+            entry = entries[entry_key(doc, style)]
+            assert (entry["tool"], entry["style"]) == (doc.name, style.name)
+            requests = tuple(entry["requests"])
+            assert len(requests) <= REQUESTS_PER_STYLE
+            assert parse_requests("\n".join(requests)) == requests, doc.name  # as the lane reads them
