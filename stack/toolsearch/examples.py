@@ -3,11 +3,11 @@
 A tool's description is its author's words ("Get the current on-call users"); requests come in
 users' words ("who is on call this week?"), and a request that shares no word with the description
 is found by neither BM25 nor a small embedder. So the lane asks its own model, once per tool
-definition and style, for a few requests that tool would answer, and indexes them with the tool
-(retrieval.py: BM25 words and one vector each). Two styles: direct requests ("who is on call for
-payments?") and situations that never name the task ("prod is down, who do I wake up?"). They are
-kept in `$LANE_HOME/tool_examples.json` by the hash of the definition, so a changed tool gets new
-ones and an unchanged one is never asked about again.
+definition and style, for a few requests that tool would answer, and indexes them with the tool.
+Two styles: direct requests ("who is on call for payments?"), indexed as BM25 words and one vector
+each, and situations that never name the task ("prod is down, who do I wake up?"), as vectors
+only (retrieval.py). They are kept in `$LANE_HOME/tool_examples.json` by the hash of the
+definition, so a changed tool gets new ones and an unchanged one is never asked about again.
 
 This module only words the question and reads the answer; the shim's background writer
 (agent/examples_writer.py) asks the model when it is idle, and `lane examples` asks from the shell.
@@ -124,8 +124,8 @@ def parse_requests(text: str) -> tuple[str, ...]:
 
 
 class ExampleBook:
-    """Example requests by definition key, in one JSON file (`{key: {"tool", "model",
-    "requests"}}`), written whole and atomically. `version` grows with every change, so a
+    """Example requests by definition key, in one JSON file (`{key: {"tool", "style",
+    "model", "requests"}}`), written whole and atomically. `version` grows with every change, so a
     catalog built from it knows when to index again. Two processes may share the file (`lane
     examples` beside a running shim): each write merges what is on disk first, and `refresh`
     takes up another process's writes. Unreadable files start an empty book (the examples are

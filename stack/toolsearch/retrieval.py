@@ -196,14 +196,13 @@ class ToolIndex:
             log.info("no embedder installed: %s retrieval falls back to BM25", method)
             method = "bm25"
         self.method: Method = method
-        # Each tool's vectors are one run of rows, its whole text first: _starts[i] is tool i's
-        # whole-text row, and its sentence, example and situation rows follow up to the next
-        # tool's.
-        # Stored one column per text: numpy's own einsum loop reads a query against them about a
-        # third faster than against rows.
+        # One column per text (numpy's own einsum loop reads a query against columns about a third
+        # faster than against rows). Each tool's vectors are one run of columns, its whole text
+        # first: _starts[i] is tool i's whole-text column, and its sentence, example and situation
+        # columns follow up to the next tool's.
         self._vectors: np.ndarray | None = None
         self._starts = np.zeros(0, dtype=np.int64)
-        self._own_ends = np.zeros(0, dtype=np.int64)  # where tool i's example rows begin
+        self._own_ends = np.zeros(0, dtype=np.int64)  # where tool i's example columns begin
         if embedder is not None and method != "bm25" and self.docs:
             own = [[d.embedding_text(), *d.sentence_texts()] for d in self.docs]
             groups = [[*texts, *d.examples, *d.situations]
