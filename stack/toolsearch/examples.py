@@ -89,8 +89,11 @@ def definition_key(doc: ToolDoc) -> str:
 def entry_key(doc: ToolDoc, style: RequestStyle) -> str:
     """The book's key for one style of requests of one definition (the first style's is the bare
     definition key, as in books written before there were two styles)."""
-    key = definition_key(doc)
-    return key if style == STYLES[0] else f"{key}/{style.name}"
+    return _styled(definition_key(doc), style)
+
+
+def _styled(definition: str, style: RequestStyle) -> str:
+    return definition if style == STYLES[0] else f"{definition}/{style.name}"
 
 
 def request_messages(doc: ToolDoc, style: RequestStyle = DIRECT) -> list[dict[str, str]]:
@@ -172,20 +175,24 @@ class ExampleBook:
         return len(self._entries)
 
     def requests_for(self, doc: ToolDoc, style: RequestStyle) -> tuple[str, ...]:
-        entry = self._entries.get(entry_key(doc, style))
+        return self._requests(entry_key(doc, style))
+
+    def _requests(self, key: str) -> tuple[str, ...]:
+        entry = self._entries.get(key)
         return tuple(r for r in entry["requests"] if isinstance(r, str)) if entry else ()
 
     def with_examples(self, docs: Iterable[ToolDoc]) -> list[ToolDoc]:
         """The docs, each carrying the requests the book has for it."""
-        return [replace(doc, examples=self.requests_for(doc, DIRECT),
-                        situations=self.requests_for(doc, SITUATION)) for doc in docs]
+        keyed = [(doc, definition_key(doc)) for doc in docs]  # one hash per definition
+        return [replace(doc, examples=self._requests(_styled(key, DIRECT)),
+                        situations=self._requests(_styled(key, SITUATION))) for doc, key in keyed]
 
     def missing(self, docs: Iterable[ToolDoc]) -> list[tuple[ToolDoc, RequestStyle]]:
         """What is still to ask: every doc's first style before any doc's second (an entry with
         no usable request counts: a model that answered nothing useful is not asked again)."""
-        docs = list(docs)
-        return [(doc, style) for style in STYLES for doc in docs
-                if entry_key(doc, style) not in self._entries]
+        keyed = [(doc, definition_key(doc)) for doc in docs]  # one hash per definition
+        return [(doc, style) for style in STYLES for doc, key in keyed
+                if _styled(key, style) not in self._entries]
 
     def add(self, doc: ToolDoc, style: RequestStyle, requests: Iterable[str], model: str) -> None:
         entry = {"tool": doc.name, "style": style.name, "model": model, "requests": list(requests)}
