@@ -241,6 +241,32 @@ def test_requests_with_several_tasks_find_a_tool_for_each():
     assert set(names) == {"github__create_issue", "slack_post_message"}
 
 
+
+class RecordingEmbedder(BagOfWordsEmbedder):
+    def __init__(self):
+        self.seen: list[str] = []
+
+    def embed(self, texts):
+        self.seen.extend(texts)
+        return super().embed(texts)
+
+
+def test_a_request_of_several_tasks_costs_no_model_pass_of_its_own():
+    from stack.toolsearch.tokens import clauses
+
+    embedder = RecordingEmbedder()
+    index = ToolIndex.from_openai(CATALOG, method="hybrid", embedder=embedder)
+    embedder.seen.clear()
+    request = "open an issue on github for the outage, then post a message to the ops channel"
+    names = [h.name for h in index.search(request, 2)]
+    assert set(names) == {"github__create_issue", "slack_post_message"}
+    assert sorted(embedder.seen) == sorted(clauses(request))  # the tasks, never the whole
+    assert index.cosine(request, "slack_post_message") > 0
+    assert request not in embedder.seen
+    embedder.seen.clear()
+    index.search("post a message to the ops channel", 1)
+    assert embedder.seen == ["post a message to the ops channel"]
+
 def test_slugs_and_paths_are_values_not_task_words():
     index = ToolIndex.from_openai([
         fn("github__get_latest_release", "Get the latest release in a GitHub repository.",
