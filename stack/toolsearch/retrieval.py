@@ -59,6 +59,9 @@ LEXICAL_WEIGHT = 0.2
 # score, because how far BM25's best lies above the rest depends on the query's rare words more
 # than on how well the tools fit (one rare word makes a single tool tower over near-equals).
 LEXICAL_RANK_HALF = 10
+# The hits a model reads first (tool_search's default limit): a request of several tasks shows each
+# task's best tool among them.
+TASK_PAGE = 5
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][\w.\-]*")
 _CODE_LIKE = re.compile(r"[_\-]|[a-z][A-Z]")
 # "acme/api", "src/utils", "https://x.com/docs": values the tool will receive, not words for what
@@ -227,9 +230,13 @@ class ToolIndex:
         # A request with several tasks is also scored task by task, and each tool keeps its best
         # score, so the tool for the second task is not crowded out by neighbours of the first.
         tasks = clauses(query)
-        scores = np.maximum.reduce(self._scores(query, tasks))
-        order = np.argsort(-scores, kind="stable")[:limit]
-        return [Hit(self.names[i], float(scores[i])) for i in order if scores[i] > 0]
+        per_text = self._scores(query, tasks)
+        scores = np.maximum.reduce(per_text)
+        order = np.argsort(-scores, kind="stable")
+        if tasks:
+            bests = [int(np.argmax(s)) for s in per_text[1:] if s.max() > 0]
+            order = _each_task_shown(order, bests)
+        return [Hit(self.names[i], float(scores[i])) for i in order[:limit] if scores[i] > 0]
 
     def _scores(self, query: str, tasks: list[str]) -> list[np.ndarray]:
         texts = [query, *tasks]
@@ -355,6 +362,19 @@ class ToolIndex:
 def _blend(whole: Any, best: Any) -> Any:
     """A tool's semantic score from its whole-text cosine and its best vector's cosine."""
     return 0.5 * whole + 0.5 * best
+
+
+def _each_task_shown(order: np.ndarray, bests: list[int]) -> np.ndarray:
+    """`order` with each task's best tool among the first TASK_PAGE when it ranks within the
+    first 2 x TASK_PAGE. Ranked by their best score over the request and its tasks, one task's
+    close neighbours can fill the page ("find the sentry issues with the most errors and file a
+    Linear issue": five sentry tools, Linear's sixth). A task whose best ranks lower is left where
+    it is: that is mostly a clause of chatter ("so I've been going back and forth"), not a task."""
+    near = {int(i): rank for rank, i in enumerate(order[:2 * TASK_PAGE])}
+    lifted = list(dict.fromkeys(i for i in bests if i in near))[:TASK_PAGE]
+    others = [i for i in near if i not in lifted][:TASK_PAGE - len(lifted)]
+    page = np.array(sorted(lifted + others, key=near.__getitem__), dtype=order.dtype)
+    return np.concatenate([page, order[~np.isin(order, page)]])
 
 
 def _rank_share(scores: np.ndarray) -> np.ndarray:

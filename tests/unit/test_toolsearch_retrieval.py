@@ -267,6 +267,24 @@ def test_a_request_of_several_tasks_costs_no_model_pass_of_its_own():
     index.search("post a message to the ops channel", 1)
     assert embedder.seen == ["post a message to the ops channel"]
 
+
+def test_each_task_of_a_request_gets_its_best_tool_on_the_first_page(monkeypatch):
+    names = [f"sentry__tool_{i}" for i in range(12)] + ["linear__create_issue"]
+    index = ToolIndex([ToolDoc(n, "") for n in names])
+    request = "find the sentry issues with the most errors and file a linear issue for the worst"
+    # The request and its first task rank seven sentry tools above Linear's (8th); the second
+    # task ranks Linear's first. Merged by best score, Linear's tool would be 8th of 13.
+    whole = np.array([1.0 - 0.05 * i for i in range(12)] + [0.68])
+    first, second = whole.copy(), np.full(13, 0.1)
+    second[12] = 0.68
+    monkeypatch.setattr(index, "_scores", lambda query, tasks: [whole, first, second])
+    hits = [h.name for h in index.search(request, 5)]
+    assert hits == [*names[:4], "linear__create_issue"]  # page order: merged rank
+    assert [h.name for h in index.search(request, 13)][5:] == names[4:12]  # nothing lost
+    # A "task" whose best tool ranks below the first ten is left where it is (chatter).
+    whole[12] = first[12] = second[12] = 0.3
+    assert "linear__create_issue" not in [h.name for h in index.search(request, 5)]
+
 def test_slugs_and_paths_are_values_not_task_words():
     index = ToolIndex.from_openai([
         fn("github__get_latest_release", "Get the latest release in a GitHub repository.",
