@@ -64,9 +64,10 @@ LEXICAL_RANK_HALF = 10
 TASK_PAGE = 5
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][\w.\-]*")
 _CODE_LIKE = re.compile(r"[_\-]|[a-z][A-Z]")
-# "acme/api", "src/utils", "https://x.com/docs": values the tool will receive, not words for what
-# it does ("kubernetes/kubernetes" is a GitHub repository, not a Kubernetes task).
-_SLUG = re.compile(r"\S*\w/\w\S*")
+# "acme/api", "src/utils", "https://x.com/docs", "config.json", "example.com": values the tool will
+# receive, not words for what it does ("kubernetes/kubernetes" is a GitHub repository, not a
+# Kubernetes task; "read config.json" is a file read, not a configuration tool).
+_VALUE = re.compile(r"\S*\w/\w\S*|\b[\w-]+(?:\.[A-Za-z]\w{0,4})+\b")
 # How many description sentences a tool gets a vector for (most descriptions have fewer): bounds
 # the embedding work of a first build.
 MAX_SENTENCES = 8
@@ -251,7 +252,7 @@ class ToolIndex:
         """The query's task words (paths and slugs left out), a misspelt word read as the
         catalog word it was meant to be."""
         terms: list[str] = []
-        for word in split_words(_SLUG.sub(" ", query)):
+        for word in split_words(_VALUE.sub(" ", query)):
             if word in STOPWORDS:
                 continue
             # A foreign task word adds its English reading (what the catalog says) and stays

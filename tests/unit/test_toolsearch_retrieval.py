@@ -295,3 +295,13 @@ def test_slugs_and_paths_are_values_not_task_words():
     assert index.search("get the latest release of kubernetes/kubernetes", 1)[0].name == \
         "github__get_latest_release"
     assert "kubernet" not in index.query_terms("release of kubernetes/kubernetes")
+
+
+def test_file_names_and_domains_are_values_not_task_words():
+    index = ToolIndex.from_openai([
+        fn("filesystem__read_text_file", "Read a text file from disk.", path="string"),
+        fn("circleci__config_helper", "Validate a CircleCI config."),
+    ])
+    assert index.query_terms("read config.json and notes-old.txt from example.com") == ["read"]
+    assert index.search("read config.json", 1)[0].name == "filesystem__read_text_file"
+    assert index.search("filesystem__read_text_file", 1)[0].name == "filesystem__read_text_file"
