@@ -15,9 +15,9 @@ descriptions long and chatty. On top of plain BM25:
 Paraphrases with no word in common with the tool need meaning, not words: `method="embed"`
 ranks by cosine similarity of sentence embeddings and `method="hybrid"` fuses both. Without an
 embedder installed the hybrid is plain BM25 (and says so once in the log). A tool has several
-vectors: its name and description opening as one text, and each sentence of its description
-behind its own name words: a request that paraphrases one sentence of a long description matches
-that sentence better than the whole text, where the other sentences dilute it.
+vectors: its name and description opening as one text, and its first sentence behind its own
+name words: a short request matches the short reading better than the whole text, where the
+other sentences dilute it.
 
 A tool may also carry example requests (examples.py): what a user would write when they need it,
 in a user's words rather than its author's. Both halves rank with them (BM25 as words of the
@@ -68,9 +68,12 @@ _CODE_LIKE = re.compile(r"[_\-]|[a-z][A-Z]")
 # receive, not words for what it does ("kubernetes/kubernetes" is a GitHub repository, not a
 # Kubernetes task; "read config.json" is a file read, not a configuration tool).
 _VALUE = re.compile(r"\S*\w/\w\S*|\b[\w-]+(?:\.[A-Za-z]\w{0,4})+\b")
-# How many description sentences a tool gets a vector for (most descriptions have fewer): bounds
-# the embedding work of a first build.
-MAX_SENTENCES = 8
+# How many description sentences a tool gets a vector for, next to its whole text. The first one
+# ("create issue: Create a new issue in a repository") is a short, sharp reading of the tool; the
+# rest (up to 8 once) ranked no better on any of the three query sets (hybrid R@5 within two
+# queries either way, the third set two queries better with one) and cost 36% of a first build's
+# model work (1,000 tools: 3,505 texts and 88k tokens with 8; 1,999 and 56k with 1).
+MAX_SENTENCES = 1
 # A piece of a description too short to say what the tool does ("Notion |", "Args:") gets no vector.
 MIN_SENTENCE_WORDS = 3
 # Words kept of one sentence: a longer one is a list of options, not another thing the tool does.
@@ -123,8 +126,8 @@ class ToolDoc:
         return f"{words}: {first}" if first else words
 
     def sentence_texts(self) -> list[str]:
-        """The description's sentences (and list items), each behind the tool's own name words
-        without the server ("create issue: ..."; the server's name in every one of them cost
+        """The description's first MAX_SENTENCES sentences (or list items), each behind the tool's
+        own name words without the server ("create issue: ..."; the server's name in them cost
         recall on the tuning set), for one vector each."""
         own = self.name.split("__", 1)[1] if "__" in self.name else self.name
         server = set(split_words(self.source))
