@@ -375,7 +375,8 @@ def _each_task_shown(order: np.ndarray, bests: list[int]) -> np.ndarray:
     Linear issue": five sentry tools, Linear's sixth). A task whose best ranks lower is left where
     it is: that is mostly a clause of chatter ("so I've been going back and forth"), not a task."""
     near = {int(i): rank for rank, i in enumerate(order[:2 * TASK_PAGE])}
-    lifted = list(dict.fromkeys(i for i in bests if i in near))[:TASK_PAGE]
+    # The best hit over the whole request stays first, however many tasks it has.
+    lifted = list(dict.fromkeys([int(order[0]), *(i for i in bests if i in near)]))[:TASK_PAGE]
     others = [i for i in near if i not in lifted][:TASK_PAGE - len(lifted)]
     page = np.array(sorted(lifted + others, key=near.__getitem__), dtype=order.dtype)
     return np.concatenate([page, order[~np.isin(order, page)]])

@@ -281,6 +281,12 @@ def test_each_task_of_a_request_gets_its_best_tool_on_the_first_page(monkeypatch
     hits = [h.name for h in index.search(request, 5)]
     assert hits == [*names[:4], "linear__create_issue"]  # page order: merged rank
     assert [h.name for h in index.search(request, 13)][5:] == names[4:12]  # nothing lost
+    # Five tasks whose best tools rank 6th-10th: the page shows them, after the overall best.
+    tasks = [np.where(np.arange(13) == 5 + t, 2.0, 0.0) for t in range(5)]
+    merged = np.array([3.0 - 0.1 * i for i in range(13)])
+    monkeypatch.setattr(index, "_scores", lambda query, texts: [merged, *tasks])
+    assert [h.name for h in index.search(request, 5)] == [names[0], *names[5:9]]
+    monkeypatch.setattr(index, "_scores", lambda query, tasks: [whole, first, second])
     # A "task" whose best tool ranks below the first ten is left where it is (chatter).
     whole[12] = first[12] = second[12] = 0.3
     assert "linear__create_issue" not in [h.name for h in index.search(request, 5)]
