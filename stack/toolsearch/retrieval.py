@@ -252,8 +252,8 @@ class ToolIndex:
         return [self._fused(text, cosine) for text, cosine in zip(texts, semantic, strict=True)]
 
     def query_terms(self, query: str) -> list[str]:
-        """The query's task words (paths and slugs left out), a misspelt word read as the
-        catalog word it was meant to be."""
+        """The query's task words (values such as paths, slugs and file names left out), a
+        misspelt word read as the catalog word it was meant to be."""
         terms: list[str] = []
         for word in split_words(_VALUE.sub(" ", query)):
             if word in STOPWORDS:
@@ -322,8 +322,8 @@ class ToolIndex:
 
     def _semantic(self, query: str, tasks: list[str]) -> list[np.ndarray]:
         """For the query and then each of its tasks, each tool's mean of its whole-text cosine and
-        its best vector's cosine: the best sentence lifts a tool, the whole text keeps one lucky
-        sentence from outranking a tool that fits throughout."""
+        its best vector's cosine: the best vector (first sentence, example request) lifts a tool,
+        the whole text keeps one lucky vector from outranking a tool that fits throughout."""
         assert self._vectors is not None
         vectors = self._query_vectors(query, tasks)
         # einsum runs numpy's own loop on this thread; a BLAS product of this size (several
@@ -336,8 +336,8 @@ class ToolIndex:
     def _query_vectors(self, query: str, tasks: list[str]) -> np.ndarray:
         """The query's vector, then one per task. A request of several tasks is read as the mean
         of its tasks' vectors instead of in a model pass of its own: the pass is two thirds of a
-        search, and reading the request whole ranked no better (R@5 within one query on each of
-        the three query sets). The embedder remembers each task's vector, so the confidence check
+        search, and reading the request whole ranked no better (hybrid R@5 within two queries on
+        each of the three query sets). The embedder remembers each task's vector, so the confidence check
         after a search runs no pass."""
         assert self.embedder is not None
         if not tasks:
