@@ -15,7 +15,7 @@ from .catalog import Catalog
 
 # How far the best hit must lead the next one to count as a clear winner, as a share of its
 # score. On scripts/bench/data this promotes a gold tool for 35% of queries and a wrong one for
-# 8% (hybrid; BM25 alone: 24% and 4%); see scripts/bench/promotion.py.
+# 7% (hybrid; BM25 alone: 32% and 9%); see scripts/bench/promotion.py.
 MARGIN = 0.10
 CANDIDATES = 3
 
