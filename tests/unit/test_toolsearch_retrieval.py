@@ -241,7 +241,6 @@ def test_requests_with_several_tasks_find_a_tool_for_each():
     assert set(names) == {"github__create_issue", "slack_post_message"}
 
 
-
 class RecordingEmbedder(BagOfWordsEmbedder):
     def __init__(self):
         self.seen: list[str] = []
@@ -290,6 +289,7 @@ def test_each_task_of_a_request_gets_its_best_tool_on_the_first_page(monkeypatch
     # A "task" whose best tool ranks below the first ten is left where it is (chatter).
     whole[12] = first[12] = second[12] = 0.3
     assert "linear__create_issue" not in [h.name for h in index.search(request, 5)]
+
 
 def test_slugs_and_paths_are_values_not_task_words():
     index = ToolIndex.from_openai([
