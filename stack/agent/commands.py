@@ -76,13 +76,12 @@ def run(args: argparse.Namespace) -> int:
 
 async def _write_all(book: ExampleBook, todo: list[tuple[ToolDoc, RequestStyle]],
                      llm: LlmClient) -> int:
-    from .examples_writer import ExampleWriter
+    from .examples_writer import write_examples
     from .llm_client import LlmError
 
-    writer = ExampleWriter(book, llm, lambda: [doc for doc, _ in todo])
     try:
         for number, (doc, style) in enumerate(todo, 1):
-            requests = await writer.write(doc, style) or ()
+            requests = await write_examples(book, llm, doc, style)
             print(f"[{number}/{len(todo)}] {doc.name} ({style.name}): {' | '.join(requests)}")
     except LlmError as exc:
         print(f"lane examples: {exc}", file=sys.stderr)

@@ -76,8 +76,7 @@ class ExampleWriter:
         self._turn_started.clear()
         if self._turns:
             return None
-        ask = asyncio.ensure_future(self.llm.chat(request_messages(doc, style), [],
-                                                  max_tokens=EXAMPLE_MAX_TOKENS, temperature=0.0))
+        ask = asyncio.ensure_future(write_examples(self.book, self.llm, doc, style))
         interrupted = asyncio.ensure_future(self._turn_started.wait())
         try:
             await asyncio.wait({ask, interrupted}, return_when=asyncio.FIRST_COMPLETED)
@@ -86,14 +85,21 @@ class ExampleWriter:
             if not ask.done():
                 ask.cancel()
                 await asyncio.wait({ask})  # its connection closed: the llm service stops
-        if ask.cancelled():
-            return None
-        requests = parse_requests(ask.result().content)
-        self.book.add(doc, style, requests, await self.llm.model_name())
-        log.info("example requests (%s) for %s: %s", style.name, doc.name,
-                 "; ".join(requests) or "none usable")
-        return requests
+        return None if ask.cancelled() else ask.result()
 
     async def _quiet(self) -> None:
         while self._turns or time.monotonic() - self._last_turn < self.idle_s:
             await asyncio.sleep(max(0.05, self.idle_s - (time.monotonic() - self._last_turn)))
+
+
+async def write_examples(book: ExampleBook, llm: LlmClient, doc: ToolDoc,
+                         style: RequestStyle) -> tuple[str, ...]:
+    """Asks the model for one style of a tool's example requests and keeps them in the book (an
+    answer with none usable is kept too: that tool is not asked again)."""
+    reply = await llm.chat(request_messages(doc, style), [], max_tokens=EXAMPLE_MAX_TOKENS,
+                           temperature=0.0)
+    requests = parse_requests(reply.content)
+    book.add(doc, style, requests, await llm.model_name())
+    log.info("example requests (%s) for %s: %s", style.name, doc.name,
+             "; ".join(requests) or "none usable")
+    return requests
