@@ -5,7 +5,9 @@ long words), where swapping two neighbouring letters counts as one edit. Ties go
 catalog uses most. A real word the catalog lacks is left alone: "stuck" is not a typo of "stack".
 Real words are the whole words of the embedder's WordPiece vocabulary (data/minilm-vocab.txt,
 shipped with the package, so BM25 alone has it too): 20,000 words people write, learnt from data
-rather than kept by hand.
+rather than kept by hand, and their regular inflections: the vocabulary keeps mostly base forms,
+and "replicas", "mails" or "pager" read as "replaces", "fails" and "page" sent the search to
+other tools.
 """
 
 from __future__ import annotations
@@ -28,6 +30,33 @@ def real_words() -> frozenset[str]:
     return frozenset(w for w in lines if w.isalpha() and w.isascii() and w.islower())
 
 
+def is_real(word: str) -> bool:
+    """A word of the vocabulary, or a regular inflection of one ("replicas", "hogging", "pager")."""
+    words = real_words()
+    return word in words or any(len(base) >= 3 and base in words for base in _bases(word))
+
+
+def _bases(word: str) -> list[str]:
+    """What `word` could be inflected from: "mails" -> mail, "boxes" -> box, "queries" -> query,
+    "hogging" -> hog, "pager" -> page. Only regular English endings, so "acess" stays a typo."""
+    bases = []
+    if word.endswith("ies"):
+        bases.append(word[:-3] + "y")
+    if word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")):
+        bases.append(word[:-2])
+    elif word.endswith("s") and not word.endswith("ss"):
+        bases.append(word[:-1])
+    for ending in ("ing", "ed", "er"):
+        if word.endswith(ending):
+            stem = word[: -len(ending)]
+            bases += [stem, stem + "e"]
+            if len(stem) > 2 and stem[-1] == stem[-2]:
+                bases.append(stem[:-1])
+    if word.endswith("ly"):
+        bases.append(word[:-2])
+    return bases
+
+
 class Speller:
     """Candidates come from two indexes: shared character trigrams (good for long words) and
     shared one-letter deletions (catches "lsit" -> "list", which share no trigram)."""
@@ -46,7 +75,7 @@ class Speller:
     def correct(self, word: str) -> str | None:
         """The intended catalog word, or None when the word is known or has no close neighbour."""
         if (len(word) < MIN_LENGTH or not word.isascii() or word in self.frequency
-                or word in real_words()):
+                or is_real(word)):
             return None
         limit = 2 if len(word) >= LONG_WORD else 1
         shared: Counter[str] = Counter()

@@ -58,3 +58,14 @@ def test_spelling_corrects_typos_but_not_real_words_the_catalog_lacks():
     assert speller.correct("lsit") == "list"
     assert speller.correct("scrennshot") == "screenshot"
     assert speller.correct("stuck") is None  # a word, not a typo of "stack"
+
+
+def test_inflected_real_words_are_not_typos_of_catalog_words():
+    from stack.toolsearch.spelling import Speller, is_real
+
+    speller = Speller(["replaces", "fails", "logging", "page", "access", "calendar"])
+    for word in ("replicas", "mails", "hogging", "pager", "queries", "boxes"):
+        assert is_real(word), word
+        assert speller.correct(word) is None, word
+    assert not is_real("acess") and speller.correct("acess") == "access"
+    assert speller.correct("calender") == "calendar"
