@@ -68,6 +68,17 @@ _CODE_LIKE = re.compile(r"[_\-]|[a-z][A-Z]")
 # receive, not words for what it does ("kubernetes/kubernetes" is a GitHub repository, not a
 # Kubernetes task; "read config.json" is a file read, not a configuration tool).
 _VALUE = re.compile(r"\S*\w/\w\S*|\b[\w-]+(?:\.[A-Za-z]\w{0,4})+\b")
+# Values whose kind says what the task needs: "go to example.com/pricing" asks for a web page (not
+# Stripe's prices), "mail bob@example.com" for an email address, "read config.json" for a file.
+# Both halves read the kind instead of the value (first match wins, in this order).
+_DOMAIN = r"[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|ai|co|de|fr|uk|edu|gov)\b"
+_VALUE_KINDS = (
+    (re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"), "the email address"),
+    (re.compile(rf"\bhttps?://\S+|\b{_DOMAIN}/\S*", re.IGNORECASE), "the web page"),
+    (re.compile(rf"\b{_DOMAIN}", re.IGNORECASE), "the website"),
+    (re.compile(r"[\w./-]*\w\.(?:json|txt|md|py|csv|ya?ml|js|ts|html?|log|pdf|png|jpe?g|toml|ini|"
+                r"sh|sql|xml|docx?|xlsx?|bak)\b", re.IGNORECASE), "the file"),
+)
 # How many description sentences a tool gets a vector for, next to its whole text. The first one
 # ("create issue: Create a new issue in a repository") is a short, sharp reading of the tool; the
 # rest (up to 8 once) ranked no better on any of the three query sets (hybrid R@5 within two
@@ -255,7 +266,7 @@ class ToolIndex:
         """The query's task words (values such as paths, slugs and file names left out), a
         misspelt word read as the catalog word it was meant to be."""
         terms: list[str] = []
-        for word in split_words(_VALUE.sub(" ", query)):
+        for word in split_words(_VALUE.sub(" ", _kinds_of_values(query))):
             if word in STOPWORDS:
                 continue
             # A foreign task word adds its English reading (what the catalog says) and stays
@@ -341,8 +352,8 @@ class ToolIndex:
         after a search runs no pass."""
         assert self.embedder is not None
         if not tasks:
-            return self.embedder.embed([_with_gloss(query)])
-        each = self.embedder.embed([_with_gloss(task) for task in tasks])
+            return self.embedder.embed([_embedder_text(query)])
+        each = self.embedder.embed([_embedder_text(task) for task in tasks])
         whole = each.mean(axis=0)
         return np.vstack([whole / max(float(np.linalg.norm(whole)), 1e-12), each])
 
@@ -406,8 +417,17 @@ def _name_index(names: list[frozenset[str]]) -> tuple[dict[str, np.ndarray], np.
     return {t: np.array(ids, dtype=np.int64) for t, ids in postings.items()}, lengths
 
 
-def _with_gloss(query: str) -> str:
-    """The query, followed by the English reading of its foreign task words (for the English
-    embedder): "crea una rama" -> "crea una rama (create branch)"."""
-    gloss = english_gloss(split_words(query))
-    return f"{query} ({' '.join(gloss)})" if gloss else query
+def _kinds_of_values(text: str) -> str:
+    """`text` with its URLs, email addresses and file names read as their kind:
+    "screenshot example.com/pricing" -> "screenshot the web page"."""
+    for pattern, kind in _VALUE_KINDS:
+        text = pattern.sub(kind, text)
+    return text
+
+
+def _embedder_text(query: str) -> str:
+    """What the English embedder reads of a query: its values as their kinds, followed by the
+    English reading of its foreign task words: "crea una rama" -> "crea una rama (create branch)"."""
+    text = _kinds_of_values(query)
+    gloss = english_gloss(split_words(text))
+    return f"{text} ({' '.join(gloss)})" if gloss else text

@@ -304,10 +304,31 @@ def test_slugs_and_paths_are_values_not_task_words():
 
 
 def test_file_names_and_domains_are_values_not_task_words():
+    # Their kind ("file", "website") is a task word; what they are called is not.
     index = ToolIndex.from_openai([
         fn("filesystem__read_text_file", "Read a text file from disk.", path="string"),
         fn("circleci__config_helper", "Validate a CircleCI config."),
     ])
-    assert index.query_terms("read config.json and notes-old.txt from example.com") == ["read"]
+    assert index.query_terms("read config.json and notes-old.txt from example.com") == \
+        ["read", "file", "file", "websit"]
     assert index.search("read config.json", 1)[0].name == "filesystem__read_text_file"
     assert index.search("filesystem__read_text_file", 1)[0].name == "filesystem__read_text_file"
+
+
+def test_urls_addresses_and_file_names_are_read_as_their_kind_by_both_halves():
+    tools = [fn("stripe__list_prices", "List the prices of your products."),
+             fn("browser__navigate", "Navigate the browser to a web page URL.", url="string"),
+             fn("gmail__send_email", "Send an email to an address.", to="string"),
+             fn("filesystem__read_text_file", "Read a text file from disk.", path="string")]
+    index = ToolIndex.from_openai(tools)
+    assert index.query_terms("go to example.com/pricing") == ["go", "web", "page"]
+    assert index.query_terms("mail bob@example.com") == ["mail", "email", "address"]
+    assert index.query_terms("open https://news.ycombinator.com") == ["open", "web", "page"]
+    assert index.query_terms("open archive/a.txt") == ["open", "file"]
+    assert index.query_terms("list acme/api") == ["list"]  # a slug has no kind to read
+    assert index.search("go to example.com/pricing", 1)[0].name == "browser__navigate"
+    embedder = RecordingEmbedder()
+    index = ToolIndex.from_openai(tools, method="hybrid", embedder=embedder)
+    embedder.seen.clear()
+    index.search("screenshot example.com/pricing", 1)
+    assert embedder.seen == ["screenshot the web page"]
