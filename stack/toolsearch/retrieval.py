@@ -69,8 +69,9 @@ _CODE_LIKE = re.compile(r"[_\-]|[a-z][A-Z]")
 # Kubernetes task; "read config.json" is a file read, not a configuration tool).
 _VALUE = re.compile(r"\S*\w/\w\S*|\b[\w-]+(?:\.[A-Za-z]\w{0,4})+\b")
 # Values whose kind says what the task needs: "go to example.com/pricing" asks for a web page (not
-# Stripe's prices), "mail bob@example.com" for an email address, "read config.json" for a file.
-# Both halves read the kind instead of the value (first match wins, in this order).
+# Stripe's prices), "mail bob@example.com" for an email address, "read config.json" for a file,
+# "book 2 hours against PROJ-88" for an issue (Jira's and Linear's keys), "post in #releases" for a
+# channel. Both halves read the kind instead of the value (first match wins, in this order).
 _DOMAIN = r"[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|ai|co|de|fr|uk|edu|gov)\b"
 _VALUE_KINDS = (
     (re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"), "the email address"),
@@ -78,6 +79,8 @@ _VALUE_KINDS = (
     (re.compile(rf"\b{_DOMAIN}", re.IGNORECASE), "the website"),
     (re.compile(r"[\w./-]*\w\.(?:json|txt|md|py|csv|ya?ml|js|ts|html?|log|pdf|png|jpe?g|toml|ini|"
                 r"sh|sql|xml|docx?|xlsx?|bak)\b", re.IGNORECASE), "the file"),
+    (re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b"), "the issue"),
+    (re.compile(r"(?<![\w#])#[A-Za-z][\w-]*"), "the channel"),
 )
 # How many description sentences a tool gets a vector for, next to its whole text. The first one
 # ("create issue: Create a new issue in a repository") is a short, sharp reading of the tool; the
@@ -418,7 +421,7 @@ def _name_index(names: list[frozenset[str]]) -> tuple[dict[str, np.ndarray], np.
 
 
 def _kinds_of_values(text: str) -> str:
-    """`text` with its URLs, email addresses and file names read as their kind:
+    """`text` with its URLs, addresses, file names, issue keys and channels read as their kind:
     "screenshot example.com/pricing" -> "screenshot the web page"."""
     for pattern, kind in _VALUE_KINDS:
         text = pattern.sub(kind, text)

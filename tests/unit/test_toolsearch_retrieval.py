@@ -315,7 +315,7 @@ def test_file_names_and_domains_are_values_not_task_words():
     assert index.search("filesystem__read_text_file", 1)[0].name == "filesystem__read_text_file"
 
 
-def test_urls_addresses_and_file_names_are_read_as_their_kind_by_both_halves():
+def test_urls_addresses_files_issue_keys_and_channels_are_read_as_their_kind_by_both_halves():
     tools = [fn("stripe__list_prices", "List the prices of your products."),
              fn("browser__navigate", "Navigate the browser to a web page URL.", url="string"),
              fn("gmail__send_email", "Send an email to an address.", to="string"),
@@ -326,6 +326,9 @@ def test_urls_addresses_and_file_names_are_read_as_their_kind_by_both_halves():
     assert index.query_terms("open https://news.ycombinator.com") == ["open", "web", "page"]
     assert index.query_terms("open archive/a.txt") == ["open", "file"]
     assert index.query_terms("list acme/api") == ["list"]  # a slug has no kind to read
+    assert index.query_terms("log 2 hours on PROJ-88") == ["log", "2", "hour", "issu"]
+    assert index.query_terms("post it in #dev-ops about PR #42") == \
+        ["post", "channel", "pr", "42"]
     assert index.search("go to example.com/pricing", 1)[0].name == "browser__navigate"
     embedder = RecordingEmbedder()
     index = ToolIndex.from_openai(tools, method="hybrid", embedder=embedder)
