@@ -71,13 +71,14 @@ _VALUE = re.compile(r"\S*\w/\w\S*|\b[\w-]+(?:\.[A-Za-z]\w{0,4})+\b")
 # Values whose kind says what the task needs: "go to example.com/pricing" asks for a web page (not
 # Stripe's prices), "mail bob@example.com" for an email address, "read config.json" for a file,
 # "book 2 hours against PROJ-88" for an issue (Jira's and Linear's keys), "post in #releases" for a
-# channel. Both halves read the kind instead of the value (first match wins, in this order).
+# channel. Both halves read the kind instead of the value (first match wins, in this order). No
+# ".js": "Node.js" and "Vue.js" are what a request asks about, not files it names.
 _DOMAIN = r"[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|ai|co|de|fr|uk|edu|gov)\b"
 _VALUE_KINDS = (
     (re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"), "the email address"),
     (re.compile(rf"\bhttps?://\S+|\b{_DOMAIN}/\S*", re.IGNORECASE), "the web page"),
     (re.compile(rf"\b{_DOMAIN}", re.IGNORECASE), "the website"),
-    (re.compile(r"[\w./-]*\w\.(?:json|txt|md|py|csv|ya?ml|js|ts|html?|log|pdf|png|jpe?g|toml|ini|"
+    (re.compile(r"[\w./-]*\w\.(?:json|txt|md|py|csv|ya?ml|html?|log|pdf|png|jpe?g|toml|ini|"
                 r"sh|sql|xml|docx?|xlsx?|bak)\b", re.IGNORECASE), "the file"),
     (re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b"), "the issue"),
     (re.compile(r"(?<![\w#])#[A-Za-z][\w-]*"), "the channel"),

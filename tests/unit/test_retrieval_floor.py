@@ -17,7 +17,7 @@ from stack.toolsearch.retrieval import ToolDoc, ToolIndex
 DATA = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "data"
 # Held-out R@5 as last recorded by scripts/bench/retrieval.py, without and with the tools' example
 # requests (data/examples.json); raise them when retrieval improves.
-RECORDED = {"hybrid": 0.748, "bm25": 0.676, "hybrid+ex": 0.862, "bm25+ex": 0.757}
+RECORDED = {"hybrid": 0.757, "bm25": 0.676, "hybrid+ex": 0.871, "bm25+ex": 0.757}
 SLACK = 0.02
 
 
