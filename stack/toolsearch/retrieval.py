@@ -14,10 +14,8 @@ descriptions long and chatty. On top of plain BM25:
 
 Paraphrases with no word in common with the tool need meaning, not words: `method="embed"`
 ranks by cosine similarity of sentence embeddings and `method="hybrid"` fuses both. Without an
-embedder installed the hybrid is plain BM25 (and says so once in the log). A tool has several
-vectors: its name and description opening as one text, and its first sentence behind its own
-name words: a short request matches the short reading better than the whole text, where the
-other sentences dilute it.
+embedder installed the hybrid is plain BM25 (and says so once in the log). A tool's own vector
+reads its name and the opening of its description.
 
 A tool may also carry example requests (examples.py): what a user would write when they need it,
 in a user's words rather than its author's. Both halves rank with them (BM25 as words of the
@@ -83,17 +81,11 @@ _VALUE_KINDS = (
     (re.compile(r"\b[A-Z][A-Z0-9]{1,9}-\d+\b"), "the issue"),
     (re.compile(r"(?<![\w#])#[A-Za-z][\w-]*"), "the channel"),
 )
-# How many description sentences a tool gets a vector for, next to its whole text. The first one
-# ("create issue: Create a new issue in a repository") is a short, sharp reading of the tool; the
-# rest (up to 8 once) ranked no better on any of the three query sets (hybrid R@5 within two
-# queries either way, the third set two queries better with one) and cost 36% of a first build's
-# model work (1,000 tools: 3,505 texts and 88k tokens with 8; 1,999 and 56k with 1).
-MAX_SENTENCES = 1
-# A piece of a description too short to say what the tool does ("Notion |", "Args:") gets no vector.
-MIN_SENTENCE_WORDS = 3
-# Words kept of one sentence: a longer one is a list of options, not another thing the tool does.
-SENTENCE_WORDS = 40
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?:])\s+|\s+-\s+|\s*\n\s*")
+# Description words a tool's vector reads after its name words. A tool has one vector, its name
+# and the description's opening: 15 words read as well as 60 words plus a vector for the first
+# sentence (hybrid R@5 within a point on the tuning set, with and without example requests) at
+# two fifths of a first build's model work (1,000 tools: 23k WordPiece tokens instead of 58k).
+EMBED_WORDS = 15
 # Paging and formatting knobs that half of all tools take: they say nothing about what a tool does.
 GENERIC_PARAMETERS = frozenset({"page", "per_page", "perpage", "limit", "offset", "cursor",
                                 "page_size", "pagesize", "after", "before", "format"})
@@ -137,23 +129,8 @@ class ToolDoc:
     def embedding_text(self) -> str:
         """The text an embedder sees: readable name words, then the description's opening."""
         words = " ".join(split_words(self.name))
-        first = " ".join(self.description.split()[:60])
+        first = " ".join(self.description.split()[:EMBED_WORDS])
         return f"{words}: {first}" if first else words
-
-    def sentence_texts(self) -> list[str]:
-        """The description's first MAX_SENTENCES sentences (or list items), each behind the tool's
-        own name words without the server ("create issue: ..."; the server's name in them cost
-        recall on the tuning set), for one vector each."""
-        own = self.name.split("__", 1)[1] if "__" in self.name else self.name
-        server = set(split_words(self.source))
-        name = " ".join([w for w in split_words(own) if w not in server] or split_words(own))
-        texts = []
-        for part in _SENTENCE_BREAK.split(self.description):
-            if len(split_words(part)) >= MIN_SENTENCE_WORDS:
-                texts.append(f"{name}: {' '.join(part.split()[:SENTENCE_WORDS])}")
-            if len(texts) == MAX_SENTENCES:
-                break
-        return texts
 
 
 @dataclass(frozen=True)
@@ -219,18 +196,14 @@ class ToolIndex:
             method = "bm25"
         self.method: Method = method
         # One column per text (numpy's own einsum loop reads a query against columns about a third
-        # faster than against rows). Each tool's vectors are one run of columns, its whole text
-        # first: _starts[i] is tool i's whole-text column, and its sentence, example and situation
-        # columns follow up to the next tool's.
+        # faster than against rows). Each tool's vectors are one run of columns, its own text
+        # first: _starts[i] is tool i's own column, and its example and situation columns follow
+        # up to the next tool's.
         self._vectors: np.ndarray | None = None
         self._starts = np.zeros(0, dtype=np.int64)
-        self._own_ends = np.zeros(0, dtype=np.int64)  # where tool i's example columns begin
         if embedder is not None and method != "bm25" and self.docs:
-            own = [[d.embedding_text(), *d.sentence_texts()] for d in self.docs]
-            groups = [[*texts, *d.examples, *d.situations]
-                      for texts, d in zip(own, self.docs, strict=True)]
+            groups = [[d.embedding_text(), *d.examples, *d.situations] for d in self.docs]
             self._starts = np.cumsum([0, *map(len, groups[:-1])])
-            self._own_ends = self._starts + np.array([len(texts) for texts in own], dtype=np.int64)
             rows = embedder.embed([text for group in groups for text in group])
             self._vectors = np.ascontiguousarray(rows.T)
 
@@ -304,8 +277,7 @@ class ToolIndex:
         if self.embedder is None or self._vectors is None or i is None:
             return 0.0
         vector = self._query_vectors(query, clauses(query))[0]
-        own = np.clip(vector @ self._vectors[:, self._starts[i]:self._own_ends[i]], 0.0, None)
-        return float(_blend(own[0], own.max()))
+        return max(float(vector @ self._vectors[:, self._starts[i]]), 0.0)
 
     def closest(self, query: str, limit: int) -> list[str]:
         """Tool names ranked by shared character trigrams with the query: a last resort that
@@ -336,9 +308,9 @@ class ToolIndex:
         return scores
 
     def _semantic(self, query: str, tasks: list[str]) -> list[np.ndarray]:
-        """For the query and then each of its tasks, each tool's mean of its whole-text cosine and
-        its best vector's cosine: the best vector (first sentence, example request) lifts a tool,
-        the whole text keeps one lucky vector from outranking a tool that fits throughout."""
+        """For the query and then each of its tasks, each tool's mean of its own text's cosine and
+        its best vector's cosine: the best vector (an example request) lifts a tool, its own text
+        keeps one lucky example from outranking a tool that fits throughout."""
         assert self._vectors is not None
         vectors = self._query_vectors(query, tasks)
         # einsum runs numpy's own loop on this thread; a BLAS product of this size (several
@@ -346,7 +318,7 @@ class ToolIndex:
         # for milliseconds.
         cosines = np.clip(np.einsum("qd,dv->qv", vectors, self._vectors), 0.0, None)
         best = np.maximum.reduceat(cosines, self._starts, axis=1)
-        return list(_blend(cosines[:, self._starts], best))
+        return list(0.5 * cosines[:, self._starts] + 0.5 * best)
 
     def _query_vectors(self, query: str, tasks: list[str]) -> np.ndarray:
         """The query's vector, then one per task. A request of several tasks is read as the mean
@@ -376,11 +348,6 @@ class ToolIndex:
             if postings is not None:
                 counts[postings] += 1.0
         return counts / self._name_length
-
-
-def _blend(whole: Any, best: Any) -> Any:
-    """A tool's semantic score from its whole-text cosine and its best vector's cosine."""
-    return 0.5 * whole + 0.5 * best
 
 
 def _each_task_shown(order: np.ndarray, bests: list[int]) -> np.ndarray:

@@ -250,6 +250,17 @@ class RecordingEmbedder(BagOfWordsEmbedder):
         return super().embed(texts)
 
 
+def test_a_tool_is_embedded_once_from_its_name_and_description_opening():
+    embedder = RecordingEmbedder()
+    description = "Create a new issue. " + " ".join(f"detail{i}" for i in range(40))
+    docs = [ToolDoc("github__create_issue", description), ToolDoc("time__now", ""),
+            ToolDoc("slack__post", "Post a message.", examples=("tell the team",))]
+    ToolIndex(docs, method="hybrid", embedder=embedder)
+    opening = " ".join(description.split()[:retrieval.EMBED_WORDS])
+    assert embedder.seen == [f"github create issue: {opening}", "time now",
+                             "slack post: Post a message.", "tell the team"]
+
+
 def test_a_request_of_several_tasks_costs_no_model_pass_of_its_own():
     from stack.toolsearch.tokens import clauses
 
