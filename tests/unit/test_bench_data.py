@@ -31,12 +31,12 @@ def catalog() -> list[dict]:
     return json.loads((DATA / "catalog.json").read_text(encoding="utf-8"))
 
 
-QUERY_SETS = ("queries.jsonl", "queries_heldout.jsonl", "queries_third.jsonl")
+QUERY_SETS = ("queries.jsonl", "queries_heldout.jsonl", "queries_third.jsonl", "queries_fourth.jsonl")
 
 
 @pytest.fixture(scope="module", params=QUERY_SETS)
 def queries(request) -> list[dict]:
-    """Each query set in turn: the tuning set, the held-out set and the third set."""
+    """Each query set in turn: the tuning set, the held-out, third and fourth sets."""
     lines = (DATA / request.param).read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
