@@ -1,5 +1,6 @@
-"""Shared by the benchmarks that run the six-step check on a real model: start `lane up` in a
-fresh state folder, run `lane check` against it, return the check's JSON report.
+"""Shared by the benchmarks that run a real model through the lane: `lane_up` starts `lane up` in
+a fresh state folder for as long as a block runs; `run_check` runs `lane check` against it and
+returns the check's JSON report.
 
 Every run gets its own LANE_HOME (store, memory, workspace), so runs never see each other's
 memory or sessions, and the llm starts cold.
@@ -7,6 +8,7 @@ memory or sessions, and the llm starts cold.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -14,8 +16,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 
@@ -43,11 +46,19 @@ def tool_pack_config(home: Path, count: int) -> Path:
     return config
 
 
-def run_check(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
-              check_args: list[str], step_timeout_s: int, log_dir: Path | None = None,
-              tool_pack: int = 0) -> dict[str, Any]:
-    """`lane up` + `lane check --json`; the check's report, with the llm/shim log path added.
-    `tool_pack` > 0 adds that many real MCP tool schemas (scripts/bench/tool_pack_server.py)."""
+@dataclass(frozen=True)
+class RunningLane:
+    url: str
+    home: Path
+    env: dict[str, str]
+    log: Path
+
+
+@contextlib.contextmanager
+def lane_up(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
+            log_dir: Path | None = None, tool_pack: int = 0) -> Iterator[RunningLane]:
+    """`lane up` in a fresh LANE_HOME until the block ends. `tool_pack` > 0 adds that many real
+    MCP tool schemas (scripts/bench/tool_pack_server.py) as the deferred server `pack`."""
     home = Path(tempfile.mkdtemp(prefix="lane-bench-"))
     log_dir = log_dir or home
     llm_port, shim_port = free_port(), free_port()
@@ -70,20 +81,29 @@ def run_check(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
                 wait_healthy("lane up", f"http://127.0.0.1:{shim_port}/health", lane, threading.Event(), 300)
             except LaunchFailed as exc:
                 raise RuntimeError(f"{exc}:\n{log_path.read_text()[-2000:]}") from None
-            report_path = home / "check.json"
-            subprocess.run([sys.executable, "-m", "stack.cli", "check", "--url",
-                            f"http://127.0.0.1:{shim_port}", "--db", str(home / "state.db"),
-                            "--timeout", str(step_timeout_s), "--json", str(report_path), *check_args],
-                           cwd=ROOT, env=environment, check=False)
-            report = json.loads(report_path.read_text())
+            yield RunningLane(f"http://127.0.0.1:{shim_port}", home, environment, log_path)
         finally:
             lane.terminate()
             try:
                 lane.wait(30)
             except subprocess.TimeoutExpired:
                 lane.kill()
-    report["log"] = str(log_path)
-    report["db"] = str(home / "state.db")
+
+
+def run_check(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
+              check_args: list[str], step_timeout_s: int, log_dir: Path | None = None,
+              tool_pack: int = 0) -> dict[str, Any]:
+    """`lane up` + `lane check --json`; the check's report, with the llm/shim log path added."""
+    with lane_up(model=model, ctx=ctx, threads=threads, env=env, log_dir=log_dir,
+                 tool_pack=tool_pack) as lane:
+        report_path = lane.home / "check.json"
+        subprocess.run([sys.executable, "-m", "stack.cli", "check", "--url", lane.url,
+                        "--db", str(lane.home / "state.db"), "--timeout", str(step_timeout_s),
+                        "--json", str(report_path), *check_args],
+                       cwd=ROOT, env=lane.env, check=False)
+        report = json.loads(report_path.read_text())
+    report["log"] = str(lane.log)
+    report["db"] = str(lane.home / "state.db")
     return report
 
 

@@ -43,19 +43,29 @@ def lane_tool_names() -> frozenset[str]:
 def select_tools(count: int, catalog: Path = CATALOG) -> list[dict[str, Any]]:
     """`count` catalog entries (OpenAI format, name replaced by the tool's own name), round-robin
     across servers so the pack mixes domains the way a multi-server deployment does."""
+    return [{**entry["function"], "name": own} for entry, own in _selection(count, catalog)]
+
+
+def pack_origins(count: int, catalog: Path = CATALOG) -> dict[str, str]:
+    """{lane name (`pack__NAME`): the catalog name it was taken from} for the same selection."""
+    return {f"{SERVER_NAME}__{own}": entry["function"]["name"]
+            for entry, own in _selection(count, catalog)}
+
+
+def _selection(count: int, catalog: Path) -> list[tuple[dict[str, Any], str]]:
     by_server: dict[str, list[dict[str, Any]]] = {}
     for entry in json.loads(catalog.read_text()):
         by_server.setdefault(entry["x-server"], []).append(entry)
     columns = [sorted(tools, key=lambda e: e["function"]["name"]) for _, tools in sorted(by_server.items())]
     taken = set(lane_tool_names())
-    chosen: list[dict[str, Any]] = []
+    chosen: list[tuple[dict[str, Any], str]] = []
     for row in zip_longest(*columns):
         for entry in filter(None, row):
             own = entry["function"]["name"].split("__", 1)[1]
             if own in taken or len(own) > _MAX_NAME or not _VALID_NAME.match(own):
                 continue
             taken.add(own)
-            chosen.append({**entry["function"], "name": own})
+            chosen.append((entry, own))
             if len(chosen) == count:
                 return chosen
     return chosen

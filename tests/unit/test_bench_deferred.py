@@ -1,0 +1,90 @@
+"""scripts/bench/deferred_tools.py: which requests it sends and how it reads the store afterwards.
+The model run itself is a benchmark (it needs the 1.1 GB model and minutes); the verdict logic is
+checked here on rows written the way the agent loop writes them."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from stack.check.evidence import StoreReader
+from stack.store import Store
+
+BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("bench_deferred_tools", BENCH / "deferred_tools.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+        sys.path.remove(str(BENCH))
+
+
+def test_requests_are_untuned_single_task_ones_whose_gold_the_pack_serves(bench):
+    from tool_pack_server import pack_origins
+
+    pack = pack_origins(200)
+    chosen = bench.requests(pack, 10)
+    assert len(chosen) == 10
+    assert [q["category"] for q in chosen] == ["lexical", "semantic"] * 5
+    assert all(q["id"].startswith(("ho-", "th-")) for q in chosen)
+    for request in chosen:
+        assert request["gold"] and all(g in pack for g in request["gold"])
+    assert chosen == bench.requests(pack, 10)  # the same requests on every run
+    assert not bench.requests({}, 10)
+
+
+def record(store: Store, session: str, name: str, arguments: dict, result: str, *,
+           via_bridge: bool = False, status: str = "ok") -> None:
+    call_id = f"call_{name}_{len(store.executions(session))}"
+    message_id = store.add_message(session, "assistant", None, prompt_tokens=500,
+                                   tool_calls=[{"id": call_id, "type": "function",
+                                                "function": {"name": name, "arguments": "{}"}}])
+    store.add_tool_result(session, message_id, result, tool_call_id=call_id, tool_name=name,
+                          via_bridge=via_bridge, origin="native", arguments=json.dumps(arguments),
+                          status=status, result=result if status == "ok" else None,
+                          error=None if status == "ok" else result,
+                          started_at="2026-01-01T00:00:00", duration_ms=1.0)
+
+
+def test_a_gold_tool_run_through_the_bridge_after_a_search_that_showed_it(bench, tmp_path):
+    store = Store(tmp_path / "state.db")
+    store.create_session("s")
+    store.add_message("s", "user", "post standup moved to #general")
+    record(store, "s", "tool_search", {"queries": ["post slack message", "slack"]},
+           "pack__slack_post_message(channel_id, text) Post a message")
+    record(store, "s", "pack__slack_post_message", {"text": "moved"}, "ok: ran", via_bridge=True)
+    store.add_message("s", "assistant", "Posted.", prompt_tokens=700)
+    request = {"id": "ho-003", "category": "lexical", "query": "post standup moved",
+               "gold": ["pack__slack_post_message"]}
+    outcome = bench.judge(request, StoreReader(tmp_path / "state.db"), "s", 12.0, None)
+    assert outcome.passed and outcome.how == "bridge" and outcome.gold_shown
+    assert outcome.searches == ["post slack message | slack"]
+    assert outcome.ran == ["tool_search", "pack__slack_post_message"]
+    assert (outcome.prompt_tokens, outcome.model_calls) == (1700, 3)
+
+
+def test_a_guess_that_ran_another_tool_or_failed_is_no_pass(bench, tmp_path):
+    store = Store(tmp_path / "state.db")
+    for session in ("other", "failed"):
+        store.create_session(session)
+    record(store, "other", "terminal", {"command": "stripe balance"}, "exit code: 127")
+    record(store, "failed", "pack__retrieve_balance", {}, "backend down", status="error")
+    request = {"id": "th-048", "category": "semantic", "query": "how much money",
+               "gold": ["pack__retrieve_balance"]}
+    reader = StoreReader(tmp_path / "state.db")
+    other = bench.judge(request, reader, "other", 3.0, None)
+    assert not other.passed and other.ran == ["terminal"] and other.how == ""
+    assert other.searches == [] and not other.gold_shown
+    failed = bench.judge(request, reader, "failed", 3.0, "timed out after 300s")
+    assert not failed.passed and failed.ran == [] and failed.error == "timed out after 300s"
+    assert "0/2" in bench.report([other, failed]).splitlines()[-1]
