@@ -23,7 +23,7 @@ from .corrections import TurnFacts, TurnLedger, correction, fallback_answer, nam
 from .history import conversation
 from .llm_client import LlmClient, ModelReply
 from .prompt import memory_note, promoted_tools_note, system_prompt
-from .toolcalls import ToolCall, extract_calls
+from .toolcalls import ToolCall, extract_calls, guessed_call
 
 
 @dataclass
@@ -198,7 +198,11 @@ class Agent:
 
 
 def _calls_of(reply: ModelReply, toolset: Toolset) -> list[ToolCall]:
-    return reply.tool_calls or extract_calls(reply.content, toolset.parameters_of)
+    if reply.tool_calls:
+        return reply.tool_calls
+    calls = extract_calls(reply.content, toolset.parameters_of)
+    guess = None if calls else guessed_call(reply.content, toolset.parameters_of)
+    return calls or ([guess] if guess else [])
 
 
 def _forced(tool: str | None) -> dict[str, Any] | None:

@@ -88,6 +88,23 @@ def _json_calls(text: str, parameters_of: SchemaLookup) -> list[ToolCall]:
     return calls
 
 
+def guessed_call(text: str, parameters_of: SchemaLookup) -> ToolCall | None:
+    """A call to a tool that is not offered, made unmistakably: tagged, fenced, or the whole reply.
+    Small models guess names (`calendar` for a hidden `create-event`); the lane answers the guess
+    like any unknown call (with the hidden tools that fit) instead of passing the JSON on as the
+    answer. Prose that merely contains such JSON is not a guess."""
+    whole = text.strip()
+    sources = [m.group(1) for m in _TAGGED.finditer(text)] or \
+        [m.group(1) for m in _FENCED.finditer(text)] or \
+        ([whole] if whole.startswith("{") and whole.endswith("}") else [])
+    for source in sources:
+        for value in _json_values(source):
+            shape = _call_shape(value)
+            if shape and parameters_of(shape[0]) is None:
+                return ToolCall(new_call_id(), shape[0], shape[1], "content")
+    return None
+
+
 def described_call(text: str, parameters_of: SchemaLookup) -> ToolCall | None:
     """A call told in prose ("I called the memory function with {"action": "add", ...}"): an
     offered tool named in the text and, after it, a JSON object that fits that tool's schema once

@@ -18,15 +18,20 @@ from typing import Any, Literal, get_args
 
 from ..config import Settings
 from ..token_estimate import estimate_tokens
-from ..tools.base import Tool, ToolContext
+from ..tools.base import Tool, ToolContext, ToolError
 from ..tools.execute import Outcome, refused, run_tool
 from ..tools.registry import Registry
-from .bridges import CALL, CALL_SCHEMA, bridge_tools, call_through_bridge
+from ..tools.validation import parse_arguments
+from .bridges import CALL, CALL_SCHEMA, SEARCH, bridge_tools, call_through_bridge
 from .catalog import Catalog, build_catalog
 from .promotion import promoted_tools
+from .tokens import split_words
 
 Profile = Literal["search", "full"]
 PROFILES: tuple[Profile, ...] = get_args(Profile)
+# How much of a guessed call becomes the search for the tool it meant.
+GUESS_WORDS = 24
+GUESS_VALUE_CHARS = 40
 
 
 @dataclass
@@ -72,10 +77,33 @@ class Toolset:
             return call_through_bridge(self.catalog, self.direct, raw_arguments, ctx)
         tool = self.direct.get(name) or self.bridges.get(name) or self.catalog.tools.get(name)
         if tool is None:
-            offered = ", ".join(t["function"]["name"] for t in self.offered) or "none"
-            return refused(name, f"unknown tool {name!r}; offered tools: {offered}", raw_arguments)
+            return refused(name, self._unknown(name, raw_arguments, ctx), raw_arguments)
         # A deferred tool called by its own name (seen in tool_search results) is in scope: run it.
         return run_tool(tool, raw_arguments, ctx)
+
+    def _unknown(self, name: str, raw_arguments: Any, ctx: ToolContext) -> str:
+        """What a call to a tool that does not exist is told: with bridges, what tool_search finds
+        for the guess (its name and argument words), so the next call can be the right one."""
+        if not self.bridged:
+            offered = ", ".join(t["function"]["name"] for t in self.offered) or "none"
+            return f"unknown tool {name!r}; offered tools: {offered}"
+        found = self.bridges[SEARCH].run({"query": guessed_task(name, raw_arguments)}, ctx)
+        return f"There is no tool named {name!r}, so nothing ran. Hidden tools for it:\n{found}"
+
+
+def guessed_task(name: str, raw_arguments: Any) -> str:
+    """A guessed call in words: its name, then its argument names and short values
+    (`calendar {"action": "create", "title": "Standup"}` -> "calendar action create title Standup")."""
+    try:
+        arguments = parse_arguments(raw_arguments)
+    except ToolError:
+        arguments = {}
+    words = split_words(name)
+    for key, value in arguments.items():
+        words += split_words(key)
+        if isinstance(value, str) and len(value) <= GUESS_VALUE_CHARS:
+            words.append(value)
+    return " ".join(words[:GUESS_WORDS])
 
 
 def assemble(registry: Registry, settings: Settings, *, profile: Profile = "search",

@@ -145,3 +145,29 @@ def test_a_core_tool_the_user_names_keeps_promotion_out_of_the_turn(lane):
     first = model.requests[0]
     assert [t["function"]["name"] for t in first["tools"]] == ["memory", "tool_search", "tool_describe", "tool_call"]
     assert not [m for m in first["messages"] if m["role"] == "system" and "currency_convert" in m["content"]]
+
+
+def test_a_guessed_tool_name_written_as_text_is_answered_with_the_hidden_tools_for_it(lane):
+    settings, store = lane
+    guess = '```json\n{"name": "currency", "arguments": {"action": "convert", "amount": 21}}\n```'
+    result, model = run(settings, store, [
+        text(guess),
+        call("tool_call", {"name": "currency_convert", "arguments": {"amount": 21, "to": "USD"}}),
+        text("42 USD"),
+    ])
+    assert executions(settings)[0][:3] == ("currency", "refused", 0)
+    assert executions(settings)[1][:3] == ("currency_convert", "ok", 1)
+    told = tool_messages(model, 1)[0]
+    assert told.startswith("REFUSED: There is no tool named 'currency', so nothing ran.")
+    assert told.split("\n")[1].startswith("- currency_convert(amount: number, to: string):")
+    assert told.endswith("Call one: tool_call(name, arguments={...}).")
+    assert result.content == "42 USD"
+
+
+def test_a_guessed_native_call_is_told_what_search_finds_for_its_name_and_arguments(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("fx_exchange", {"to": "USD"}), text("Sorry.")])
+    assert executions(settings) == [("fx_exchange", "refused", 0, '{"to": "USD"}')]
+    told = tool_messages(model, 1)[0]
+    assert told.split("\n")[1].startswith("- currency_convert(")  # the best hit first
+    assert result.tools_executed == []

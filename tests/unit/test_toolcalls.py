@@ -1,6 +1,6 @@
 """Recovering tool calls that a small model wrote as text."""
 
-from stack.agent.toolcalls import extract_calls
+from stack.agent.toolcalls import extract_calls, guessed_call
 
 SCHEMAS = {
     "memory": {
@@ -72,6 +72,22 @@ def test_safe_coercion_in_untagged_call():
 def test_unknown_tool_name_is_plain_content():
     text = '<tool_call>{"name": "web_browser", "arguments": {"url": "x"}}</tool_call>'
     assert names_and_args(text) == []
+
+
+def test_an_unmistakable_call_to_an_unknown_tool_is_a_guess():
+    for text in ('<tool_call>{"name": "calendar", "arguments": {"title": "Standup"}}</tool_call>',
+                 'Sure:\n```json\n{"name": "calendar", "arguments": {"title": "Standup"}}\n```',
+                 ' {"name": "calendar", "title": "Standup"} '):
+        guess = guessed_call(text, offered)
+        assert guess is not None and guess.origin == "content", text
+        assert (guess.name, guess.arguments) == ("calendar", {"title": "Standup"})
+
+
+def test_prose_quoting_an_unknown_call_or_an_offered_tool_is_no_guess():
+    assert guessed_call('I would call {"name": "calendar", "arguments": {}} for that.', offered) is None
+    assert guessed_call('```json\n{"name": "memory", "arguments": {"x": 1}}\n```', offered) is None
+    assert guessed_call('```json\n{"title": "Standup"}\n```', offered) is None
+    assert guessed_call("", offered) is None
 
 
 def test_untagged_json_with_invalid_arguments_is_plain_content():
