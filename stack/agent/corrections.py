@@ -36,7 +36,9 @@ class TurnLedger:
 
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
-    corrected: set[str] = field(default_factory=set)  # Correction.once_per of those given
+    # Correction.once_per of those given, and "guess" once a call to a tool that does not exist
+    # has forced tool_call
+    corrected: set[str] = field(default_factory=set)
 
     def attempt(self, name: str, arguments: Any) -> tuple[str, Outcome | None]:
         """Count a call; its key and the outcome of the same call made earlier in the turn."""

@@ -18,6 +18,7 @@ from ..tools.base import ToolContext
 from ..tools.execute import Outcome
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
+from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .corrections import TurnFacts, TurnLedger, correction, fallback_answer, named_in, repeated
 from .history import conversation
@@ -177,6 +178,10 @@ class Agent:
             turn.ledger.outcomes[key] = outcome
             turn.outcomes.append(outcome)
         self._record(turn.ctx.session_id, message_id, call, outcome)
+        if toolset.guessed(call.name) and "guess" not in turn.ledger.corrected:
+            # It was shown the hidden tools its guess finds: the next call runs one of them.
+            turn.ledger.corrected.add("guess")
+            turn.force = CALL
         if outcome.status == "ok":
             turn.result.tools_executed.append(outcome.tool_name)
         if turn.ctx.question_for_user:

@@ -81,6 +81,10 @@ class Toolset:
         # A deferred tool called by its own name (seen in tool_search results) is in scope: run it.
         return run_tool(tool, raw_arguments, ctx)
 
+    def guessed(self, name: str) -> bool:
+        """Whether a call to `name` is a guess the bridges can answer: no tool has that name."""
+        return self.bridged and self.parameters_of(name) is None and name not in self.catalog.tools
+
     def _unknown(self, name: str, raw_arguments: Any, ctx: ToolContext) -> str:
         """What a call to a tool that does not exist is told: with bridges, what tool_search finds
         for the guess (its name and argument words), so the next call can be the right one."""

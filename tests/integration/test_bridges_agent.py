@@ -161,6 +161,9 @@ def test_a_guessed_tool_name_written_as_text_is_answered_with_the_hidden_tools_f
     assert told.startswith("REFUSED: There is no tool named 'currency', so nothing ran.")
     assert told.split("\n")[1].startswith("- currency_convert(amount: number, to: string):")
     assert told.endswith("Call one: tool_call(name, arguments={...}).")
+    forced = {"type": "function", "function": {"name": "tool_call"}}
+    assert model.requests[1].get("tool_choice") == forced  # the next call runs one of the hits
+    assert model.requests[2].get("tool_choice") != forced
     assert result.content == "42 USD"
 
 
