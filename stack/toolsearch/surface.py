@@ -96,8 +96,9 @@ class Toolset:
 
 
 def guessed_task(name: str, raw_arguments: Any) -> str:
-    """A guessed call in words: its name, then its argument names and short values
-    (`calendar {"action": "create", "title": "Standup"}` -> "calendar action create title Standup")."""
+    """A guessed call in words: its name, then its argument names and the words of short values
+    (`playwright {"path": "screenshot.png"}` -> "playwright path screenshot png": the value's
+    words, since search reads a file name whole as "the file")."""
     try:
         arguments = parse_arguments(raw_arguments)
     except ToolError:
@@ -106,7 +107,7 @@ def guessed_task(name: str, raw_arguments: Any) -> str:
     for key, value in arguments.items():
         words += split_words(key)
         if isinstance(value, str) and len(value) <= GUESS_VALUE_CHARS:
-            words.append(value)
+            words += split_words(value)
     return " ".join(words[:GUESS_WORDS])
 
 

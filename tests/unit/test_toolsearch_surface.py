@@ -12,7 +12,7 @@ from stack.tools.registry import Registry
 from stack.toolsearch.bridges import CALL_SCHEMA, bridge_tools
 from stack.toolsearch.catalog import Catalog, build_catalog
 from stack.toolsearch.promotion import promoted_tools
-from stack.toolsearch.surface import assemble
+from stack.toolsearch.surface import assemble, guessed_task
 
 BRIDGES = ["tool_search", "tool_describe", "tool_call"]
 STRING = {"type": "string"}
@@ -241,3 +241,12 @@ def test_warm_up_indexes_the_deferred_catalog(settings):
 
     assert warm_up(registry(), settings) == len(DEFERRED)
     assert warm_up(Registry(CORE), settings) == 0
+
+
+def test_a_guessed_call_is_searched_as_its_name_argument_names_and_value_words():
+    assert guessed_task("playwright", {"path": "screenshot.png", "full_page": True}) == \
+        "playwright path screenshot png full page"
+    assert guessed_task("calendarCreate", '{"title": "Team standup"}') == \
+        "calendar create title team standup"
+    assert guessed_task("x", '{"broken": ') == "x"
+    assert guessed_task("notes", {"text": "word " * 50}) == "notes text"  # long values stay out
