@@ -129,10 +129,11 @@ def test_text_only_liar_fails_the_tool_steps(tmp_path: Path) -> None:
     with lane_with(tmp_path, text_only_liar) as lane:
         run = lane.check()
         with sqlite3.connect(lane.db) as db:
-            executions = db.execute("SELECT count(*) FROM tool_executions WHERE session_id = ?",
-                                    (run.report["session_id"],)).fetchone()[0]
+            executions = db.execute("SELECT tool_name, status FROM tool_executions WHERE session_id = ?",
+                                    (run.report["session_id"],)).fetchall()
     assert run.code == 1
-    assert executions == 0
+    # Its tagged call to a tool that does not exist is refused (and recorded); nothing runs.
+    assert executions and set(executions) == {("run_shell", "refused")}
     verdicts = [s["verdict"] for s in run.report["steps"]]
     assert verdicts[1] == verdicts[3] == verdicts[4] == verdicts[5] == "fail"
     assert verdicts[0] == "pass"
