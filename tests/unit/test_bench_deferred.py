@@ -61,7 +61,7 @@ def test_a_gold_tool_run_through_the_bridge_after_a_search_that_showed_it(bench,
     store.create_session("s")
     store.add_message("s", "user", "post standup moved to #general")
     record(store, "s", "tool_search", {"queries": ["post slack message", "slack"]},
-           "pack__slack_post_message(channel_id, text) Post a message")
+           "- pack__slack_post_message(channel_id, text): Post a message")
     record(store, "s", "pack__slack_post_message", {"text": "moved"}, "ok: ran", via_bridge=True)
     store.add_message("s", "assistant", "Posted.", prompt_tokens=700)
     request = {"id": "ho-003", "category": "lexical", "query": "post standup moved",
@@ -77,6 +77,8 @@ def test_a_guess_that_ran_another_tool_or_failed_is_no_pass(bench, tmp_path):
     store = Store(tmp_path / "state.db")
     for session in ("other", "failed"):
         store.create_session(session)
+    record(store, "other", "stripe", {}, "There is no tool named 'stripe'. Hidden tools for it:\n"
+           "- pack__retrieve_balance(): Retrieve the balance", status="refused")
     record(store, "other", "terminal", {"command": "stripe balance"}, "exit code: 127")
     record(store, "failed", "pack__retrieve_balance", {}, "backend down", status="error")
     request = {"id": "th-048", "category": "semantic", "query": "how much money",
@@ -84,7 +86,8 @@ def test_a_guess_that_ran_another_tool_or_failed_is_no_pass(bench, tmp_path):
     reader = StoreReader(tmp_path / "state.db")
     other = bench.judge(request, reader, "other", 3.0, None)
     assert not other.passed and other.ran == ["terminal"] and other.how == ""
-    assert other.searches == [] and not other.gold_shown
+    assert other.searches == [] and other.gold_shown  # the answer to its guess listed it
     failed = bench.judge(request, reader, "failed", 3.0, "timed out after 300s")
     assert not failed.passed and failed.ran == [] and failed.error == "timed out after 300s"
+    assert not failed.gold_shown
     assert "0/2" in bench.report([other, failed]).splitlines()[-1]
