@@ -2,7 +2,8 @@
 
 A small model learns from the error it gets back, so an error says where the arguments are wrong,
 shows the schema and gives an example call that would pass. Coercion is limited to changes that
-cannot alter meaning: "42" to 42 for a number, "true" to true for a boolean, 42 to "42" for a string.
+cannot alter meaning: "42" to 42 for a number, "true" to true for a boolean, 42 to "42" for a string,
+and an argument name in another case style than the schema's ("full_page" for `fullPage`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def coerce(schema: dict[str, Any], value: Any) -> Any:
     kinds = _types(schema)
     if isinstance(value, dict):
         props = schema.get("properties") or {}
+        value = _named_as_schema(value, props)
         return {k: coerce(props[k], v) if k in props else v for k, v in value.items()}
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         return [coerce(schema["items"], item) for item in value]
@@ -114,6 +116,23 @@ def _example_value(key: str, schema: dict[str, Any]) -> Any:
         "object": {},
         "null": None,
     }.get(kind, f"<{key}>")
+
+
+def _named_as_schema(value: dict[str, Any], props: dict[str, Any]) -> dict[str, Any]:
+    """`value` with each unknown key renamed to the one property it spells in another case style
+    (`full_page`, `FullPage` -> `fullPage`), unless that property is given too."""
+    forms: dict[str, list[str]] = {}
+    for prop in props:
+        forms.setdefault(_key_form(prop), []).append(prop)
+    renamed = {}
+    for key, item in value.items():
+        same = forms.get(_key_form(key), []) if key not in props else []
+        renamed[same[0] if len(same) == 1 and same[0] not in value else key] = item
+    return renamed
+
+
+def _key_form(key: str) -> str:
+    return re.sub(r"[_\-\s]", "", key).lower()
 
 
 def _types(schema: dict[str, Any]) -> set[str]:

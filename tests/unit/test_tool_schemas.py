@@ -9,6 +9,7 @@ import pytest
 
 from stack.config import DEFAULT_CORE_TOOLS
 from stack.tools import clarify, files, memory, session_search, terminal, todo
+from stack.tools.base import ToolError
 from stack.tools.registry import builtin_tools
 from stack.tools.validation import example_arguments, validate_arguments
 
@@ -43,3 +44,15 @@ def test_an_example_fills_nested_objects_with_their_required_keys():
     assert example_arguments(schema) == {"params": {"sql": "<sql>", "projectId": "<projectId>"}}
     assert example_arguments({"type": "object", "required": ["meta"],
                               "properties": {"meta": {"type": "object"}}}) == {"meta": {}}
+
+
+def test_an_argument_named_in_another_case_style_is_read_as_the_schema_names_it():
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {"fullPage": {"type": "boolean"}, "scale": {"type": "string"},
+                             "page_id": {"type": "string"}, "pageId": {"type": "string"}}}
+    assert validate_arguments("shot", schema, {"full_page": "true", "Scale": "css"}) == \
+        {"fullPage": True, "scale": "css"}
+    # Two properties share the spelling, or the right one is given too: nothing is guessed.
+    for ambiguous in ({"PAGE-ID": "x"}, {"full_page": True, "fullPage": False}):
+        with pytest.raises(ToolError, match="Additional properties"):
+            validate_arguments("shot", schema, ambiguous)
