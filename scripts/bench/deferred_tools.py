@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lane_run import ROOT, lane_up  # noqa: E402
+from lane_run import add_lane_options, lane_settings, lane_up  # noqa: E402
 from tool_pack_server import pack_origins  # noqa: E402
 
 from stack.check.client import ShimClient  # noqa: E402
@@ -37,7 +37,6 @@ from stack.toolsearch.bridges import SEARCH  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 UNTUNED = ("queries_heldout.jsonl", "queries_third.jsonl")
-DEFAULT_MODEL = ROOT / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 SEED = 11
 
 
@@ -126,27 +125,18 @@ def report(outcomes: list[Outcome]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(DEFAULT_MODEL))
-    parser.add_argument("--ctx", type=int, default=16384)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--max-tokens", type=int, default=1024, help="LANE_MAX_TOKENS")
+    add_lane_options(parser)
     parser.add_argument("--requests", type=int, default=12, help="how many requests (default 12)")
     parser.add_argument("--pack", type=int, default=992,
                         help="deferred MCP tools served (default 992: every packable catalog tool)")
     parser.add_argument("--sets", default=",".join(UNTUNED),
                         help="query sets of scripts/bench/data to take requests from")
     parser.add_argument("--step-timeout", type=int, default=300)
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                        help="an extra LANE_* setting for the lane, e.g. LANE_PROMOTE_TOOLS=0")
     parser.add_argument("--json", help="also write the outcomes here")
     args = parser.parse_args()
-    if not Path(args.model).is_file():
-        print(f"no model at {args.model}: scripts/fetch_model.sh --qwen-coder-1.5b", file=sys.stderr)
-        return 2
-    chosen = requests(pack_origins(args.pack), args.requests, tuple(args.sets.split(",")))
     # The idle example writer would share the one llm with the requests; search reads no book.
-    env = {"LANE_MAX_TOKENS": str(args.max_tokens), "LANE_TOOL_EXAMPLES": "false",
-           **dict(item.split("=", 1) for item in args.env)}
+    env = {"LANE_TOOL_EXAMPLES": "false", **lane_settings(parser, args)}
+    chosen = requests(pack_origins(args.pack), args.requests, tuple(args.sets.split(",")))
     outcomes = []
     with lane_up(model=args.model, ctx=args.ctx, threads=args.threads, env=env,
                  tool_pack=args.pack) as lane:

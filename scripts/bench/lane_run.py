@@ -8,6 +8,7 @@ memory or sessions, and the llm starts cold.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -29,6 +30,25 @@ from stack.launch import LaunchFailed, wait_healthy  # noqa: E402
 
 # Serves real MCP tool schemas as the lane.yaml server `pack` (its tools read `pack__NAME`).
 TOOL_PACK_SERVER = Path(__file__).with_name("tool_pack_server.py")
+DEFAULT_MODEL = ROOT / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+
+
+def add_lane_options(parser: argparse.ArgumentParser) -> None:
+    """The options of every benchmark that runs a real model through `lane up`; the defaults are
+    the conditions of issue 9 (Qwen2.5-Coder-1.5B, ctx 16384, two threads, LANE_MAX_TOKENS=1024)."""
+    parser.add_argument("--model", default=str(DEFAULT_MODEL))
+    parser.add_argument("--ctx", type=int, default=16384)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--max-tokens", type=int, default=1024, help="LANE_MAX_TOKENS")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an extra LANE_* setting for the lane, e.g. LANE_PROMOTE_TOOLS=0")
+
+
+def lane_settings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
+    """The LANE_* settings those options give; stops with how to fetch the model when it is missing."""
+    if not Path(args.model).is_file():
+        parser.error(f"{args.model} is missing; scripts/fetch_model.sh --qwen-coder-1.5b fetches it")
+    return {"LANE_MAX_TOKENS": str(args.max_tokens), **dict(item.split("=", 1) for item in args.env)}
 
 
 def free_port() -> int:

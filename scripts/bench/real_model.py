@@ -18,30 +18,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lane_run import ROOT, arms_of, run_check  # noqa: E402
-
-DEFAULT_MODEL = ROOT / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+from lane_run import add_lane_options, arms_of, lane_settings, run_check  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(DEFAULT_MODEL))
-    parser.add_argument("--ctx", type=int, default=16384)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--max-tokens", type=int, default=1024, help="LANE_MAX_TOKENS")
+    add_lane_options(parser)
     parser.add_argument("--arms", choices=("a", "b", "ab"), default="ab")
     parser.add_argument("--prompts", help="a JSON list of prompts replacing the six defaults")
     parser.add_argument("--tool-pack", type=int, default=0,
                         help="serve N real MCP tool schemas beside the lane's own (canned results)")
     parser.add_argument("--step-timeout", type=int, default=400)
-    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                        help="an extra LANE_* setting for the lane, e.g. LANE_PROMOTE_TOOLS=0")
     parser.add_argument("--json", help="also write the check's report here")
     args = parser.parse_args()
-    if not Path(args.model).is_file():
-        parser.error(f"{args.model} is missing; scripts/fetch_model.sh --qwen-coder-1.5b fetches it")
-
-    env = {"LANE_MAX_TOKENS": str(args.max_tokens), **dict(item.split("=", 1) for item in args.env)}
+    env = lane_settings(parser, args)
     check_args = ["--arms", "ab"] if args.arms == "ab" else ["--arm", args.arms]
     if args.prompts:
         check_args += ["--prompts", str(Path(args.prompts).resolve())]

@@ -5,11 +5,7 @@ beside the 14 built-in tools, arm B keeps them behind the bridges, and a pack to
 
 from __future__ import annotations
 
-import importlib.util
 import sqlite3
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import httpx
 import pytest
@@ -19,21 +15,12 @@ pytest.importorskip("mcp")
 
 from stack.config import Settings  # noqa: E402
 from stack.tools.registry import build_registry  # noqa: E402
+from tests.bench_scripts import bench_script  # noqa: E402
 from tests.fakes.scripted_model import ScriptedModel, call, text  # noqa: E402
 from tests.integration.shim_server import ShimServer  # noqa: E402
 
-BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench"
 COUNT = 16
 ARGUMENTS = {"repo_path": "/srv/notes", "files": ["notes.md"]}
-
-
-def load_script(name: str) -> ModuleType:
-    """A scripts/bench module (scripts/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
 
 
 def ask(shim: ShimServer, profile: str, session: str) -> dict:
@@ -46,9 +33,11 @@ def ask(shim: ShimServer, profile: str, session: str) -> dict:
 
 
 def test_the_pack_is_offered_in_arm_a_and_runs_through_the_bridge_in_arm_b(tmp_path):
-    pack = [f"pack__{tool['name']}" for tool in load_script("tool_pack_server").select_tools(COUNT)]
+    with bench_script("tool_pack_server") as pack_server:
+        pack = [f"pack__{tool['name']}" for tool in pack_server.select_tools(COUNT)]
     assert len(pack) == COUNT and "pack__git_add" in pack
-    config = load_script("lane_run").tool_pack_config(tmp_path, COUNT)
+    with bench_script("lane_run") as lane_run:
+        config = lane_run.tool_pack_config(tmp_path, COUNT)
     script = [
         # arm B: search, then call the pack tool through the bridge
         call("tool_search", {"query": "stage files in git"}),

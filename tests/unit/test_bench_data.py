@@ -1,12 +1,12 @@
 """The retrieval benchmark corpus stays consistent: a broken gold name or a tool without a recorded
 source would silently skew every number `scripts/bench/retrieval.py` prints."""
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.bench_scripts import bench_script
 
 DATA = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "data"
 CATEGORIES = {"lexical", "semantic", "ambiguous", "multi-tool", "negative"}
@@ -15,15 +15,8 @@ NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 @pytest.fixture(scope="module")
 def bench():
-    """scripts/bench/retrieval.py, loaded as a module (scripts/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("bench_retrieval", DATA.parent / "retrieval.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    try:
-        spec.loader.exec_module(module)
+    with bench_script("retrieval") as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 @pytest.fixture(scope="module")

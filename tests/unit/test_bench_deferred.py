@@ -2,37 +2,24 @@
 The model run itself is a benchmark (it needs the 1.1 GB model and minutes); the verdict logic is
 checked here on rows written the way the agent loop writes them."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from stack.check.evidence import StoreReader
 from stack.store import Store
-
-BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench"
+from tests.bench_scripts import bench_script
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("bench_deferred_tools", BENCH / "deferred_tools.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    try:
-        spec.loader.exec_module(module)
+    with bench_script("deferred_tools") as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
-        sys.path.remove(str(BENCH))
 
 
 def test_requests_are_untuned_single_task_ones_whose_gold_the_pack_serves(bench):
-    from tool_pack_server import pack_origins
-
-    pack = pack_origins(200)
+    with bench_script("tool_pack_server") as pack_server:
+        pack = pack_server.pack_origins(200)
     chosen = bench.requests(pack, 10)
     assert len(chosen) == 10
     assert [q["category"] for q in chosen] == ["lexical", "semantic"] * 5

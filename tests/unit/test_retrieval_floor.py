@@ -3,9 +3,7 @@ value recorded when it was last measured (README "Tool search"). Held-out querie
 on, so this guards generalisation, not the tuning set. Hybrid when the `embed` extra is installed,
 BM25 otherwise; about 2 s with the embedding cache warm, under 30 s cold."""
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 from stack.toolsearch.embedding import default_embedder
 from stack.toolsearch.examples import ExampleBook
 from stack.toolsearch.retrieval import ToolDoc, ToolIndex
+from tests.bench_scripts import bench_script
 
 DATA = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "data"
 # Held-out R@5 as last recorded by scripts/bench/retrieval.py, without and with the tools' example
@@ -23,15 +22,8 @@ SLACK = 0.02
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_retrieval_floor",
-                                                  DATA.parent / "retrieval.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
+    with bench_script("retrieval") as module:
         yield module
-    finally:
-        sys.modules.pop(spec.name, None)
 
 
 @pytest.mark.parametrize("examples", [False, True], ids=["plain", "with-examples"])
