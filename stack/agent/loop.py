@@ -178,7 +178,7 @@ class Agent:
             turn.ledger.outcomes[key] = outcome
             turn.outcomes.append(outcome)
         self._record(turn.ctx.session_id, message_id, call, outcome)
-        if toolset.guessed(call.name) and "guess" not in turn.ledger.corrected:
+        if "guess" not in turn.ledger.corrected and toolset.answers_guess(call.name, call.arguments):
             # It was shown the hidden tools its guess finds: the next call runs one of them.
             turn.ledger.corrected.add("guess")
             turn.force = CALL

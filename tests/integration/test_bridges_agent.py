@@ -174,3 +174,14 @@ def test_a_guessed_native_call_is_told_what_search_finds_for_its_name_and_argume
     told = tool_messages(model, 1)[0]
     assert told.split("\n")[1].startswith("- currency_convert(")  # the best hit first
     assert result.tools_executed == []
+
+
+def test_a_guess_that_search_cannot_answer_confidently_forces_nothing(lane):
+    settings, store = lane
+    guess = '```json\n{"name": "weather", "arguments": {"city": "Paris"}}\n```'
+    result, model = run(settings, store, [text(guess), text("I cannot check the weather.")],
+                        user="what's the weather in Paris?")
+    assert executions(settings) == [("weather", "refused", 0, '{"city": "Paris"}')]
+    assert "Low confidence" in tool_messages(model, 1)[0]
+    assert model.requests[1].get("tool_choice") is None  # no hidden tool is run on a hunch
+    assert result.content == "I cannot check the weather."
