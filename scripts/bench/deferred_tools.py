@@ -32,7 +32,7 @@ from lane_run import add_lane_options, lane_settings, lane_up  # noqa: E402
 from tool_pack_server import pack_origins  # noqa: E402
 
 from stack.check.client import ShimClient  # noqa: E402
-from stack.check.evidence import Mark, StoreReader  # noqa: E402
+from stack.check.evidence import Execution, Mark, StoreReader, arguments_of  # noqa: E402
 from stack.toolsearch.bridges import SEARCH  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -83,7 +83,7 @@ def judge(request: dict[str, Any], store: StoreReader, session: str, wall_s: flo
     return Outcome(
         id=request["id"], category=request["category"], query=request["query"],
         gold=request["gold"], passed=bool(gold_runs),
-        searches=[_search_text(e.arguments) for e in searches],
+        searches=[_searched(e) for e in searches],
         gold_shown=any(f"- {g}(" in m.content for m in rows.messages if m.role == "tool"
                        for g in request["gold"]),
         how=("bridge" if gold_runs[0].via_bridge else "promoted") if gold_runs else "",
@@ -91,15 +91,12 @@ def judge(request: dict[str, Any], store: StoreReader, session: str, wall_s: flo
         prompt_tokens=rows.prompt_tokens, model_calls=rows.model_calls, error=error)
 
 
-def _search_text(arguments: str) -> str:
-    try:
-        parsed = json.loads(arguments)
-    except json.JSONDecodeError:
-        return arguments
-    if not isinstance(parsed, dict):
-        return arguments
-    several = parsed.get("queries")
-    return " | ".join(map(str, several)) if isinstance(several, list) else str(parsed.get("query", ""))
+def _searched(execution: Execution) -> str:
+    """What a tool_search call searched for: its `query` and `queries`, as the bridge reads both."""
+    arguments = arguments_of(execution)
+    several = arguments.get("queries")
+    given = [arguments.get("query"), *(several if isinstance(several, list) else [])]
+    return " | ".join(str(q) for q in given if q) or execution.arguments
 
 
 def report(outcomes: list[Outcome]) -> str:

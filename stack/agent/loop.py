@@ -206,8 +206,10 @@ def _calls_of(reply: ModelReply, toolset: Toolset) -> list[ToolCall]:
     if reply.tool_calls:
         return reply.tool_calls
     calls = extract_calls(reply.content, toolset.parameters_of)
-    guess = None if calls else guessed_call(reply.content, toolset.parameters_of)
-    return calls or ([guess] if guess else [])
+    if calls:
+        return calls
+    guess = guessed_call(reply.content, toolset.parameters_of)
+    return [guess] if guess else []
 
 
 def _forced(tool: str | None) -> dict[str, Any] | None:
