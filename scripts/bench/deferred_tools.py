@@ -3,7 +3,9 @@ needing a tool the model does not see until it searches, judged from the store.
 
 The requests are the retrieval bench's untuned query sets (held-out and third): their lexical and
 semantic requests of one task whose gold tool is in the tool pack, which serves the catalog's real
-MCP schemas as `pack__NAME` with canned results (scripts/bench/tool_pack_server.py). The model sees
+MCP schemas with canned results (scripts/bench/tool_pack_server.py), one MCP server per catalog
+server as a deployment has them (`github__star_repository`; `--one-server`: all of them from one
+server, as `pack__NAME`, the layout of the runs before promotion read server names). The model sees
 the lane's own surface: the core set, the bridges, and a tool the lane promotes when search is sure
 of it. A request passes when a gold tool really ran (an ok execution whose result went back to the
 model). Beside the verdict, from the store: whether the model searched, whether a gold tool was
@@ -59,7 +61,7 @@ class Outcome:
 
 def requests(pack: dict[str, str], count: int, sets: tuple[str, ...] = UNTUNED) -> list[dict[str, Any]]:
     """Up to `count` single-task requests of `sets` whose gold is in the pack, lexical and semantic
-    in turn, in a fixed shuffled order; gold names are rewritten to the pack's (`pack__NAME`)."""
+    in turn, in a fixed shuffled order; gold names are rewritten to the pack's lane names."""
     lane_name = {origin: name for name, origin in pack.items()}
     by_category: dict[str, list[dict[str, Any]]] = {"lexical": [], "semantic": []}
     for set_name in sets:
@@ -128,15 +130,19 @@ def main() -> int:
                         help="deferred MCP tools served (default 992: every packable catalog tool)")
     parser.add_argument("--sets", default=",".join(UNTUNED),
                         help="query sets of scripts/bench/data to take requests from")
+    parser.add_argument("--one-server", action="store_true",
+                        help="serve the pack from one MCP server (`pack__NAME`), not one per catalog server")
     parser.add_argument("--step-timeout", type=int, default=300)
     parser.add_argument("--json", help="also write the outcomes here")
     args = parser.parse_args()
     # The idle example writer would share the one llm with the requests; search reads no book.
     env = {"LANE_TOOL_EXAMPLES": "false", **lane_settings(parser, args)}
-    chosen = requests(pack_origins(args.pack), args.requests, tuple(args.sets.split(",")))
+    by_server = not args.one_server
+    chosen = requests(pack_origins(args.pack, by_server=by_server), args.requests,
+                      tuple(args.sets.split(",")))
     outcomes = []
     with lane_up(model=args.model, ctx=args.ctx, threads=args.threads, env=env,
-                 tool_pack=args.pack) as lane:
+                 tool_pack=args.pack, pack_by_server=by_server) as lane:
         client = ShimClient(lane.url, key=None, timeout_s=args.step_timeout)
         store = StoreReader(lane.home / "state.db")
         try:
@@ -151,7 +157,7 @@ def main() -> int:
             store.close()
     print(report(outcomes))
     print(f"model {Path(args.model).name} · ctx {args.ctx} · threads {args.threads} · pack {args.pack}"
-          f" · log {lane.log} · store {lane.home / 'state.db'}")
+          f"{'' if by_server else ' (one server)'} · log {lane.log} · store {lane.home / 'state.db'}")
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
     return 0

@@ -26,9 +26,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tool_pack_server import pack_servers  # noqa: E402  (scripts/bench, this script's folder)
+
 from stack.launch import LaunchFailed, wait_healthy  # noqa: E402
 
-# Serves real MCP tool schemas as the lane.yaml server `pack` (its tools read `pack__NAME`).
+# Serves real MCP tool schemas as the lane.yaml server `pack` (its tools read `pack__NAME`), or
+# one catalog server's share of them (`--server github`).
 TOOL_PACK_SERVER = Path(__file__).with_name("tool_pack_server.py")
 DEFAULT_MODEL = ROOT / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 
@@ -57,12 +60,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def tool_pack_config(home: Path, count: int) -> Path:
-    """A lane.yaml in `home` whose one MCP server (`pack`) serves `count` real tool schemas, so
-    both A/B arms carry a deferred set as large as a real deployment's; its path, for LANE_CONFIG."""
+def tool_pack_config(home: Path, count: int, *, by_server: bool = False) -> Path:
+    """A lane.yaml in `home` whose MCP server `pack` serves `count` real tool schemas, so both A/B
+    arms carry a deferred set as large as a real deployment's; its path, for LANE_CONFIG. With
+    `by_server`, the same tools come from one server per catalog server, named like it."""
+    def server(*only: str) -> dict[str, Any]:
+        return {"command": sys.executable,
+                "args": [str(TOOL_PACK_SERVER), "--count", str(count), *only]}
+
+    servers = ({name: server("--server", name) for name in pack_servers(count)} if by_server
+               else {"pack": server()})
     config = home / "lane.yaml"
-    server = {"command": sys.executable, "args": [str(TOOL_PACK_SERVER), "--count", str(count)]}
-    config.write_text(yaml.safe_dump({"mcp_servers": {"pack": server}}))
+    config.write_text(yaml.safe_dump({"mcp_servers": servers}))
     return config
 
 
@@ -76,14 +85,16 @@ class RunningLane:
 
 @contextlib.contextmanager
 def lane_up(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
-            log_dir: Path | None = None, tool_pack: int = 0) -> Iterator[RunningLane]:
+            log_dir: Path | None = None, tool_pack: int = 0,
+            pack_by_server: bool = False) -> Iterator[RunningLane]:
     """`lane up` in a fresh LANE_HOME until the block ends. `tool_pack` > 0 adds that many real
-    MCP tool schemas (scripts/bench/tool_pack_server.py) as the deferred server `pack`."""
+    MCP tool schemas (scripts/bench/tool_pack_server.py) as the deferred server `pack`, or as one
+    server per catalog server with `pack_by_server`."""
     home = Path(tempfile.mkdtemp(prefix="lane-bench-"))
     log_dir = log_dir or home
     llm_port, shim_port = free_port(), free_port()
     if tool_pack:
-        config = tool_pack_config(home, tool_pack)
+        config = tool_pack_config(home, tool_pack, by_server=pack_by_server)
     else:
         config = home / "none.yaml"
         config.write_text("{}\n")

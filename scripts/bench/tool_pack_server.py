@@ -9,9 +9,11 @@ re-derives them; a call answers `ok: NAME ran with ARGUMENTS`, short and determi
 Selection (fixed, so both arms and every run see the same pack): servers sorted by name, each
 server's tools sorted by name, taken round-robin; a tool is skipped when its own name (after the
 catalog's `server__` prefix) is a lane tool's name, is already taken, or would not make a valid
-`pack__NAME` function name.
+`pack__NAME` function name. With `--server NAME` a process serves only the selected tools of that
+catalog server, so a lane.yaml can list one server per product (`github`, `stripe`, ...) as a
+real deployment does, and its tools read as in the catalog (`github__star_repository`).
 
-    .venv/bin/python scripts/bench/tool_pack_server.py [--count 16] [--list]
+    .venv/bin/python scripts/bench/tool_pack_server.py [--count 16] [--server NAME] [--list]
 """
 
 from __future__ import annotations
@@ -40,15 +42,23 @@ def lane_tool_names() -> frozenset[str]:
     return frozenset(tool.name for tool in build_registry()) | {SEARCH, DESCRIBE, CALL}
 
 
-def select_tools(count: int, catalog: Path = CATALOG) -> list[dict[str, Any]]:
+def select_tools(count: int, catalog: Path = CATALOG, server: str | None = None) -> list[dict[str, Any]]:
     """`count` catalog entries (OpenAI format, name replaced by the tool's own name), round-robin
-    across servers so the pack mixes domains the way a multi-server deployment does."""
-    return [{**entry["function"], "name": own} for entry, own in _selection(count, catalog)]
+    across servers so the pack mixes domains the way a multi-server deployment does; with
+    `server`, only the chosen ones of that catalog server."""
+    return [{**entry["function"], "name": own} for entry, own in _selection(count, catalog)
+            if server is None or entry["x-server"] == server]
 
 
-def pack_origins(count: int, catalog: Path = CATALOG) -> dict[str, str]:
-    """{lane name (`pack__NAME`): the catalog name it was taken from} for the same selection."""
-    return {f"{SERVER_NAME}__{own}": entry["function"]["name"]
+def pack_servers(count: int, catalog: Path = CATALOG) -> list[str]:
+    """The catalog servers the selection draws from, sorted: one lane.yaml server each."""
+    return sorted({entry["x-server"] for entry, _ in _selection(count, catalog)})
+
+
+def pack_origins(count: int, catalog: Path = CATALOG, *, by_server: bool = False) -> dict[str, str]:
+    """{lane name: the catalog name it was taken from} for the same selection; the lane name is
+    `pack__NAME` from one server, or the catalog's own name when each catalog server is its own."""
+    return {f"{entry['x-server'] if by_server else SERVER_NAME}__{own}": entry["function"]["name"]
             for entry, own in _selection(count, catalog)}
 
 
@@ -108,9 +118,10 @@ def serve(tools: list[dict[str, Any]]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=16, help="how many tools to serve (default 16)")
+    parser.add_argument("--server", help="serve only the selected tools of this catalog server")
     parser.add_argument("--list", action="store_true", help="print the selected names and exit")
     args = parser.parse_args()
-    tools = select_tools(args.count)
+    tools = select_tools(args.count, server=args.server)
     if args.list:
         print("\n".join(t["name"] for t in tools))
         return 0

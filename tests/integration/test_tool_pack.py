@@ -5,6 +5,7 @@ beside the 14 built-in tools, arm B keeps them behind the bridges, and a pack to
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import httpx
@@ -15,6 +16,7 @@ pytest.importorskip("mcp")
 
 from stack.config import Settings  # noqa: E402
 from stack.tools.registry import build_registry  # noqa: E402
+from stack.tools.validation import example_arguments  # noqa: E402
 from tests.bench_scripts import bench_script  # noqa: E402
 from tests.fakes.scripted_model import ScriptedModel, call, text  # noqa: E402
 from tests.integration.shim_server import ShimServer  # noqa: E402
@@ -73,3 +75,31 @@ def test_the_pack_is_offered_in_arm_a_and_runs_through_the_bridge_in_arm_b(tmp_p
                           "ORDER BY id").fetchall()
     assert rows == [("arm-b", "tool_search", 0, "ok"), ("arm-b", "pack__git_add", 1, "ok"),
                     ("arm-a", "pack__git_add", 0, "ok")]
+
+
+def test_the_pack_by_server_lists_each_catalog_server_under_its_own_name(tmp_path):
+    with bench_script("tool_pack_server") as pack_server:
+        origins = pack_server.pack_origins(3, by_server=True)
+        servers = pack_server.pack_servers(3)
+    # round-robin over the catalog's servers in name order: one tool each from the first three
+    assert servers == ["airtable", "asana", "atlassian"]
+    assert all(lane == origin and lane.split("__")[0] in servers for lane, origin in origins.items())
+    with bench_script("lane_run") as lane_run:
+        config = lane_run.tool_pack_config(tmp_path, 3, by_server=True)
+    mcp_servers = yaml.safe_load(config.read_text())["mcp_servers"]
+    assert sorted(mcp_servers) == servers
+    asana_tool = next(name for name in origins if name.startswith("asana__"))
+    own = asana_tool.split("__", 1)[1]
+    with bench_script("tool_pack_server") as pack_server:
+        schema = next(t["parameters"] for t in pack_server.select_tools(3, server="asana"))
+    arguments = example_arguments(schema)
+    script = [call(asana_tool, arguments), text("Done.")]
+    with ScriptedModel(script) as model:
+        settings = Settings(home=tmp_path, llm_url=model.url, promote_tools=False,
+                            mcp_servers=mcp_servers)
+        with ShimServer(settings) as shim:
+            reply = ask(shim, "full", "by-server")
+    assert {t["function"]["name"] for t in model.requests[0]["tools"]} >= set(origins)
+    assert reply["usage"]["lane"]["tools_executed"] == [asana_tool]
+    assert f"ok: {own} ran with {json.dumps(arguments, sort_keys=True, separators=(',', ':'))}" in (
+        model.requests[1]["messages"][-1]["content"])
