@@ -53,6 +53,7 @@ class Outcome:
     gold_shown: bool  # a gold tool was among hits the model read (its searches, or a guess's answer)
     how: str  # "bridge" (tool_call), "promoted" (called directly), or "" when no gold tool ran
     ran: list[str]  # every tool that really ran, in order
+    wrong_hidden: list[str]  # hidden (MCP, `server__tool`) tools that ran but are not gold: side effects
     wall_s: float
     prompt_tokens: int
     model_calls: int
@@ -89,7 +90,10 @@ def judge(request: dict[str, Any], store: StoreReader, session: str, wall_s: flo
         gold_shown=any(f"- {g}(" in m.content for m in rows.messages if m.role == "tool"
                        for g in request["gold"]),
         how=("bridge" if gold_runs[0].via_bridge else "promoted") if gold_runs else "",
-        ran=[e.tool_name for e in rows.ran], wall_s=round(wall_s, 1),
+        ran=[e.tool_name for e in rows.ran],
+        wrong_hidden=[e.tool_name for e in rows.ran
+                      if "__" in e.tool_name and e.tool_name not in request["gold"]],
+        wall_s=round(wall_s, 1),
         prompt_tokens=rows.prompt_tokens, model_calls=rows.model_calls, error=error)
 
 
@@ -117,6 +121,7 @@ def report(outcomes: list[Outcome]) -> str:
         f" · gold among the hits shown in {sum(o.gold_shown for o in outcomes)}"
         f" · ran through tool_call {sum(o.how == 'bridge' for o in outcomes)},"
         f" promoted {sum(o.how == 'promoted' for o in outcomes)}"
+        f" · a wrong hidden tool ran in {sum(bool(o.wrong_hidden) for o in outcomes)}"
         f" · prompt tokens {sum(o.prompt_tokens for o in outcomes)}"
         f" · wall {sum(o.wall_s for o in outcomes):.0f} s")
     return "\n".join(lines)

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 import weakref
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +34,8 @@ from ..tools.base import RESERVED_NAMES, Tool
 from ..tools.registry import Registry, granted_tools, split_core
 from .embedding import Embedder, default_embedder
 from .examples import ExampleBook
-from .retrieval import Hit, Method, ToolDoc, ToolIndex
+from .retrieval import Hit, Method, ToolDoc, ToolIndex, task_words
+from .tokens import split_words
 
 log = logging.getLogger("lane.toolsearch")
 
@@ -45,6 +46,10 @@ MIN_QUERY_COVERAGE = 0.6
 MIN_COSINE = 0.35
 # BM25 alone has only the words: 40% of them flags 77% of hopeless queries and 34% of the others.
 MIN_QUERY_COVERAGE_BM25 = 0.4
+# A word that begins at least this many of one source's tool names, and appears in no other
+# source's tool names or descriptions, names that source: `jira` and `confluence` an `atlassian`
+# server, `helm` a `kubernetes` one.
+SOURCE_WORD_TOOLS = 3
 # How long a catalog's first search waits for its vectors before answering with BM25: long enough
 # for vectors kept on disk (1,000 known tools load in about 0.2 s) or a few dozen new tools.
 VECTOR_WAIT_S = 2.0
@@ -127,6 +132,34 @@ class Catalog:
     @property
     def sources(self) -> list[str]:
         return sorted({tool.source for tool in self.tools.values()})
+
+    def named_sources(self, query: str) -> frozenset[str]:
+        """The sources (MCP servers) a request names, by the server's name ("in linear", "google
+        calendar") or by a word only its tools' names begin with ("jira"). A value is no name:
+        "stripe.com/docs" is a web page."""
+        words = f" {' '.join(task_words(query))} "
+        names: dict[str, frozenset[str]] = self.memo("source names", self._source_names)
+        return frozenset(source for source, phrases in names.items()
+                         if any(f" {phrase} " in words for phrase in phrases))
+
+    def _source_names(self) -> dict[str, frozenset[str]]:
+        by_source: dict[str, list[Tool]] = {}
+        for tool in self.tools.values():
+            if tool.source and tool.source != "builtin":
+                by_source.setdefault(tool.source, []).append(tool)
+        sources_of: dict[str, set[str]] = {}
+        first_words: dict[str, Counter[str]] = {}
+        for source, tools in by_source.items():
+            first_words[source] = Counter()
+            for tool in tools:
+                own = split_words(tool.name.split("__", 1)[-1])
+                first_words[source].update(own[:1])
+                for word in {*own, *split_words(tool.description)}:
+                    sources_of.setdefault(word, set()).add(source)
+        return {source: frozenset({" ".join(split_words(source)), *(
+            word for word, count in first_words[source].items()
+            if count >= SOURCE_WORD_TOOLS and sources_of[word] == {source})})
+            for source in by_source}
 
     def docs(self) -> list[ToolDoc]:
         """The tools as retrieval sees them, with their example requests; built once per catalog

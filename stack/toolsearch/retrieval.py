@@ -243,7 +243,7 @@ class ToolIndex:
         """The query's task words (values such as paths, slugs and file names left out), a
         misspelt word read as the catalog word it was meant to be."""
         terms: list[str] = []
-        for word in split_words(_VALUE.sub(" ", _kinds_of_values(query))):
+        for word in task_words(query):
             if word in STOPWORDS:
                 continue
             # A foreign task word adds its English reading (what the catalog says) and stays
@@ -386,6 +386,12 @@ def _name_index(names: list[frozenset[str]]) -> tuple[dict[str, np.ndarray], np.
         for term in unique:
             postings.setdefault(term, []).append(i)
     return {t: np.array(ids, dtype=np.int64) for t, ids in postings.items()}, lengths
+
+
+def task_words(text: str) -> list[str]:
+    """The words of a request with its values read as their kinds and other values (paths,
+    slugs) left out: "star kubernetes/kubernetes" is a star for a repository, not Kubernetes."""
+    return split_words(_VALUE.sub(" ", _kinds_of_values(text)))
 
 
 def _kinds_of_values(text: str) -> str:

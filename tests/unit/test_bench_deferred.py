@@ -68,6 +68,7 @@ def test_a_guess_that_ran_another_tool_or_failed_is_no_pass(bench, tmp_path):
            "- pack__retrieve_balance(): Retrieve the balance", status="refused")
     record(store, "other", "terminal", {"command": "stripe balance"}, "exit code: 127")
     record(store, "failed", "pack__retrieve_balance", {}, "backend down", status="error")
+    record(store, "failed", "pack__list_customers", {}, "ok: ran")
     request = {"id": "th-048", "category": "semantic", "query": "how much money",
                "gold": ["pack__retrieve_balance"]}
     reader = StoreReader(tmp_path / "state.db")
@@ -75,6 +76,8 @@ def test_a_guess_that_ran_another_tool_or_failed_is_no_pass(bench, tmp_path):
     assert not other.passed and other.ran == ["terminal"] and other.how == ""
     assert other.searches == [] and other.gold_shown  # the answer to its guess listed it
     failed = bench.judge(request, reader, "failed", 3.0, "timed out after 300s")
-    assert not failed.passed and failed.ran == [] and failed.error == "timed out after 300s"
-    assert not failed.gold_shown
-    assert "0/2" in bench.report([other, failed]).splitlines()[-1]
+    assert not failed.passed and failed.ran == ["pack__list_customers"]
+    assert failed.error == "timed out after 300s" and not failed.gold_shown
+    assert other.wrong_hidden == [] and failed.wrong_hidden == ["pack__list_customers"]
+    summary = bench.report([other, failed]).splitlines()[-1]
+    assert "0/2" in summary and "a wrong hidden tool ran in 1" in summary

@@ -250,3 +250,39 @@ def test_a_guessed_call_is_searched_as_its_name_argument_names_and_value_words()
         "calendar create title team standup"
     assert guessed_task("x", '{"broken": ') == "x"
     assert guessed_task("notes", {"text": "word " * 50}) == "notes text"  # long values stay out
+
+
+TRACKERS = [
+    tool("atlassian__jira_create_issue", "Create a new Jira issue.", ["project", "summary"], "atlassian"),
+    tool("atlassian__jira_get_issue", "Get a Jira issue by its key.", ["key"], "atlassian"),
+    tool("atlassian__jira_search", "Search Jira issues with JQL.", ["jql"], "atlassian"),
+    tool("atlassian__confluence_get_page", "Get a Confluence page.", ["page_id"], "atlassian"),
+    tool("google_calendar__create-event", "Create a calendar event.", ["summary", "start"],
+         "google_calendar"),
+    tool("linear__save_issue", "Save an issue of a team.", ["team", "title"], "linear"),
+    tool("linear__get_team", "Get a team.", ["id"], "linear"),
+    *(tool(f"{source}__create_issue", "Create a new issue for a bug.", ["title"], source)
+      for source in ("alpha", "bravo", "delta")),
+]
+
+
+def test_a_request_names_a_source_by_its_name_or_a_word_only_its_tool_names_begin_with(settings):
+    _, catalog = build_catalog(registry(TRACKERS), settings)
+    assert catalog.named_sources("file a Jira ticket for the crash") == {"atlassian"}
+    assert catalog.named_sources("what's on my Google Calendar tomorrow?") == {"google_calendar"}
+    assert catalog.named_sources("post it on slack and open a github issue") == {"slack", "github"}
+    # one tool's first word is no product word; a value is no name; core tools are no source
+    assert catalog.named_sources("open the confluence page") == frozenset()
+    assert catalog.named_sources("summarise slack.com/blog and github.com/acme/api") == frozenset()
+    assert catalog.named_sources("save it to memory in the terminal") == frozenset()
+
+
+def test_a_request_naming_a_source_gets_its_best_tools_when_no_clear_winner_does(settings):
+    # BM25 alone, so the scores (three tools of unnamed sources tie) do not depend on an embedder
+    catalog = Catalog({t.name: t for t in [*DEFERRED, *TRACKERS]}, method="bm25")
+    query = "create a new issue for the login bug"
+    assert promoted_tools(catalog, query, settings) == []
+    # the user said which product: its best tool, though three others fit the words better
+    assert promoted_tools(catalog, f"in linear, {query}", settings) == ["linear__save_issue"]
+    assert promoted_tools(catalog, "what is the weather forecast for Oslo, linear?", settings) == [
+        "weather_forecast"]  # a clear winner stays the winner
