@@ -35,6 +35,7 @@ from ..tools.registry import Registry, granted_tools, split_core
 from .embedding import Embedder, default_embedder
 from .examples import ExampleBook
 from .retrieval import Hit, Method, ToolDoc, ToolIndex, task_words
+from .spelling import is_real
 from .tokens import split_words
 
 log = logging.getLogger("lane.toolsearch")
@@ -46,9 +47,9 @@ MIN_QUERY_COVERAGE = 0.6
 MIN_COSINE = 0.35
 # BM25 alone has only the words: 40% of them flags 77% of hopeless queries and 34% of the others.
 MIN_QUERY_COVERAGE_BM25 = 0.4
-# A word that begins at least this many of one source's tool names, and appears in no other
-# source's tool names or descriptions, names that source: `jira` and `confluence` an `atlassian`
-# server, `helm` a `kubernetes` one.
+# A word that begins at least this many of one source's tool names, appears in no other source's
+# tool names or descriptions and is no English word names that source: `jira` an `atlassian`
+# server (but not `worker` a `cloudflare` one: "restart the worker-3 pod" is about Kubernetes).
 SOURCE_WORD_TOOLS = 3
 # How long a catalog's first search waits for its vectors before answering with BM25: long enough
 # for vectors kept on disk (1,000 known tools load in about 0.2 s) or a few dozen new tools.
@@ -135,8 +136,8 @@ class Catalog:
 
     def named_sources(self, query: str) -> frozenset[str]:
         """The sources (MCP servers) a request names, by the server's name ("in linear", "google
-        calendar") or by a word only its tools' names begin with ("jira"). A value is no name:
-        "stripe.com/docs" is a web page."""
+        calendar") or by a product word only its tools' names begin with ("jira"). A value is no
+        name: "stripe.com/docs" is a web page."""
         words = f" {' '.join(task_words(query))} "
         names: dict[str, frozenset[str]] = self.memo("source names", self._source_names)
         return frozenset(source for source, phrases in names.items()
@@ -158,7 +159,7 @@ class Catalog:
                     sources_of.setdefault(word, set()).add(source)
         return {source: frozenset({" ".join(split_words(source)), *(
             word for word, count in first_words[source].items()
-            if count >= SOURCE_WORD_TOOLS and sources_of[word] == {source})})
+            if count >= SOURCE_WORD_TOOLS and sources_of[word] == {source} and not is_real(word))})
             for source in by_source}
 
     def docs(self) -> list[ToolDoc]:

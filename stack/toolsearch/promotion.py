@@ -23,10 +23,10 @@ from .catalog import Catalog
 MARGIN = 0.10
 CANDIDATES = 3
 # For a request that names a source: how many of its tools are offered, from how deep a search.
-# On scripts/bench/data (no example requests) this lifts the share of queries with a gold tool
-# promoted from 42/33/43/35% to 51/42/55/44% (tuning, held-out, third, fourth), and those with
-# only wrong ones from 4/6/5/5% to 9/10/12/8%; scripts/bench/deferred_tools.py measures what the
-# real model makes of it.
+# On scripts/bench/data (scripts/bench/promotion.py, no example requests) this lifts the share of
+# queries with a gold tool promoted from 37/29/38/30% to 44/38/49/37% (tuning, held-out, third,
+# fourth), and of those with only wrong ones from 5/6/5/10% to 8/9/9/13%;
+# scripts/bench/deferred_tools.py measures what the real model makes of it.
 NAMED_SOURCE_TOOLS = 2
 NAMED_SOURCE_DEPTH = 30
 

@@ -257,6 +257,8 @@ TRACKERS = [
     tool("atlassian__jira_get_issue", "Get a Jira issue by its key.", ["key"], "atlassian"),
     tool("atlassian__jira_search", "Search Jira issues with JQL.", ["jql"], "atlassian"),
     tool("atlassian__confluence_get_page", "Get a Confluence page.", ["page_id"], "atlassian"),
+    *(tool(f"kubernetes__pods_{verb}", f"{verb.title()} a pod.", ["name"], "kubernetes")
+      for verb in ("list", "get", "delete")),
     tool("google_calendar__create-event", "Create a calendar event.", ["summary", "start"],
          "google_calendar"),
     tool("linear__save_issue", "Save an issue of a team.", ["team", "title"], "linear"),
@@ -271,8 +273,10 @@ def test_a_request_names_a_source_by_its_name_or_a_word_only_its_tool_names_begi
     assert catalog.named_sources("file a Jira ticket for the crash") == {"atlassian"}
     assert catalog.named_sources("what's on my Google Calendar tomorrow?") == {"google_calendar"}
     assert catalog.named_sources("post it on slack and open a github issue") == {"slack", "github"}
-    # one tool's first word is no product word; a value is no name; core tools are no source
+    # neither one tool's first word nor an English word is a product word; a value is no name;
+    # core tools are no source
     assert catalog.named_sources("open the confluence page") == frozenset()
+    assert catalog.named_sources("restart the pods") == frozenset()
     assert catalog.named_sources("summarise slack.com/blog and github.com/acme/api") == frozenset()
     assert catalog.named_sources("save it to memory in the terminal") == frozenset()
 
