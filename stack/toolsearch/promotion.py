@@ -4,10 +4,12 @@ A small model that must search before it can act spends a model call and some at
 search. When the latest user message already singles out a tool ("create a GitHub issue titled
 ..."), its full schema joins the offered tools for that turn, and the model can call it at once.
 Promotion fires on a clear winner (confident, and well ahead of the next hit). Without one, a
-request that names a connected source ("what's on my plate in asana?") gets that source's two
-best confident hits: the user has said which product, so no other product's tool is offered, and
-a small model that sees none of them turns to a core tool instead (measured: `todo` for Asana and
-Linear requests, `terminal` for Stripe). The promoted schemas together stay under
+source the request singles out gets its two best confident hits: a source the request names
+("what's on my plate in asana?"), or else the one whose tools are the two best hits ("turn the
+page open in the browser into a PDF": `browser_pdf_save` just ahead of `browser_snapshot`). Which
+product is then settled, which of its tools the model decides from their schemas; a small model
+that sees none of them turns to a core tool instead (measured: `todo` for Asana and Linear
+requests, `terminal` for Stripe and for that PDF). The promoted schemas together stay under
 `promote_budget_tokens`.
 """
 
@@ -22,12 +24,13 @@ from .catalog import Catalog
 # 7% (hybrid; BM25 alone: 32% and 9%); see scripts/bench/promotion.py.
 MARGIN = 0.10
 CANDIDATES = 3
-# For a request that names a source: how many of its tools are offered, from how deep a search.
-# On scripts/bench/data (scripts/bench/promotion.py, no example requests) this lifts the share of
-# queries with a gold tool promoted from 37/29/38/30% to 44/38/49/37% (tuning, held-out, third,
-# fourth), and of those with only wrong ones from 5/6/5/10% to 8/9/9/13%;
-# scripts/bench/deferred_tools.py measures what the real model makes of it.
-NAMED_SOURCE_TOOLS = 2
+# For a source singled out: how many of its tools are offered, and how deep a search finds those
+# of a named source. On scripts/bench/data (scripts/bench/promotion.py, no example requests)
+# naming lifts the share of queries with a gold tool promoted from 37/29/38/30% to 44/38/49/37%
+# (tuning, held-out, third, fourth), and of those with only wrong ones from 5/6/5/10% to
+# 8/9/9/13%; a source's two best hits then 50/39/51/39% and 10/9/11/14%.
+# scripts/bench/deferred_tools.py measures what the real model makes of them.
+SOURCE_TOOLS = 2
 NAMED_SOURCE_DEPTH = 30
 
 
@@ -41,7 +44,7 @@ def promoted_tools(catalog: Catalog, query: str, settings: Settings) -> list[str
 
 
 def _winners(catalog: Catalog, query: str, settings: Settings) -> tuple[str, ...]:
-    winners = _clear_winners(catalog, query) or _named_source_winners(catalog, query)
+    winners = _clear_winners(catalog, query) or _source_winners(catalog, query)
     chosen: list[str] = []
     spent = 0
     for name in winners:
@@ -66,12 +69,18 @@ def _clear_winners(catalog: Catalog, query: str) -> list[str]:
     return []
 
 
-def _named_source_winners(catalog: Catalog, query: str) -> list[str]:
-    """The best NAMED_SOURCE_TOOLS confident hits among the tools of the sources the request
-    names (none when it names none)."""
+def _source_winners(catalog: Catalog, query: str) -> list[str]:
+    """The best SOURCE_TOOLS confident hits among the tools of the sources the request names;
+    without a name, the best SOURCE_TOOLS hits when one source has them all and all are confident."""
     sources = catalog.named_sources(query)
-    if not sources:
-        return []
-    hits, _ = catalog.search(query, NAMED_SOURCE_DEPTH)
-    own = [h.name for h in hits if catalog.tools[h.name].source in sources]
-    return [name for name in own[:NAMED_SOURCE_TOOLS] if catalog.confident(query, name)]
+    if sources:
+        hits, _ = catalog.search(query, NAMED_SOURCE_DEPTH)
+        own = [h.name for h in hits if catalog.tools[h.name].source in sources]
+        return [name for name in own[:SOURCE_TOOLS] if catalog.confident(query, name)]
+    hits, _ = catalog.search(query, SOURCE_TOOLS)
+    names = [h.name for h in hits]
+    if (len(names) == SOURCE_TOOLS and len({catalog.tools[n].source for n in names}) == 1
+            and catalog.tools[names[0]].source not in ("", "builtin")
+            and all(catalog.confident(query, name) for name in names)):
+        return names
+    return []

@@ -281,11 +281,18 @@ def test_a_request_names_a_source_by_its_name_or_a_word_only_its_tool_names_begi
     assert catalog.named_sources("save it to memory in the terminal") == frozenset()
 
 
-def test_a_request_naming_a_source_gets_its_best_tools_when_no_clear_winner_does(settings):
+def test_a_source_singled_out_gets_its_best_tools_when_no_clear_winner_does(settings):
     # BM25 alone, so the scores (three tools of unnamed sources tie) do not depend on an embedder
-    catalog = Catalog({t.name: t for t in [*DEFERRED, *TRACKERS]}, method="bm25")
+    pages = [*(tool(f"pages__save_{kind}", f"Save the page as a {kind.upper()} file.", ["url"], "pages")
+               for kind in ("pdf", "png")),
+             tool("notes__keep_page", "Save a web page as a file for later.", ["url"], "notes")]
+    catalog = Catalog({t.name: t for t in [*DEFERRED, *TRACKERS, *pages]}, method="bm25")
     query = "create a new issue for the login bug"
-    assert promoted_tools(catalog, query, settings) == []
+    assert promoted_tools(catalog, query, settings) == []  # the best three: three sources'
+    # the two best are one source's, a third close behind: which product is settled, the model
+    # picks the tool
+    assert promoted_tools(catalog, "save the page as a file", settings) == [
+        "pages__save_pdf", "pages__save_png"]
     # the user said which product: its best tool, though three others fit the words better
     assert promoted_tools(catalog, f"in linear, {query}", settings) == ["linear__save_issue"]
     assert promoted_tools(catalog, "what is the weather forecast for Oslo, linear?", settings) == [
