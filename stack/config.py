@@ -64,6 +64,7 @@ class Settings:
     search_default_limit: int = 5
     max_search_limit: int = 10
     promote_tools: bool = True
+    # Room for one large schema (CircleCI's find_flaky_tests alone is 952 tokens) or two usual ones.
     promote_budget_tokens: int = 1200
     # Example requests for deferred tools, written by the lane's model while it is idle
     # (toolsearch/examples.py); the ones already written are searched either way.

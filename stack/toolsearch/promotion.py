@@ -20,16 +20,15 @@ from ..token_estimate import estimate_tokens
 from .catalog import Catalog
 
 # How far the best hit must lead the next one to count as a clear winner, as a share of its
-# score. On scripts/bench/data this promotes a gold tool for 35% of queries and a wrong one for
-# 7% (hybrid; BM25 alone: 32% and 9%); see scripts/bench/promotion.py.
+# score.
 MARGIN = 0.10
 CANDIDATES = 3
 # For a source singled out: how many of its tools are offered, and how deep a search finds those
-# of a named source. On scripts/bench/data (scripts/bench/promotion.py, no example requests)
-# naming lifts the share of queries with a gold tool promoted from 37/29/38/30% to 44/38/49/37%
-# (tuning, held-out, third, fourth), and of those with only wrong ones from 5/6/5/10% to
-# 8/9/9/13%; a source's two best hits then 50/39/51/39% and 10/9/11/14%.
-# scripts/bench/deferred_tools.py measures what the real model makes of them.
+# of a named source. With these rules and a budget of 1,200 tokens (was: clear winners only, 600)
+# scripts/bench/promotion.py finds a gold tool offered for 54/45/58/44% of the queries of
+# scripts/bench/data (tuning, held-out, third, fourth; was 37/29/38/30%) and only wrong ones for
+# 11/10/10/14% (was 5/6/5/10%); scripts/bench/deferred_tools.py measures what the real model
+# makes of it (README, "Hidden tools").
 SOURCE_TOOLS = 2
 NAMED_SOURCE_DEPTH = 30
 
