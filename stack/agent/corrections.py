@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..store.claims import named_tools
 from ..tools.execute import Outcome, refused
 from ..tools.validation import example_arguments
 from .toolcalls import described_call
@@ -124,7 +125,8 @@ def _unmade_call(text: str, facts: TurnFacts, asked: list[str]) -> Correction | 
     if spelled:
         return Correction(f"That was not a valid call, so {spelled[0]} did not run. To call a tool, reply "
                           f"with only:\n{call_example(spelled[0], offered[spelled[0]])}", spelled[0])
-    named = [n for n in offered if n not in facts.ran_in_session and re.search(rf"\b{re.escape(n)}\b", text)]
+    mentioned = named_tools(text, frozenset(offered))
+    named = [n for n in offered if n not in facts.ran_in_session and n in mentioned]
     if not named:
         return None
     tool = next((n for n in asked if n in named), None)

@@ -277,6 +277,14 @@ def test_a_call_described_in_prose_gets_exactly_one_corrective_turn(lane):
     assert result.content == prose.content and rows(settings, "SELECT * FROM tool_executions") == []
 
 
+def test_a_tool_named_by_an_everyday_word_in_prose_is_no_call_to_correct(lane):
+    settings, store = lane
+    question = text("Could you clarify which file you mean?")
+    result, model = run(settings, store, [question, text("never sent")])
+    assert len(model.requests) == 1 and system_notes(settings) == []
+    assert result.content == question.content
+
+
 def test_a_corrected_model_that_then_calls_runs_the_tool(lane):
     settings, store = lane
     result, _ = run(settings, store, [text('{"name": "add", "a": "two", "b": 3}'),
