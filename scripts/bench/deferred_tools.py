@@ -137,17 +137,21 @@ def main() -> int:
                         help="query sets of scripts/bench/data to take requests from")
     parser.add_argument("--one-server", action="store_true",
                         help="serve the pack from one MCP server (`pack__NAME`), not one per catalog server")
+    parser.add_argument("--examples", type=Path,
+                        help="an example-request book the lane starts with (data/examples.json: the one "
+                             "this model wrote for the catalog), as a lane whose model has written them")
     parser.add_argument("--step-timeout", type=int, default=300)
     parser.add_argument("--json", help="also write the outcomes here")
     args = parser.parse_args()
-    # The idle example writer would share the one llm with the requests; search reads no book.
+    # The idle example writer would share the one llm with the requests; search reads only a book
+    # given with --examples.
     env = {"LANE_TOOL_EXAMPLES": "false", **lane_settings(parser, args)}
     by_server = not args.one_server
     chosen = requests(pack_origins(args.pack, by_server=by_server), args.requests,
                       tuple(args.sets.split(",")))
     outcomes = []
     with lane_up(model=args.model, ctx=args.ctx, threads=args.threads, env=env,
-                 tool_pack=args.pack, pack_by_server=by_server) as lane:
+                 tool_pack=args.pack, pack_by_server=by_server, examples=args.examples) as lane:
         client = ShimClient(lane.url, key=None, timeout_s=args.step_timeout)
         store = StoreReader(lane.home / "state.db")
         try:
@@ -162,7 +166,8 @@ def main() -> int:
             store.close()
     print(report(outcomes))
     print(f"model {Path(args.model).name} · ctx {args.ctx} · threads {args.threads} · pack {args.pack}"
-          f"{'' if by_server else ' (one server)'} · log {lane.log} · store {lane.home / 'state.db'}")
+          f"{'' if by_server else ' (one server)'}{f' · examples {args.examples}' if args.examples else ''}"
+          f" · log {lane.log} · store {lane.home / 'state.db'}")
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
     return 0

@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -86,11 +87,14 @@ class RunningLane:
 @contextlib.contextmanager
 def lane_up(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
             log_dir: Path | None = None, tool_pack: int = 0,
-            pack_by_server: bool = False) -> Iterator[RunningLane]:
+            pack_by_server: bool = False, examples: Path | None = None) -> Iterator[RunningLane]:
     """`lane up` in a fresh LANE_HOME until the block ends. `tool_pack` > 0 adds that many real
     MCP tool schemas (scripts/bench/tool_pack_server.py) as the deferred server `pack`, or as one
-    server per catalog server with `pack_by_server`."""
+    server per catalog server with `pack_by_server`. `examples`: an example-request book the lane
+    starts with, as if its model had written it (`lane examples --book`)."""
     home = Path(tempfile.mkdtemp(prefix="lane-bench-"))
+    if examples:
+        shutil.copyfile(examples, home / "tool_examples.json")
     log_dir = log_dir or home
     llm_port, shim_port = free_port(), free_port()
     if tool_pack:
