@@ -42,14 +42,22 @@ class ToolContext:
 ToolFunction = Callable[[dict[str, Any], ToolContext], str]
 
 
+BUILTIN = "builtin"
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
     description: str
     parameters: dict[str, Any]
     run: ToolFunction
-    # 'builtin' or the MCP server the tool comes from; the catalog shows it as the source.
-    source: str = "builtin"
+    # BUILTIN or the MCP server the tool comes from; the catalog shows it as the source.
+    source: str = BUILTIN
+
+    @property
+    def server(self) -> str:
+        """The MCP server the tool comes from, "" for the lane's own tools."""
+        return "" if self.source == BUILTIN else self.source
 
     def openai_schema(self) -> dict[str, Any]:
         return {

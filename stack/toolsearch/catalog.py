@@ -144,10 +144,11 @@ class Catalog:
                          if any(f" {phrase} " in words for phrase in phrases))
 
     def _source_names(self) -> dict[str, frozenset[str]]:
+        """Each server's names: its own, read as words, and its product words."""
         by_source: dict[str, list[Tool]] = {}
         for tool in self.tools.values():
-            if tool.source and tool.source != "builtin":
-                by_source.setdefault(tool.source, []).append(tool)
+            if tool.server:
+                by_source.setdefault(tool.server, []).append(tool)
         sources_of: dict[str, set[str]] = {}
         first_words: dict[str, Counter[str]] = {}
         for source, tools in by_source.items():
@@ -168,8 +169,7 @@ class Catalog:
         return self.memo("docs", self._docs)
 
     def _docs(self) -> list[ToolDoc]:
-        docs = [ToolDoc(t.name, t.description, t.parameters,
-                        "" if t.source == "builtin" else t.source) for t in self.tools.values()]
+        docs = [ToolDoc(t.name, t.description, t.parameters, t.server) for t in self.tools.values()]
         return self.examples.with_examples(docs) if self.examples else docs
 
     @property

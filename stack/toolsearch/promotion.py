@@ -74,12 +74,12 @@ def _source_winners(catalog: Catalog, query: str) -> list[str]:
     sources = catalog.named_sources(query)
     if sources:
         hits, _ = catalog.search(query, NAMED_SOURCE_DEPTH)
-        own = [h.name for h in hits if catalog.tools[h.name].source in sources]
+        own = [h.name for h in hits if catalog.tools[h.name].server in sources]
         return [name for name in own[:SOURCE_TOOLS] if catalog.confident(query, name)]
     hits, _ = catalog.search(query, SOURCE_TOOLS)
     names = [h.name for h in hits]
-    if (len(names) == SOURCE_TOOLS and len({catalog.tools[n].source for n in names}) == 1
-            and catalog.tools[names[0]].source not in ("", "builtin")
+    servers = {catalog.tools[name].server for name in names}
+    if (len(names) == SOURCE_TOOLS and len(servers) == 1 and "" not in servers
             and all(catalog.confident(query, name) for name in names)):
         return names
     return []
