@@ -18,19 +18,20 @@ from __future__ import annotations
 from ..config import Settings
 from ..token_estimate import estimate_tokens
 from .catalog import Catalog
+from .retrieval import Hit
 
 # How far the best hit must lead the next one to count as a clear winner, as a share of its
 # score.
 MARGIN = 0.10
 CANDIDATES = 3
-# For a source singled out: how many of its tools are offered, and how deep a search finds those
-# of a named source. With these rules and a budget of 1,200 tokens (was: clear winners only, 600)
-# scripts/bench/promotion.py finds a gold tool offered for 54/45/58/44% of the queries of
-# scripts/bench/data (tuning, held-out, third, fourth; was 37/29/38/30%) and only wrong ones for
-# 11/10/10/14% (was 5/6/5/10%); scripts/bench/deferred_tools.py measures what the real model
-# makes of it (README, "Hidden tools").
+# For a source singled out: how many of its tools are offered; one search this deep serves every
+# rule (a named source's tools may rank well below the first few). With these rules and a budget
+# of 1,200 tokens (was: clear winners only, 600) scripts/bench/promotion.py finds a gold tool
+# offered for 54/45/58/44% of the queries of scripts/bench/data (tuning, held-out, third, fourth;
+# was 37/29/38/30%) and only wrong ones for 11/10/10/14% (was 5/6/5/10%);
+# scripts/bench/deferred_tools.py measures what the real model makes of it (README, "Hidden tools").
 SOURCE_TOOLS = 2
-NAMED_SOURCE_DEPTH = 30
+SEARCH_DEPTH = 30
 
 
 def promoted_tools(catalog: Catalog, query: str, settings: Settings) -> list[str]:
@@ -43,7 +44,9 @@ def promoted_tools(catalog: Catalog, query: str, settings: Settings) -> list[str
 
 
 def _winners(catalog: Catalog, query: str, settings: Settings) -> tuple[str, ...]:
-    winners = _clear_winners(catalog, query) or _source_winners(catalog, query)
+    hits, confident = catalog.search(query, SEARCH_DEPTH)
+    winners = (_clear_winners(catalog, query, hits, confident)
+               or _source_winners(catalog, query, hits))
     chosen: list[str] = []
     spent = 0
     for name in winners:
@@ -55,11 +58,11 @@ def _winners(catalog: Catalog, query: str, settings: Settings) -> tuple[str, ...
     return tuple(chosen)
 
 
-def _clear_winners(catalog: Catalog, query: str) -> list[str]:
-    hits, confident = catalog.search(query, CANDIDATES)
+def _clear_winners(catalog: Catalog, query: str, hits: list[Hit], confident: bool) -> list[str]:
     if not confident:
         return []
-    scores = [h.score for h in hits] + [0.0] * (CANDIDATES - len(hits))
+    scores = [h.score for h in hits[:CANDIDATES]]
+    scores += [0.0] * (CANDIDATES - len(scores))
     lead = MARGIN * scores[0]
     if scores[0] - scores[1] >= lead:
         return [hits[0].name]
@@ -68,16 +71,14 @@ def _clear_winners(catalog: Catalog, query: str) -> list[str]:
     return []
 
 
-def _source_winners(catalog: Catalog, query: str) -> list[str]:
+def _source_winners(catalog: Catalog, query: str, hits: list[Hit]) -> list[str]:
     """The best SOURCE_TOOLS confident hits among the tools of the sources the request names;
     without a name, the best SOURCE_TOOLS hits when one source has them all and all are confident."""
     sources = catalog.named_sources(query)
     if sources:
-        hits, _ = catalog.search(query, NAMED_SOURCE_DEPTH)
         own = [h.name for h in hits if catalog.tools[h.name].server in sources]
         return [name for name in own[:SOURCE_TOOLS] if catalog.confident(query, name)]
-    hits, _ = catalog.search(query, SOURCE_TOOLS)
-    names = [h.name for h in hits]
+    names = [h.name for h in hits[:SOURCE_TOOLS]]
     servers = {catalog.tools[name].server for name in names}
     if (len(names) == SOURCE_TOOLS and len(servers) == 1 and "" not in servers
             and all(catalog.confident(query, name) for name in names)):

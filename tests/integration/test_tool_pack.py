@@ -5,7 +5,6 @@ beside the 14 built-in tools, arm B keeps them behind the bridges, and a pack to
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 import httpx
@@ -81,6 +80,8 @@ def test_the_pack_by_server_lists_each_catalog_server_under_its_own_name(tmp_pat
     with bench_script("tool_pack_server") as pack_server:
         origins = pack_server.pack_origins(3, by_server=True)
         servers = pack_server.pack_servers(3)
+        schema = next(t["parameters"] for t in pack_server.select_tools(3, server="asana"))
+        canned = pack_server.canned_result
     # round-robin over the catalog's servers in name order: one tool each from the first three
     assert servers == ["airtable", "asana", "atlassian"]
     assert all(lane == origin and lane.split("__")[0] in servers for lane, origin in origins.items())
@@ -90,8 +91,6 @@ def test_the_pack_by_server_lists_each_catalog_server_under_its_own_name(tmp_pat
     assert sorted(mcp_servers) == servers
     asana_tool = next(name for name in origins if name.startswith("asana__"))
     own = asana_tool.split("__", 1)[1]
-    with bench_script("tool_pack_server") as pack_server:
-        schema = next(t["parameters"] for t in pack_server.select_tools(3, server="asana"))
     arguments = example_arguments(schema)
     script = [call(asana_tool, arguments), text("Done.")]
     with ScriptedModel(script) as model:
@@ -101,5 +100,4 @@ def test_the_pack_by_server_lists_each_catalog_server_under_its_own_name(tmp_pat
             reply = ask(shim, "full", "by-server")
     assert {t["function"]["name"] for t in model.requests[0]["tools"]} >= set(origins)
     assert reply["usage"]["lane"]["tools_executed"] == [asana_tool]
-    assert f"ok: {own} ran with {json.dumps(arguments, sort_keys=True, separators=(',', ':'))}" in (
-        model.requests[1]["messages"][-1]["content"])
+    assert canned(own, arguments) in model.requests[1]["messages"][-1]["content"]
