@@ -69,6 +69,9 @@ class Settings:
     # Example requests for deferred tools, written by the lane's model while it is idle
     # (toolsearch/examples.py); the ones already written are searched either way.
     tool_examples: bool = True
+    # At the start of a turn with deferred tools, the lane's model restates the request as the
+    # tool it needs (toolsearch/restate.py), and promotion ranks with both.
+    restate_requests: bool = True
     context_tokens: int = 32768
     core_tools: tuple[str, ...] = DEFAULT_CORE_TOOLS
     tools_subset: tuple[str, ...] | None = None
@@ -137,6 +140,7 @@ _ENV_NAMES = {
     "LANE_TOOL_SEARCH": "tool_search",
     "LANE_PROMOTE_TOOLS": "promote_tools",
     "LANE_TOOL_EXAMPLES": "tool_examples",
+    "LANE_RESTATE_REQUESTS": "restate_requests",
     "LANE_CONTEXT_TOKENS": "context_tokens",
     "LANE_CORE_TOOLS": "core_tools",
     "LANE_TOOLS_SUBSET": "tools_subset",
@@ -152,6 +156,7 @@ _TOOL_SEARCH_KEYS = {
     "promote": "promote_tools",
     "promote_budget_tokens": "promote_budget_tokens",
     "examples": "tool_examples",
+    "restate": "restate_requests",
 }
 
 

@@ -11,6 +11,7 @@ tools from the catalog. Counted per category:
 
     .venv/bin/python scripts/bench/promotion.py [--catalog FILE] [--queries FILE.jsonl]
         [--examples BOOK.json]   (the tools' example requests, as `lane examples --book` keeps them)
+        [--restatements FILE]    (each query's restatement, as restatements.py writes them)
 """
 
 from __future__ import annotations
@@ -41,18 +42,22 @@ def main() -> int:
     parser.add_argument("--queries", type=Path, default=DATA / "queries.jsonl")
     parser.add_argument("--method", choices=("bm25", "hybrid"), default=None)
     parser.add_argument("--examples", type=Path, help="an example-request book")
+    parser.add_argument("--restatements", type=Path, help="the queries' restatements")
     args = parser.parse_args()
     method = args.method or ("hybrid" if default_embedder() else "bm25")
     book = ExampleBook(args.examples) if args.examples else None
     catalog = lane_catalog(load_catalog_file(args.catalog), method, examples=book)
     catalog.vectors_ready()  # the lane answers with BM25 while they build; measure the hybrid
     settings = Settings()
+    restated = (json.loads(args.restatements.read_text(encoding="utf-8"))
+                if args.restatements else {})
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for line in args.queries.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         query = json.loads(line)
-        promoted = promoted_tools(catalog, query["query"], settings)
+        promoted = promoted_tools(catalog, query["query"], settings,
+                                  tuple(restated.get(query["query"], ())))
         gold = set(query.get("gold") or [])
         verdict = "none" if not promoted else "gold" if set(promoted) & gold else "wrong"
         for key in (query.get("category", "all"), "ALL"):

@@ -57,7 +57,8 @@ KS = (1, 3, 5)
 DEEP = 50  # how far down a miss's gold is looked for when reporting misses
 SEED = 20
 EXAMPLES_SUFFIX = "+ex"
-QUERY_SETS = ("queries.jsonl", "queries_heldout.jsonl", "queries_third.jsonl", "queries_fourth.jsonl")
+QUERY_SETS = ("queries.jsonl", "queries_heldout.jsonl", "queries_third.jsonl", "queries_fourth.jsonl",
+              "queries_fifth.jsonl")
 _FRESH = itertools.count(1)  # padding widths never used before in this process
 
 
@@ -140,7 +141,8 @@ def build(docs: list[ToolDoc], method: str, model: Path | None = None
     return index, took, ""
 
 
-def evaluate(index: ToolIndex, queries: list[dict], flag) -> dict[str, Any]:
+def evaluate(index: ToolIndex, queries: list[dict], flag,
+             restated: dict[str, list[str]] | None = None) -> dict[str, Any]:
     per_cat = {c: Scores() for c in CATEGORIES}
     overall = Scores()
     per_tag: dict[str, Scores] = {}
@@ -148,7 +150,8 @@ def evaluate(index: ToolIndex, queries: list[dict], flag) -> dict[str, Any]:
     negatives = {"n": 0, "empty": 0, "low_confidence": 0}
     answerable_flagged = 0
     for q in queries:
-        hits = index.search(q["query"], DEEP)
+        lines = (restated or {}).get(q["query"])
+        hits = index.search(q["query"], DEEP, lines) if lines else index.search(q["query"], DEEP)
         ranked = [h.name for h in hits]
         if q["category"] == "negative":
             negatives["n"] += 1
@@ -294,6 +297,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     notes = [] if flag else ["no Catalog.confident in this toolsearch: low-confidence rates n/a"]
     if args.model:
         notes.append(f"embedder: {args.model}, not the installed one")
+    restated = (json.loads(args.restatements.read_text(encoding="utf-8"))
+                if args.restatements else None)
+    if restated is not None:
+        notes.append(f"each query searched with its restatement from {args.restatements}")
     result: dict[str, Any] = {
         "catalog_tools": len(tools), "notes": notes, "latency": [],
         "sets": {name: {"queries": len(queries),
@@ -323,7 +330,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             continue
         for name, queries in sets.items():
             result["sets"][name]["methods"][row] = {"build_ms": round(build_s * 1000, 1),
-                                                    **evaluate(index, queries, flag)}
+                                                    **evaluate(index, queries, flag, restated)}
         if not args.no_latency:
             for subset in subsets:
                 timed = [ToolDoc.from_definition(t) for t in subset]
@@ -350,6 +357,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="an example-request book (lane examples --book): each method runs "
                              "again with it, as METHOD+ex (default data/examples.json; "
                              "--examples '' for none)")
+    parser.add_argument("--restatements", type=Path,
+                        help="search each query with its restatement from this file "
+                             "(restatements.py writes it; data/restatements.json)")
     parser.add_argument("--rounds", type=int, default=1, help="latency passes over the queries")
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--misses", type=int, default=10, help="misses to list per method")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,13 +20,18 @@ from ..tools.execute import Outcome
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.bridges import CALL
+from ..toolsearch.restate import RESTATE_MAX_TOKENS, parse_restatement, restate_messages
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .corrections import TurnFacts, TurnLedger, correction, fallback_answer, named_in, repeated
 from .history import conversation
-from .llm_client import LlmClient, ModelReply
+from .llm_client import LlmClient, LlmError, ModelReply
 from .prompt import memory_note, promoted_tools_note, system_prompt
 from .toolcalls import ToolCall, extract_calls, guessed_call
 
+log = logging.getLogger("lane.agent")
+# A restatement is a few dozen tokens after a cached prefix; one that takes longer is not worth
+# waiting for (the request is searched as written).
+RESTATE_TIMEOUT_S = 30.0
 
 @dataclass
 class TurnResult:
@@ -59,6 +65,7 @@ class Turn:
     ctx: ToolContext
     ledger: TurnLedger = field(default_factory=TurnLedger)
     force: str | None = None  # the tool the next model call must call (after a correction)
+    restated: tuple[str, ...] = ()  # the request as the tools it needs (toolsearch/restate.py)
     outcomes: list[Outcome] = field(default_factory=list)
 
 
@@ -72,6 +79,7 @@ class Agent:
         for message in new_messages:
             self._store_incoming(session_id, message)
         turn = self._new_turn(session_id, new_messages, profile, max_tokens, temperature)
+        await self._restate(turn)
         try:
             for iteration in range(self.settings.max_iterations):
                 toolset = self._toolset(turn, first=iteration == 0)
@@ -106,7 +114,8 @@ class Agent:
                                tool_name=message.get("name"))
 
     def _toolset(self, turn: Turn, *, first: bool) -> Toolset:
-        toolset = assemble(self.registry, self.settings, profile=turn.profile, query=turn.query)
+        toolset = assemble(self.registry, self.settings, profile=turn.profile, query=turn.query,
+                           restated=turn.restated)
         if toolset.promoted and any(named_in(t["function"]["name"], turn.query) for t in toolset.offered):
             toolset = toolset.without_promotion()  # the user named the tool: none is pushed beside it
         if first and toolset.promoted:
@@ -115,6 +124,30 @@ class Agent:
             self.store.add_message(turn.result.session_id, "system",
                                    promoted_tools_note(toolset.promoted_schemas), lane_note=True)
         return toolset
+
+    async def _restate(self, turn: Turn) -> None:
+        """Asks the model once per turn what tool the request needs, for promotion to rank with
+        (toolsearch/restate.py); only when tools are deferred and promotion is on. A model that
+        fails or dawdles leaves the request to be searched as it was written."""
+        if not (self.settings.restate_requests and self.settings.promote_tools
+                and turn.query.strip()):
+            return
+        if not assemble(self.registry, self.settings, profile=turn.profile).bridged:
+            return
+        try:
+            async with asyncio.timeout(RESTATE_TIMEOUT_S):
+                reply = await self.llm.chat(restate_messages(turn.query), [],
+                                            max_tokens=RESTATE_MAX_TOKENS, temperature=0.0)
+        except (LlmError, TimeoutError) as exc:
+            log.warning("request not restated, searched as written: %s", exc or "timed out")
+            return
+        _count(turn.result, reply)
+        self.store.add_message(turn.result.session_id, "assistant", reply.content,
+                               prompt_tokens=reply.prompt_tokens,
+                               completion_tokens=reply.completion_tokens,
+                               cached_tokens=reply.cached_tokens, lane_call="restate")
+        turn.restated = parse_restatement(reply.content)
+        log.info("request restated as %s", " | ".join(turn.restated) or "nothing")
 
     async def _ask(self, turn: Turn, toolset: Toolset) -> ModelReply:
         messages = self._request_messages(turn.result.session_id, toolset, turn.cap,

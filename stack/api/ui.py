@@ -167,7 +167,8 @@ def _model_call(call: ModelCall) -> str:
     if call.unexecuted:
         not_run = (f"<div class=notrun><span class='tag notrun'>NOT RUN</span> tool-call-shaped "
                    f"text that did not run: <b>{esc(', '.join(call.unexecuted))}</b></div>")
-    return (f"<div class=call><b>model call</b> <span class=muted>{tokens} · "
+    what = f"model call for the lane: {message['lane_call']}" if message.get("lane_call") else "model call"
+    return (f"<div class=call><b>{esc(what)}</b> <span class=muted>{tokens} · "
             f"{esc(message['created_at'])}</span>{content}{not_run}"
             + "".join(map(_tool_run, call.runs)) + "</div>")
 

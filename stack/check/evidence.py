@@ -51,6 +51,9 @@ class Message:
     role: str
     content: str
     prompt_tokens: int | None
+    # A model call the lane made for itself (`messages.lane_call`, e.g. 'restate'): a model call,
+    # but no answer to the client.
+    lane_call: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ class StepRows:
     def answer(self) -> str:
         """The last assistant message with text: what the client was answered."""
         for message in reversed(self.messages):
-            if message.role == "assistant" and message.content.strip():
+            if message.role == "assistant" and not message.lane_call and message.content.strip():
                 return message.content
         return ""
 
@@ -101,6 +104,8 @@ class StoreReader:
     def _check_schema(self) -> None:
         for table, columns in _NEEDED_COLUMNS.items():
             present = {row["name"] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if table == "messages":  # stores written before the lane made calls of its own lack it
+                self._has_lane_call = "lane_call" in present
             missing = columns - present
             if missing:
                 raise StoreUnreadable(
@@ -124,10 +129,11 @@ class StoreReader:
         return Mark(row[0], row[1])
 
     def rows_since(self, session_id: str, mark: Mark) -> StepRows:
+        lane_call = "lane_call" if self._has_lane_call else "NULL AS lane_call"
         messages = [
-            Message(r["id"], r["role"], r["content"] or "", r["prompt_tokens"])
+            Message(r["id"], r["role"], r["content"] or "", r["prompt_tokens"], r["lane_call"])
             for r in self._rows(
-                "SELECT id, role, content, prompt_tokens FROM messages"
+                f"SELECT id, role, content, prompt_tokens, {lane_call} FROM messages"
                 " WHERE session_id = ? AND id > ? ORDER BY id", (session_id, mark.message_id))
         ]
         executions = [

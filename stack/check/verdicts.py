@@ -49,7 +49,7 @@ def unexecuted_tool_text(rows: StepRows, vocabulary: frozenset[str] = BUILTIN_TO
     """Names of tool calls the model wrote as text in this step that did not run: shaped like a
     call, in an assistant message from which no salvaged call really ran."""
     salvaged = {e.message_id for e in rows.ran if e.origin == "content" and e.message_id}
-    answers = ((m.id, m.content) for m in rows.messages if m.role == "assistant")
+    answers = ((m.id, m.content) for m in rows.messages if m.role == "assistant" and not m.lane_call)
     found = unexecuted_text_calls(answers, salvaged, vocabulary)
     return list(dict.fromkeys(name for names in found.values() for name in names))
 

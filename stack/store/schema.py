@@ -80,4 +80,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sessions ADD COLUMN memory_snapshot TEXT;
     ALTER TABLE messages ADD COLUMN lane_note INTEGER NOT NULL DEFAULT 0;
     """,
+    # lane_call: a model call the lane made for itself inside a turn, and what for ('restate':
+    # the request restated for tool search). Its tokens count like any model call's; its answer is
+    # evidence of what the lane searched with, never shown to the model or found by session search.
+    """
+    ALTER TABLE messages ADD COLUMN lane_call TEXT;
+    """,
 )

@@ -141,11 +141,13 @@ class Store:
         cached_tokens: int | None = None,
         lane_prompt: bool = False,
         lane_note: bool = False,
+        lane_call: str | None = None,
     ) -> int:
         return self._write(_INSERT_MESSAGE, _message_row(
             session_id, role, content, tool_calls=tool_calls, tool_call_id=tool_call_id,
             tool_name=tool_name, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-            cached_tokens=cached_tokens, lane_prompt=lane_prompt, lane_note=lane_note))
+            cached_tokens=cached_tokens, lane_prompt=lane_prompt, lane_note=lane_note,
+            lane_call=lane_call))
 
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         rows = self._read(
@@ -214,7 +216,7 @@ class Store:
                       bm25(messages_fts) AS rank
                FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
                JOIN sessions s ON s.id = m.session_id
-               WHERE messages_fts MATCH ? AND m.lane_prompt = 0
+               WHERE messages_fts MATCH ? AND m.lane_prompt = 0 AND m.lane_call IS NULL
                  AND (? IS NULL OR m.session_id != ?)
                ORDER BY rank LIMIT ?""",
             (match, exclude_session, exclude_session, limit * 8),
@@ -246,8 +248,9 @@ class Store:
 
 
 _INSERT_MESSAGE = """INSERT INTO messages(session_id, role, content, tool_calls, tool_call_id,
-    tool_name, prompt_tokens, completion_tokens, cached_tokens, created_at, lane_prompt, lane_note)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    tool_name, prompt_tokens, completion_tokens, cached_tokens, created_at, lane_prompt, lane_note,
+    lane_call)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 
 _INSERT_EXECUTION = """INSERT INTO tool_executions(session_id, message_id, tool_call_id, tool_name,
     via_bridge, origin, arguments, status, result, error, started_at, duration_ms)
@@ -260,7 +263,8 @@ def _message_row(session_id: str, role: str, content: str | None, **fields: Any)
     return (session_id, role, content, json.dumps(calls) if calls else None,
             fields.get("tool_call_id"), fields.get("tool_name"), fields.get("prompt_tokens"),
             fields.get("completion_tokens"), fields.get("cached_tokens"), now_iso(),
-            int(bool(fields.get("lane_prompt"))), int(bool(fields.get("lane_note"))))
+            int(bool(fields.get("lane_prompt"))), int(bool(fields.get("lane_note"))),
+            fields.get("lane_call"))
 
 
 def _execution_row(

@@ -27,7 +27,7 @@ from collections import Counter, OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Hashable, Mapping
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from ..config import Settings
 from ..tools.base import RESERVED_NAMES, Tool
@@ -224,11 +224,12 @@ class Catalog:
     def __len__(self) -> int:
         return len(self.tools)
 
-    def search(self, query: str, limit: int) -> tuple[list[Hit], bool]:
+    def search(self, query: str, limit: int, restated: Sequence[str] = ()) -> tuple[list[Hit], bool]:
         """The best hits and whether the best one is a confident match, both from one index
-        (the vectors may become ready in between)."""
+        (the vectors may become ready in between). A restatement ranks; only the request itself
+        vouches for a match."""
         index = self.index
-        hits = index.search(query, limit) if query.strip() else []
+        hits = index.search(query, limit, restated) if query.strip() else []
         return hits, bool(hits) and confident_in(index, query, hits[0].name)
 
     def confident(self, query: str, name: str) -> bool:

@@ -2,7 +2,9 @@
 
 Single query: one line per hit (score and name). Batch: `--queries FILE.jsonl --json` reads
 `{"id","query"}` lines and prints `{"id","ranked","scores"}` per line, which is what the
-retrieval bench and anyone's own evaluation consume.
+retrieval bench and anyone's own evaluation consume. `--restatements FILE` searches each query
+with the model's restatement of it (restate.py), as the agent does for promotion; the file maps
+query texts to task lines (scripts/bench/restatements.py writes one).
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON lines")
     parser.add_argument("--examples", type=Path,
                         help="with --catalog: example requests kept by `lane examples --book`")
+    parser.add_argument("--restatements", type=Path,
+                        help='JSON {"query": ["task line", ...]}: search each query with its '
+                             "restatement (scripts/bench/restatements.py writes it)")
     parser.add_argument("--method", choices=("bm25", "embed", "hybrid"), default=None,
                         help="retrieval method (default: hybrid when the embedder is installed)")
     parser.set_defaults(func=run)
@@ -47,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         queries = list(_read_queries(args.queries)) if args.queries else [(None, args.query)]
+        args.restated = read_restatements(args.restatements) if args.restatements else {}
         if args.catalog:
             docs = load_catalog_file(args.catalog)
             if args.examples:
@@ -74,6 +80,19 @@ def load_catalog_file(path: Path) -> list[ToolDoc]:
         return [ToolDoc.from_definition(item) for item in data]
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+
+
+def read_restatements(path: Path) -> dict[str, tuple[str, ...]]:
+    """Query text -> its restatement's task lines, from a JSON object."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(data, dict) or not all(
+            isinstance(lines, list) and all(isinstance(line, str) for line in lines)
+            for lines in data.values()):
+        raise ValueError(f'{path}: expected {{"query": ["task line", ...]}}')
+    return {query: tuple(lines) for query, lines in data.items()}
 
 
 def _read_queries(path: Path) -> Iterator[tuple[Any, str]]:
@@ -118,7 +137,7 @@ def _search(docs: list[ToolDoc], queries: list[tuple[Any, str]], args: argparse.
     method: Method = args.method or ("hybrid" if default_embedder() else "bm25")
     index = ToolIndex(docs, method=method)
     for query_id, query in queries:
-        hits = index.search(query, args.limit)
+        hits = index.search(query, args.limit, args.restated.get(query, ()))
         if args.json:
             print(json.dumps({"id": query_id, "ranked": [h.name for h in hits],
                               "scores": [round(h.score, 6) for h in hits]}, ensure_ascii=False))

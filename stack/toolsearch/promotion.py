@@ -34,17 +34,20 @@ SOURCE_TOOLS = 2
 SEARCH_DEPTH = 30
 
 
-def promoted_tools(catalog: Catalog, query: str, settings: Settings) -> list[str]:
-    """Names of the deferred tools to offer directly for this query, best first (0 to 2).
-    Decided once per catalog and query: the agent assembles before every model call of a turn."""
+def promoted_tools(catalog: Catalog, query: str, settings: Settings,
+                   restated: tuple[str, ...] = ()) -> list[str]:
+    """Names of the deferred tools to offer directly for this query (ranked with its
+    restatement, when there is one), best first (0 to 2). Decided once per catalog and query: the
+    agent assembles before every model call of a turn."""
     if not settings.promote_tools or not query.strip() or not catalog:
         return []
-    key = ("promote", query, settings.promote_budget_tokens)
-    return list(catalog.memo(key, lambda: _winners(catalog, query, settings)))
+    key = ("promote", query, restated, settings.promote_budget_tokens)
+    return list(catalog.memo(key, lambda: _winners(catalog, query, restated, settings)))
 
 
-def _winners(catalog: Catalog, query: str, settings: Settings) -> tuple[str, ...]:
-    hits, confident = catalog.search(query, SEARCH_DEPTH)
+def _winners(catalog: Catalog, query: str, restated: tuple[str, ...],
+             settings: Settings) -> tuple[str, ...]:
+    hits, confident = catalog.search(query, SEARCH_DEPTH, restated)
     winners = (_clear_winners(catalog, query, hits, confident)
                or _source_winners(catalog, query, hits))
     chosen: list[str] = []

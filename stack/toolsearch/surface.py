@@ -116,14 +116,15 @@ def guessed_task(name: str, raw_arguments: Any) -> str:
 
 
 def assemble(registry: Registry, settings: Settings, *, profile: Profile = "search",
-             query: str = "") -> Toolset:
-    """The tools for the next model call, rebuilt from the live registry."""
+             query: str = "", restated: tuple[str, ...] = ()) -> Toolset:
+    """The tools for the next model call, rebuilt from the live registry; `query` (the turn's
+    request) and its restatement decide what is promoted."""
     if profile not in PROFILES:
         raise ValueError(f"unknown tool profile {profile!r}; use search or full")
     core, catalog = build_catalog(registry, settings)
     if profile == "full" or not use_bridges(catalog, settings):
         return Toolset(direct={**core, **catalog.tools})
-    promoted = promoted_tools(catalog, query, settings)
+    promoted = promoted_tools(catalog, query, settings, restated)
     direct = {**core, **{name: catalog.tools[name] for name in promoted}}
     return Toolset(direct, catalog, bridge_tools(catalog, settings), promoted)
 

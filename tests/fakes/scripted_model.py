@@ -17,6 +17,7 @@ from typing import Any, Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from stack.toolsearch.restate import INSTRUCTION as RESTATE_INSTRUCTION
 from tests.fakes.threaded_server import ThreadedServer
 
 
@@ -49,6 +50,10 @@ class ScriptedModel:
     # reported as meta.n_ctx in /v1/models, as the lane's llm service does
     n_ctx: int | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # The lane asks for a request's restatement (toolsearch/restate.py) before a turn with
+    # deferred tools; it is answered with this text and kept apart from `script` and `requests`.
+    restatement: str | Reply = ""
+    restate_requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
     disconnects: int = 0
     port: int = 0
@@ -87,9 +92,14 @@ class ScriptedModel:
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:
             body = await request.json()
-            self.requests.append(body)
-            self.authorizations.append(request.headers.get("authorization"))
-            reply = self.next_reply(body)
+            if _asks_restatement(body):
+                self.restate_requests.append(body)
+                reply = (self.restatement if isinstance(self.restatement, Reply)
+                         else Reply(self.restatement))
+            else:
+                self.requests.append(body)
+                self.authorizations.append(request.headers.get("authorization"))
+                reply = self.next_reply(body)
             if reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             usage = _usage(body, reply)
@@ -196,3 +206,8 @@ def _completion(model: str, reply: Reply, usage: dict[str, int]) -> dict[str, An
         "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply)}],
         "usage": usage,
     }
+
+
+def _asks_restatement(body: dict[str, Any]) -> bool:
+    messages = body.get("messages") or [{}]
+    return messages[0].get("content") == RESTATE_INSTRUCTION

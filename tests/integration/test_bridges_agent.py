@@ -13,7 +13,7 @@ from stack.config import Settings
 from stack.store import Store
 from stack.tools.base import Tool, object_schema
 from stack.tools.registry import Registry
-from tests.fakes.scripted_model import ScriptedModel, call, text
+from tests.fakes.scripted_model import Reply, ScriptedModel, call, text
 
 NOTES: list[str] = []
 
@@ -45,12 +45,13 @@ def lane(tmp_path):
     store.close()
 
 
-def run(settings, store, script, user="convert 21 EUR to USD"):
+def run(settings, store, script, user="convert 21 EUR to USD", tools=(CORE, CONVERT, SECRET),
+        restatement=""):
     async def go():
-        with ScriptedModel(script) as model:
+        with ScriptedModel(script, restatement=restatement) as model:
             llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
             try:
-                agent = Agent(settings, store, Registry([CORE, CONVERT, SECRET]), llm)
+                agent = Agent(settings, store, Registry(list(tools)), llm)
                 session = store.create_session()
                 result = await agent.run_turn(session, [{"role": "user", "content": user}])
                 return result, model
@@ -135,6 +136,64 @@ def test_promoted_tool_is_offered_and_called_directly(lane):
     assert executions(promoting) == [("currency_convert", "ok", 0, json.dumps(
         {"amount": 5, "to": "JPY"}))]
     assert result.tools_executed == ["currency_convert"]
+
+
+RATES = Tool("exchange_rates", "List today's exchange rates of a currency.",
+             object_schema({"currency": {"type": "string"}}, ["currency"]), lambda a, c: "1.1",
+             "bank")
+
+
+def promoted_in(request):
+    notes = [m["content"] for m in request["messages"] if m["role"] == "system"][1:]
+    return sorted(name for name in ("currency_convert", "exchange_rates")
+                  if any(f'"name": "{name}"' in note for note in notes))
+
+
+def test_the_request_is_restated_once_and_promotion_ranks_with_it(lane):
+    settings, store = lane
+    promoting = settings.with_overrides(promote_tools=True)
+    user = "how much is 5 EUR in JPY currency?"
+    tools = (CORE, CONVERT, RATES)
+    _, unread = run(promoting, store, [text("ok")], user=user, tools=tools)
+    assert promoted_in(unread.requests[0]) == ["currency_convert", "exchange_rates"]
+    result, model = run(promoting, store, [text("ok")], user=user, tools=tools,
+                        restatement="convert an amount of money between currencies abroad")
+    assert promoted_in(model.requests[0]) == ["currency_convert"]
+    asked, = model.restate_requests
+    assert asked["messages"][-1] == {"role": "user", "content": user} and "tools" not in asked
+    assert asked["temperature"] == 0 and asked["max_tokens"] <= 40
+    assert result.model_calls == 2  # the restatement is a model call of the turn, and counted
+    with sqlite3.connect(settings.db_path) as db:
+        stored = db.execute("SELECT role, content, prompt_tokens > 0 FROM messages WHERE"
+                            " session_id = ? AND lane_call = 'restate'", (result.session_id,)).fetchall()
+    assert stored == [("assistant", "convert an amount of money between currencies abroad", 1)]
+    # evidence of what promotion searched with, never shown to the model nor found by session search
+    assert "abroad" not in json.dumps(model.requests[0]["messages"])
+    assert not store.search_messages("abroad")
+
+
+def test_no_restatement_without_deferred_tools_or_with_it_switched_off(lane):
+    settings, store = lane
+    promoting = settings.with_overrides(promote_tools=True)
+    _, model = run(promoting, store, [text("ok")], tools=(CORE,), restatement="x")
+    assert model.restate_requests == []
+    off = promoting.with_overrides(restate_requests=False)
+    _, model = run(off, store, [text("ok")], restatement="convert money")
+    assert model.restate_requests == [] and len(model.requests) == 1
+
+
+def test_a_restatement_that_fails_leaves_the_request_searched_as_written(lane, monkeypatch):
+    import stack.agent.loop as loop
+
+    monkeypatch.setattr(loop, "RESTATE_TIMEOUT_S", 0.5)
+    settings, store = lane
+    promoting = settings.with_overrides(promote_tools=True)
+    user = "how much is 5 EUR in JPY currency?"
+    result, model = run(promoting, store, [text("about 800 JPY")], user=user,
+                        tools=(CORE, CONVERT, RATES), restatement=Reply(hang=True))
+    assert len(model.restate_requests) == 1
+    assert promoted_in(model.requests[0]) == ["currency_convert", "exchange_rates"]
+    assert result.content == "about 800 JPY" and result.model_calls == 1
 
 
 def test_a_core_tool_the_user_names_keeps_promotion_out_of_the_turn(lane):

@@ -126,8 +126,9 @@ def test_sigkill_during_a_model_call(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with ScriptedModel([Reply(hang=True), text("back")]) as model:
         kill_mid_turn(home, model, lambda: len(model.requests) == 1)
-        assert rows(home / "state.db", "SELECT role FROM messages WHERE lane_prompt = 0") \
-            == [("user",)]
+        # the user's message, and the lane's restatement of it (a finished call of its own)
+        assert rows(home / "state.db", "SELECT role, lane_call FROM messages WHERE lane_prompt = 0") \
+            == [("user", None), ("assistant", "restate")]
         assert_store_survived(home, model)
 
 

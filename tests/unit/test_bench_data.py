@@ -24,7 +24,8 @@ def catalog() -> list[dict]:
     return json.loads((DATA / "catalog.json").read_text(encoding="utf-8"))
 
 
-QUERY_SETS = ("queries.jsonl", "queries_heldout.jsonl", "queries_third.jsonl", "queries_fourth.jsonl")
+QUERY_SETS = ("queries.jsonl", "queries_heldout.jsonl", "queries_third.jsonl", "queries_fourth.jsonl",
+              "queries_fifth.jsonl")
 
 
 @pytest.fixture(scope="module", params=QUERY_SETS)

@@ -106,6 +106,18 @@ def test_step1_fails_when_a_tool_ran_or_the_number_is_wrong(lane: Lane) -> None:
     assert not verdict.passed and "lacks 391" in verdict.reason
 
 
+def test_the_lanes_own_model_call_counts_as_a_call_but_answers_nothing(lane: Lane) -> None:
+    start = lane.mark()
+    lane.user(DEFAULT_PROMPTS[0])
+    lane.store.add_message(SESSION, "assistant", "391", prompt_tokens=200, completion_tokens=2,
+                           lane_call="restate")  # measured: a restatement of step 1
+    verdict, rows = lane.judge(1, start)
+    assert not verdict.passed and rows.model_calls == 1 and rows.prompt_tokens == 200
+    lane.answer("391")
+    verdict, rows = lane.judge(1, start)
+    assert verdict.passed and rows.model_calls == 2
+
+
 def test_step2_needs_a_real_memory_write_with_the_codename(lane: Lane) -> None:
     start = lane.mark()
     lane.tool("memory", {"action": "add", "content": "Project codename: ORCHID-4821"}, "saved")
