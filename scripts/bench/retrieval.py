@@ -18,7 +18,8 @@ Scoring (k = 1, 3, 5):
 Latency: wall time of one `.search(query, 5)` for every query, at 100 tools (a fixed random
 sample of the catalog), 1,000 tools (the catalog's first 1,000) and 5,000 tools (the catalog
 padded with copies of real tools under renamed servers, e.g. `github_2__list_issues`, as a second
-GitHub Enterprise instance would appear).
+GitHub Enterprise instance would appear). With `--restatements`, each query is searched with its
+restatement's lines, as promotion searches.
 Each timed query text is new to the process (whitespace-padded), so caches keyed by query text
 do not hide the cost of embedding it. Build time is that of a new process's catalog (the lane's
 `Catalog`, a fresh embedder with nothing in memory, reading the on-disk vector cache;
@@ -187,7 +188,8 @@ def evaluate(index: ToolIndex, queries: list[dict], flag,
 
 
 def latency(docs: list[ToolDoc], method: str, queries: list[str], rounds: int,
-            model: Path | None = None, examples: ExampleBook | None = None) -> dict[str, Any]:
+            model: Path | None = None, examples: ExampleBook | None = None,
+            restated: dict[str, list[str]] | None = None) -> dict[str, Any]:
     embedder = fresh_embedder(model) if method != "bm25" else None
     started = time.perf_counter()
     catalog = lane_catalog(docs, method, embedder, examples)
@@ -204,8 +206,9 @@ def latency(docs: list[ToolDoc], method: str, queries: list[str], rounds: int,
         # text) without changing its tokens: a cold search is what a fresh user query costs.
         pad = " " * next(_FRESH)
         for q in queries:
+            lines = [pad + line for line in (restated or {}).get(q, ())]
             started = time.perf_counter()
-            index.search(pad + q, 5)
+            index.search(pad + q, 5, lines) if lines else index.search(pad + q, 5)
             times.append((time.perf_counter() - started) * 1000)
     times.sort()
     return {"tools": len(docs), "first_ms": round(first_s * 1000, 1),
@@ -335,7 +338,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for subset in subsets:
                 timed = [ToolDoc.from_definition(t) for t in subset]
                 result["latency"].append({"method": row, **latency(
-                    timed, method, texts, args.rounds, args.model, book)})
+                    timed, method, texts, args.rounds, args.model, book, restated)})
     return result
 
 
