@@ -33,6 +33,7 @@ log = logging.getLogger("lane.agent")
 # waiting for (the request is searched as written).
 RESTATE_TIMEOUT_S = 30.0
 
+
 @dataclass
 class TurnResult:
     session_id: str
