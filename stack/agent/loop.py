@@ -117,7 +117,7 @@ class Agent:
     def _toolset(self, turn: Turn, *, first: bool) -> Toolset:
         toolset = assemble(self.registry, self.settings, profile=turn.profile, query=turn.query,
                            restated=turn.restated)
-        if toolset.promoted and any(named_in(t["function"]["name"], turn.query) for t in toolset.offered):
+        if toolset.promoted and _names_an_offered_tool(turn.query, toolset):
             toolset = toolset.without_promotion()  # the user named the tool: none is pushed beside it
         if first and toolset.promoted:
             # After the turn's user message, not in `tools`: what changes per turn never moves
@@ -129,11 +129,13 @@ class Agent:
     async def _restate(self, turn: Turn) -> None:
         """Asks the model once per turn what tool the request needs, for promotion to rank with
         (toolsearch/restate.py); only when tools are deferred and promotion is on. A model that
-        fails or dawdles leaves the request to be searched as it was written."""
+        fails or dawdles leaves the request to be searched as it was written. A request that names
+        an offered tool gets no promotion, so it is not restated either."""
         if not (self.settings.restate_requests and self.settings.promote_tools
                 and turn.query.strip()):
             return
-        if not assemble(self.registry, self.settings, profile=turn.profile).bridged:
+        toolset = assemble(self.registry, self.settings, profile=turn.profile)
+        if not toolset.bridged or _names_an_offered_tool(turn.query, toolset):
             return
         try:
             async with asyncio.timeout(RESTATE_TIMEOUT_S):
@@ -244,6 +246,10 @@ def _calls_of(reply: ModelReply, toolset: Toolset) -> list[ToolCall]:
         return calls
     guess = guessed_call(reply.content, toolset.parameters_of)
     return [guess] if guess else []
+
+
+def _names_an_offered_tool(query: str, toolset: Toolset) -> bool:
+    return any(named_in(t["function"]["name"], query) for t in toolset.offered)
 
 
 def _forced(tool: str | None) -> dict[str, Any] | None:

@@ -172,10 +172,14 @@ def test_the_request_is_restated_once_and_promotion_ranks_with_it(lane):
     assert not store.search_messages("abroad")
 
 
-def test_no_restatement_without_deferred_tools_or_with_it_switched_off(lane):
+def test_no_restatement_without_deferred_tools_for_a_named_tool_or_switched_off(lane):
     settings, store = lane
     promoting = settings.with_overrides(promote_tools=True)
     _, model = run(promoting, store, [text("ok")], tools=(CORE,), restatement="x")
+    assert model.restate_requests == []
+    # a request naming an offered tool gets no promotion, so no restatement either
+    _, model = run(promoting, store, [text("ok")], restatement="x",
+                   user="convert 5 EUR to JPY and keep the result in memory")
     assert model.restate_requests == []
     off = promoting.with_overrides(restate_requests=False)
     _, model = run(off, store, [text("ok")], restatement="convert money")
