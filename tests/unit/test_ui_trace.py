@@ -34,7 +34,8 @@ def _run(store, session, message_id, call_id, name, *, status="ok", origin="nati
 @pytest.fixture
 def lane(tmp_path):
     """A session with one of each: native ok, recovered ok, bridged ok, refused salvage (its text
-    did not run), ok but never reported, a prose call that never ran, a lane note, two turns."""
+    did not run), ok but never reported, a prose call that never ran, a lane note, the lane's own
+    model call (a restatement), two turns."""
     settings = Settings(home=tmp_path)
     store = Store(settings.db_path)
     s = store.create_session("trace-unit", title=f"first {XSS}")
@@ -62,6 +63,8 @@ def lane(tmp_path):
     store.add_message(s, "assistant", f"I ran save_note(text='{XSS}').", prompt_tokens=150,
                       completion_tokens=12)
     store.add_message(s, "user", "and now?")
+    store.add_message(s, "assistant", "say what comes next", prompt_tokens=90, completion_tokens=4,
+                      lane_call="restate")
     store.add_message(s, "assistant", "Nothing else.", prompt_tokens=160, completion_tokens=3)
     yield settings, store
     store.close()
@@ -92,7 +95,8 @@ def test_session_trace_sorts_every_row_into_its_turn(lane):
     assert [(n["role"], n["lane_note"]) for n in notes] == [("system", 1)]
     assert first.wall_s is not None and first.wall_s >= 0
     assert second.user["content"] == "and now?"
-    assert [c.message["content"] for c in second.model_calls] == ["Nothing else."]
+    assert [c.message["content"] for c in second.model_calls] == ["say what comes next",
+                                                                   "Nothing else."]
 
 
 def test_session_page_shows_evidence_and_escapes_model_output(lane):
@@ -124,7 +128,8 @@ def test_session_page_shows_evidence_and_escapes_model_output(lane):
     assert "1 refused · 2 model calls with tool-call text that did not run" in html
     assert "the lane's prompt" not in html
     assert html.index("Before the first user message") < html.index("Turn 1") < html.index("Turn 2")
-    assert "2 turns · 7 model calls" in html
+    assert "2 turns · 8 model calls" in html
+    assert html.count("model call for the lane: restate") == 1  # the lane's own call, labelled
 
     assert overview.status_code == 200
     assert "<a href='/ui/sessions/trace-unit'>trace-unit</a>" in overview.text
