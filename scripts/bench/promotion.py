@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from retrieval import lane_catalog  # noqa: E402  (scripts/bench, this script's folder)
 
 from stack.config import Settings  # noqa: E402
-from stack.toolsearch.commands import load_catalog_file  # noqa: E402
+from stack.toolsearch.commands import load_catalog_file, read_restatements  # noqa: E402
 from stack.toolsearch.embedding import default_embedder  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
 from stack.toolsearch.promotion import promoted_tools  # noqa: E402
@@ -49,15 +49,14 @@ def main() -> int:
     catalog = lane_catalog(load_catalog_file(args.catalog), method, examples=book)
     catalog.vectors_ready()  # the lane answers with BM25 while they build; measure the hybrid
     settings = Settings()
-    restated = (json.loads(args.restatements.read_text(encoding="utf-8"))
-                if args.restatements else {})
+    restated = read_restatements(args.restatements) if args.restatements else {}
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for line in args.queries.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         query = json.loads(line)
         promoted = promoted_tools(catalog, query["query"], settings,
-                                  tuple(restated.get(query["query"], ())))
+                                  restated.get(query["query"], ()))
         gold = set(query.get("gold") or [])
         verdict = "none" if not promoted else "gold" if set(promoted) & gold else "wrong"
         for key in (query.get("category", "all"), "ALL"):

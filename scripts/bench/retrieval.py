@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from stack.tools.base import Tool  # noqa: E402
 from stack.toolsearch.catalog import Catalog  # noqa: E402
+from stack.toolsearch.commands import read_restatements  # noqa: E402
 from stack.toolsearch.embedding import OnnxMiniLM, onnx_model_path, vector_store_folder  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
 from stack.toolsearch.retrieval import ToolDoc, ToolIndex  # noqa: E402
@@ -143,7 +144,7 @@ def build(docs: list[ToolDoc], method: str, model: Path | None = None
 
 
 def evaluate(index: ToolIndex, queries: list[dict], flag,
-             restated: dict[str, list[str]] | None = None) -> dict[str, Any]:
+             restated: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
     per_cat = {c: Scores() for c in CATEGORIES}
     overall = Scores()
     per_tag: dict[str, Scores] = {}
@@ -189,7 +190,7 @@ def evaluate(index: ToolIndex, queries: list[dict], flag,
 
 def latency(docs: list[ToolDoc], method: str, queries: list[str], rounds: int,
             model: Path | None = None, examples: ExampleBook | None = None,
-            restated: dict[str, list[str]] | None = None) -> dict[str, Any]:
+            restated: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
     embedder = fresh_embedder(model) if method != "bm25" else None
     started = time.perf_counter()
     catalog = lane_catalog(docs, method, embedder, examples)
@@ -300,8 +301,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     notes = [] if flag else ["no Catalog.confident in this toolsearch: low-confidence rates n/a"]
     if args.model:
         notes.append(f"embedder: {args.model}, not the installed one")
-    restated = (json.loads(args.restatements.read_text(encoding="utf-8"))
-                if args.restatements else None)
+    restated = read_restatements(args.restatements) if args.restatements else None
     if restated is not None:
         notes.append(f"each query searched with its restatement from {args.restatements}")
     result: dict[str, Any] = {

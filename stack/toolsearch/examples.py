@@ -23,7 +23,7 @@ import re
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from .retrieval import ToolDoc
 
@@ -115,8 +115,7 @@ def parse_requests(text: str) -> tuple[str, ...]:
     """The requests in a model's answer: one a line, list marks and quotes stripped; a line that
     introduces the list ("Sure, here are three requests:") or is too short to be one is dropped."""
     requests: list[str] = []
-    for line in text.splitlines():
-        request = _LIST_MARK.sub("", line).strip().strip("\"'`").strip()
+    for request in answer_lines(text):
         if (len(request.split()) < MIN_REQUEST_WORDS or request.endswith(":")
                 or len(request) > MAX_REQUEST_CHARS or request in requests):
             continue
@@ -124,6 +123,13 @@ def parse_requests(text: str) -> tuple[str, ...]:
         if len(requests) == REQUESTS_PER_STYLE:
             break
     return tuple(requests)
+
+
+def answer_lines(text: str) -> Iterator[str]:
+    """The lines of a model's listed answer, list marks and quotes stripped (a small model numbers
+    or bullets them however it was shown not to)."""
+    for line in text.splitlines():
+        yield _LIST_MARK.sub("", line).strip().strip("\"'`").strip()
 
 
 class ExampleBook:

@@ -14,7 +14,7 @@ a turn (agent/loop.py), and scripts/bench/restatements.py asks for a whole query
 
 from __future__ import annotations
 
-import re
+from .examples import answer_lines
 
 # One line per task, each a short tool description: 40 tokens hold three.
 RESTATE_MAX_TOKENS = 40
@@ -37,7 +37,6 @@ SHOTS = (
     ("book me a table for four at Luigi's tonight and text Sam the time",
      "make a restaurant reservation\nsend a text message to a contact"),
 )
-_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 
 
 def restate_messages(request: str) -> list[dict[str, str]]:
@@ -53,8 +52,7 @@ def parse_restatement(text: str) -> tuple[str, ...]:
     """The task lines of a model's answer: list marks and quotes stripped; an introduction
     ("Here is what the tool must do:") and runaway prose are no task."""
     lines: list[str] = []
-    for raw in text.splitlines():
-        line = _LIST_MARK.sub("", raw).strip().strip("\"'`").strip()
+    for line in answer_lines(text):
         words = line.split()
         if not words or line.endswith(":") or len(words) > MAX_LINE_WORDS or line in lines:
             continue

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from stack.toolsearch.commands import read_restatements
 from stack.toolsearch.embedding import default_embedder
 from stack.toolsearch.examples import ExampleBook
 from stack.toolsearch.retrieval import ToolDoc, ToolIndex
@@ -39,7 +40,7 @@ def test_held_out_recall_at_5_stays_above_the_floor(bench, examples, restated):
         method += "+ex"
     restatements = None
     if restated:
-        restatements = json.loads((DATA / "restatements.json").read_text(encoding="utf-8"))
+        restatements = read_restatements(DATA / "restatements.json")
         method += "+rs"
     index = ToolIndex(docs, method=base)
     queries = bench.load_queries(DATA / "queries_heldout.jsonl")
