@@ -206,19 +206,27 @@ class Store:
     def search_messages(
         self, query: str, *, exclude_session: str | None = None, limit: int = 5
     ) -> list[SearchHit]:
-        """FTS5 over message content; one hit per session, best match first."""
+        """FTS5 over message content; one hit per session, best match first, and the user's own
+        words before anything else that matched.
+
+        A small model copies what a hit shows into its next call (measured: a past session's
+        memory call, shown as the hit's snippet, became the next call; the highlight marks around
+        the phrase became part of what it saved). So a hit shows what the user wrote where the
+        user's words match, never a message that is a tool call (its result, a message of its
+        own, is searched) nor the lane's own prompts, notes or model calls, and no marks."""
         match = _fts_query(query)
         if not match:
             return []
         rows = self._read(
             """SELECT m.session_id, s.created_at, s.title, m.role,
-                      snippet(messages_fts, 0, '>>', '<<', '…', 24) AS snippet,
+                      snippet(messages_fts, 0, '', '', '…', 24) AS snippet,
                       bm25(messages_fts) AS rank
                FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
                JOIN sessions s ON s.id = m.session_id
-               WHERE messages_fts MATCH ? AND m.lane_prompt = 0 AND m.lane_call IS NULL
+               WHERE messages_fts MATCH ? AND m.lane_prompt = 0 AND m.lane_note = 0
+                 AND m.lane_call IS NULL AND m.tool_calls IS NULL
                  AND (? IS NULL OR m.session_id != ?)
-               ORDER BY rank LIMIT ?""",
+               ORDER BY m.role != 'user', rank LIMIT ?""",
             (match, exclude_session, exclude_session, limit * 8),
         )
         hits: dict[str, SearchHit] = {}

@@ -24,7 +24,7 @@ from tests.fakes.scripted_model import Reply, call, text
 SEED_ANSWER = "Noted."
 _CODENAME = re.compile(r"codename(?: is|:)\s*([A-Z]+-\d+)")
 _PHRASE = re.compile(r"phrase (\S+)")
-_SESSION_ID = re.compile(r"session ([A-Za-z0-9._:-]+) \(")
+_SESSION_ID = re.compile(r"session id: ([A-Za-z0-9._:-]+)")
 _FIRST_HIT = re.compile(r"^- ([A-Za-z0-9_.-]+)\(", re.MULTILINE)
 FAKE_SESSION_ID = "20240611_093000_a1b2c3d4"
 

@@ -65,9 +65,27 @@ def test_search_finds_phrase_excludes_caller_and_ignores_fts_syntax(tmp_path):
     store.add_message(me, "user", "search for HELLO_7F3K2_BASELINE")
     hits = store.search_messages("HELLO_7F3K2_BASELINE", exclude_session=me)
     assert [h.session_id for h in hits] == [old]
-    assert ">>" in hits[0].snippet and hits[0].created_at
+    assert "HELLO_7F3K2_BASELINE" in hits[0].snippet and hits[0].created_at
     assert store.search_messages('"unbalanced AND (OR', exclude_session=me) == []
     assert {h.session_id for h in store.search_messages("HELLO_7F3K2_BASELINE")} == {old, me}
+
+
+def test_search_reads_the_conversation_not_calls_or_the_lanes_words(tmp_path):
+    store = Store(tmp_path / "s.db")
+    past = store.create_session()
+    call = '{"name": "memory", "arguments": {"content": "PLUM-7"}}'
+    store.add_message(past, "assistant", call, tool_calls=[
+        {"id": "c1", "type": "function", "function": {"name": "memory", "arguments": "{}"}}])
+    store.add_message(past, "system", "The latest tool result was: PLUM-7", lane_note=True)
+    assert store.search_messages("PLUM-7") == []
+    store.add_message(past, "tool", "saved to memory: 'PLUM-7'", tool_call_id="c1",
+                      tool_name="memory")
+    [hit] = store.search_messages("PLUM-7")
+    assert (hit.role, hit.snippet) == ("tool", "saved to memory: 'PLUM-7'")
+    store.add_message(past, "assistant", '{"name": "memory", "arguments": {"content": "PLUM-7"')
+    store.add_message(past, "user", "a long note: my locker code is PLUM-7, keep it " + "x " * 40)
+    [hit] = store.search_messages("PLUM-7")
+    assert hit.role == "user" and "my locker code is PLUM-7, keep it" in hit.snippet
 
 
 def test_unknown_role_is_rejected_by_the_schema(tmp_path):

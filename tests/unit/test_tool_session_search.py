@@ -37,18 +37,21 @@ def search(ctx: ToolContext, **arguments) -> Outcome:
 def test_a_hit_gives_session_id_date_and_snippet(ctx):
     outcome = search(ctx, query="zebra")
     assert outcome.status == "ok"
-    lines = outcome.output.splitlines()
-    assert lines[0] == "1 matching session:"
     created = ctx.store.session("past-1")["created_at"]
     day, clock = created[:10], created[11:16]
-    assert lines[1].startswith(f'- session past-1 ({day} {clock} UTC) "zebra talk", user: ')
-    assert ">>zebra<<" in lines[1]
-    assert "current" not in outcome.output
+    assert outcome.output == (f"session id: past-1\ndate: {day} {clock} UTC\ntitle: zebra talk\n"
+                              "matched (user): Tell me about the striped zebra migration")
+
+
+def test_a_title_that_repeats_the_match_is_left_out(ctx):
+    ctx.store.create_session("past-3", title="Keep the okapi file")
+    ctx.store.add_message("past-3", "user", "Keep the okapi file")
+    assert search(ctx, query="okapi").output.splitlines()[2:] == ["matched (user): Keep the okapi file"]
 
 
 def test_the_calling_session_is_included_on_request(ctx):
     outcome = search(ctx, query="zebra", include_current=True)
-    ids = {line.split()[2] for line in outcome.output.splitlines()[1:]}
+    ids = {line.split(": ")[1] for line in outcome.output.splitlines() if line.startswith("session id")}
     assert ids == {"past-1", "current"}
 
 
@@ -61,8 +64,8 @@ def test_limit_caps_the_hits(ctx):
     for n in range(4):
         ctx.store.create_session(f"extra-{n}")
         ctx.store.add_message(f"extra-{n}", "user", "another zebra story")
-    lines = search(ctx, query="zebra", limit=2).output.splitlines()
-    assert lines[0] == "2 matching sessions:" and len(lines) == 3
+    hits = search(ctx, query="zebra", limit=2).output.split("\n\n")
+    assert len(hits) == 2 and all(hit.startswith("session id: ") for hit in hits)
     assert search(ctx, query="zebra", limit=50).status == "error"  # over the schema's maximum
 
 
