@@ -11,7 +11,7 @@ tools from the catalog. Counted per category:
 
     .venv/bin/python scripts/bench/promotion.py [--catalog FILE] [--queries FILE.jsonl]
         [--examples BOOK.json]   (the tools' example requests, as `lane examples --book` keeps them)
-        [--restatements FILE]    (each query's restatement, as restatements.py writes them)
+        [--restatements FILE]    (each query's restatement, as `lane restate` writes them)
 """
 
 from __future__ import annotations

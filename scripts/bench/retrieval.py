@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
                              "--examples '' for none)")
     parser.add_argument("--restatements", type=Path,
                         help="search each query with its restatement from this file "
-                             "(restatements.py writes it; data/restatements.json)")
+                             "(`lane restate` writes it; data/restatements.json)")
     parser.add_argument("--rounds", type=int, default=1, help="latency passes over the queries")
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--misses", type=int, default=10, help="misses to list per method")

@@ -1,15 +1,18 @@
-"""`lane examples`: write example requests for tools now, with any OpenAI-compatible model.
+"""`lane examples` and `lane restate`: ask a model now for what tool search reads.
 
-The shim writes them itself while it is idle, with the lane's own model. This command does the
-same work at once: for the configured lane's deferred tools, or for a catalog file, and with
-whichever model `--llm-url` names, such as a cloud model while it still answers, whose requests
-are better than a small local model's.
+The shim writes example requests itself while it is idle, with the lane's own model; `lane
+examples` does the same work at once, for the configured lane's deferred tools or a catalog file,
+and with whichever model `--llm-url` names, such as a cloud model while it still answers, whose
+requests are better than a small local model's. The agent restates each request at the start of a
+turn; `lane restate` asks the same question for a file of queries, so that `lane search
+--restatements` ranks them as the lane would (an evaluation on one's own queries).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -17,12 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..config import Settings
     from ..toolsearch.examples import ExampleBook, RequestStyle
     from ..toolsearch.retrieval import ToolDoc
     from .llm_client import LlmClient
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    _register_restate(subparsers)
     parser = subparsers.add_parser(
         "examples", help="write example requests for tool search now",
         description="Ask a model for example requests of every tool that has none yet, and keep "
@@ -32,11 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "of the configured lane's deferred tools")
     parser.add_argument("--book", type=Path,
                         help="where the examples are kept (default $LANE_HOME/tool_examples.json)")
-    parser.add_argument("--llm-url", help="OpenAI-compatible base URL (default LANE_LLM_URL)")
-    parser.add_argument("--model", help="model name to ask for (default: what the service lists)")
-    parser.add_argument("--key-env", metavar="VAR",
-                        help="environment variable holding a bearer key for --llm-url (a cloud "
-                             "model's API key stays off the command line)")
+    _model_options(parser)
     parser.add_argument("--limit", type=int, help="ask about at most this many tools")
     parser.add_argument("--again", action="store_true",
                         help="ask about tools that have examples too, replacing them (say, with "
@@ -44,18 +45,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--llm-url", help="OpenAI-compatible base URL (default LANE_LLM_URL)")
+    parser.add_argument("--model", help="model name to ask for (default: what the service lists)")
+    parser.add_argument("--key-env", metavar="VAR",
+                        help="environment variable holding a bearer key for --llm-url (a cloud "
+                             "model's API key stays off the command line)")
+
+
+def _client(args: argparse.Namespace) -> tuple[Settings, LlmClient]:
+    """The settings with the command's model options, and a client for that model."""
+    from ..config import load_settings
+    from .llm_client import LlmClient
+
+    settings = load_settings().with_overrides(llm_url=args.llm_url, model=args.model)
+    key = os.environ.get(args.key_env) if args.key_env else None
+    if args.key_env and not key:
+        raise ValueError(f"--key-env: the environment has no {args.key_env}")
+    return settings, LlmClient(settings.llm_url, model=settings.model,
+                               timeout_s=settings.llm_timeout_s, api_key=key)
+
+
 def run(args: argparse.Namespace) -> int:
-    from ..config import ConfigError, load_settings
+    from ..config import ConfigError
     from ..toolsearch.catalog import example_book
     from ..toolsearch.commands import lane_docs, load_catalog_file
     from ..toolsearch.examples import STYLES
-    from .llm_client import LlmClient
 
     try:
-        settings = load_settings().with_overrides(llm_url=args.llm_url, model=args.model)
-        key = os.environ.get(args.key_env) if args.key_env else None
-        if args.key_env and not key:
-            raise ValueError(f"--key-env: the environment has no {args.key_env}")
+        settings, llm = _client(args)
         docs = load_catalog_file(args.catalog) if args.catalog else lane_docs(settings)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"lane examples: {exc}", file=sys.stderr)
@@ -69,8 +87,6 @@ def run(args: argparse.Namespace) -> int:
           f"asking {settings.llm_url} {len(todo)} times", file=sys.stderr)
     for chatty in ("httpx", "lane.examples"):  # each tool is one printed line already
         logging.getLogger(chatty).setLevel(logging.WARNING)
-    llm = LlmClient(settings.llm_url, model=settings.model, timeout_s=settings.llm_timeout_s,
-                    api_key=key)
     return asyncio.run(_write_all(book, todo, llm))
 
 
@@ -89,3 +105,63 @@ async def _write_all(book: ExampleBook, todo: list[tuple[ToolDoc, RequestStyle]]
     finally:
         await llm.aclose()
     return 0
+
+
+def _register_restate(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "restate", help="write the model's restatements of queries for lane search",
+        description="Ask a model to restate each query of a JSONL file as the agent does at the "
+                    "start of a turn, and keep the task lines in a JSON file that `lane search "
+                    "--restatements` reads. Queries already in the file are not asked again.")
+    parser.add_argument("--queries", type=Path, required=True,
+                        help='JSONL file of {"id", "query"} lines')
+    parser.add_argument("--out", type=Path, required=True,
+                        help='JSON {"query": ["task line", ...]}, read first and kept')
+    _model_options(parser)
+    parser.add_argument("--again", action="store_true", help="ask about every query again")
+    parser.set_defaults(func=run_restate)
+
+
+def run_restate(args: argparse.Namespace) -> int:
+    from ..config import ConfigError
+    from ..toolsearch.commands import read_queries, read_restatements
+
+    try:
+        written = dict(read_restatements(args.out)) if args.out.exists() else {}
+        queries = dict.fromkeys(query for _, query in read_queries(args.queries))
+        _, llm = _client(args)
+    except (ConfigError, OSError, ValueError) as exc:
+        print(f"lane restate: {exc}", file=sys.stderr)
+        return 2
+    todo = [q for q in queries if args.again or q not in written]
+    print(f"{len(queries) - len(todo)} of {len(queries)} queries restated already; asking "
+          f"{len(todo)}", file=sys.stderr)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    return asyncio.run(_restate_all(todo, written, args.out, llm))
+
+
+async def _restate_all(todo: list[str], written: dict[str, tuple[str, ...]], out: Path,
+                       llm: LlmClient) -> int:
+    """Asks about each query in turn; the file is rewritten after each answer (whole, then
+    renamed), so an interrupted run keeps what it was told."""
+    from ..toolsearch.restate import parse_restatement
+    from .llm_client import LlmError
+    from .loop import ask_restatement
+
+    try:
+        for number, query in enumerate(todo, 1):
+            written[query] = parse_restatement((await ask_restatement(llm, query)).content)
+            _write_json(out, {q: list(lines) for q, lines in written.items()})
+            print(f"[{number}/{len(todo)}] {query[:60]} -> {' | '.join(written[query])}")
+    except LlmError as exc:
+        print(f"lane restate: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        await llm.aclose()
+    return 0
+
+
+def _write_json(path: Path, data: object) -> None:
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(temporary, path)

@@ -139,8 +139,7 @@ class Agent:
             return
         try:
             async with asyncio.timeout(RESTATE_TIMEOUT_S):
-                reply = await self.llm.chat(restate_messages(turn.query), [],
-                                            max_tokens=RESTATE_MAX_TOKENS, temperature=0.0)
+                reply = await ask_restatement(self.llm, turn.query)
         except (LlmError, TimeoutError) as exc:
             log.warning("request not restated, searched as written: %s", exc or "timed out")
             return
@@ -236,6 +235,13 @@ class Agent:
             self.store.add_message(turn.result.session_id, "assistant", end.content, lane_note=True)
         turn.result.content, turn.result.finish_reason = end.content, end.reason
         return turn.result
+
+
+async def ask_restatement(llm: LlmClient, request: str) -> ModelReply:
+    """The model's restatement of a request (toolsearch/restate.py words the question), as the
+    agent asks at the start of a turn and `lane restate` for a query file."""
+    return await llm.chat(restate_messages(request), [], max_tokens=RESTATE_MAX_TOKENS,
+                          temperature=0.0)
 
 
 def _calls_of(reply: ModelReply, toolset: Toolset) -> list[ToolCall]:

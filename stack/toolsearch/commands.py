@@ -4,7 +4,7 @@ Single query: one line per hit (score and name). Batch: `--queries FILE.jsonl --
 `{"id","query"}` lines and prints `{"id","ranked","scores"}` per line, which is what the
 retrieval bench and anyone's own evaluation consume. `--restatements FILE` searches each query
 with the model's restatement of it (restate.py), as the agent does for promotion; the file maps
-query texts to task lines (scripts/bench/restatements.py writes one).
+query texts to task lines (`lane restate` writes one).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
                         help="with --catalog: example requests kept by `lane examples --book`")
     parser.add_argument("--restatements", type=Path,
                         help='JSON {"query": ["task line", ...]}: search each query with its '
-                             "restatement (scripts/bench/restatements.py writes it)")
+                             "restatement (`lane restate` writes it)")
     parser.add_argument("--method", choices=("bm25", "embed", "hybrid"), default=None,
                         help="retrieval method (default: hybrid when the embedder is installed)")
     parser.set_defaults(func=run)
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         print("lane search: --limit must be at least 1", file=sys.stderr)
         return 2
     try:
-        queries = list(_read_queries(args.queries)) if args.queries else [(None, args.query)]
+        queries = list(read_queries(args.queries)) if args.queries else [(None, args.query)]
         args.restated = read_restatements(args.restatements) if args.restatements else {}
         if args.catalog:
             docs = load_catalog_file(args.catalog)
@@ -95,7 +95,8 @@ def read_restatements(path: Path) -> dict[str, tuple[str, ...]]:
     return {query: tuple(lines) for query, lines in data.items()}
 
 
-def _read_queries(path: Path) -> Iterator[tuple[Any, str]]:
+def read_queries(path: Path) -> Iterator[tuple[Any, str]]:
+    """(id, query) of each `{"id", "query"}` line of a JSONL file (the line number when no id)."""
     with path.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():

@@ -9,7 +9,7 @@ request and its restatement together (retrieval.py), so a restatement that loses
 request had costs little, and a request the model cannot read is searched as it was.
 
 This module only words the question and reads the answer; the agent asks the model at the start of
-a turn (agent/loop.py), and scripts/bench/restatements.py asks for a whole query set.
+a turn (agent/loop.py), and `lane restate` (agent/commands.py) for a file of queries.
 """
 
 from __future__ import annotations

@@ -51,8 +51,9 @@ class ScriptedModel:
     n_ctx: int | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
     # The lane asks for a request's restatement (toolsearch/restate.py) before a turn with
-    # deferred tools; it is answered with this text and kept apart from `script` and `requests`.
-    restatement: str | Reply = ""
+    # deferred tools; it is answered with this text (or what this function makes of the request)
+    # and kept apart from `script` and `requests`.
+    restatement: str | Reply | Callable[[dict[str, Any]], Reply] = ""
     restate_requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
     disconnects: int = 0
@@ -94,7 +95,8 @@ class ScriptedModel:
             body = await request.json()
             if _asks_restatement(body):
                 self.restate_requests.append(body)
-                reply = (self.restatement if isinstance(self.restatement, Reply)
+                reply = (self.restatement(body) if callable(self.restatement)
+                         else self.restatement if isinstance(self.restatement, Reply)
                          else Reply(self.restatement))
             else:
                 self.requests.append(body)
