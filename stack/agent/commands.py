@@ -17,13 +17,15 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Awaitable, Callable, Sequence, TypeVar
 
 if TYPE_CHECKING:
     from ..config import Settings
     from ..toolsearch.examples import ExampleBook, RequestStyle
     from ..toolsearch.retrieval import ToolDoc
     from .llm_client import LlmClient
+
+Item = TypeVar("Item")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -93,14 +95,26 @@ def run(args: argparse.Namespace) -> int:
 async def _write_all(book: ExampleBook, todo: list[tuple[ToolDoc, RequestStyle]],
                      llm: LlmClient) -> int:
     from .examples_writer import write_examples
+
+    async def ask(item: tuple[ToolDoc, RequestStyle]) -> str:
+        doc, style = item
+        requests = await write_examples(book, llm, doc, style)
+        return f"{doc.name} ({style.name}): {' | '.join(requests)}"
+
+    return await _ask_each("examples", llm, todo, ask)
+
+
+async def _ask_each(command: str, llm: LlmClient, todo: Sequence[Item],
+                    ask: Callable[[Item], Awaitable[str]]) -> int:
+    """Asks about each item in turn, printing one numbered line per answer; a model that fails
+    ends the run with its error (what was written before stays written)."""
     from .llm_client import LlmError
 
     try:
-        for number, (doc, style) in enumerate(todo, 1):
-            requests = await write_examples(book, llm, doc, style)
-            print(f"[{number}/{len(todo)}] {doc.name} ({style.name}): {' | '.join(requests)}")
+        for number, item in enumerate(todo, 1):
+            print(f"[{number}/{len(todo)}] {await ask(item)}")
     except LlmError as exc:
-        print(f"lane examples: {exc}", file=sys.stderr)
+        print(f"lane {command}: {exc}", file=sys.stderr)
         return 2
     finally:
         await llm.aclose()
@@ -145,20 +159,14 @@ async def _restate_all(todo: list[str], written: dict[str, tuple[str, ...]], out
     """Asks about each query in turn; the file is rewritten after each answer (whole, then
     renamed), so an interrupted run keeps what it was told."""
     from ..toolsearch.restate import parse_restatement
-    from .llm_client import LlmError
     from .loop import ask_restatement
 
-    try:
-        for number, query in enumerate(todo, 1):
-            written[query] = parse_restatement((await ask_restatement(llm, query)).content)
-            _write_json(out, {q: list(lines) for q, lines in written.items()})
-            print(f"[{number}/{len(todo)}] {query[:60]} -> {' | '.join(written[query])}")
-    except LlmError as exc:
-        print(f"lane restate: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        await llm.aclose()
-    return 0
+    async def ask(query: str) -> str:
+        written[query] = parse_restatement((await ask_restatement(llm, query)).content)
+        _write_json(out, {q: list(lines) for q, lines in written.items()})
+        return f"{query[:60]} -> {' | '.join(written[query])}"
+
+    return await _ask_each("restate", llm, todo, ask)
 
 
 def _write_json(path: Path, data: object) -> None:
