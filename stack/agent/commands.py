@@ -55,17 +55,22 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
                              "model's API key stays off the command line)")
 
 
-def _client(args: argparse.Namespace) -> tuple[Settings, LlmClient]:
-    """The settings with the command's model options, and a client for that model."""
+def _model_settings(args: argparse.Namespace) -> tuple[Settings, str | None]:
+    """The settings with the command's model options, and the bearer key `--key-env` names."""
     from ..config import load_settings
-    from .llm_client import LlmClient
 
     settings = load_settings().with_overrides(llm_url=args.llm_url, model=args.model)
     key = os.environ.get(args.key_env) if args.key_env else None
     if args.key_env and not key:
         raise ValueError(f"--key-env: the environment has no {args.key_env}")
-    return settings, LlmClient(settings.llm_url, model=settings.model,
-                               timeout_s=settings.llm_timeout_s, api_key=key)
+    return settings, key
+
+
+def _client(settings: Settings, key: str | None) -> LlmClient:
+    from .llm_client import LlmClient
+
+    return LlmClient(settings.llm_url, model=settings.model, timeout_s=settings.llm_timeout_s,
+                     api_key=key)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from ..toolsearch.examples import STYLES
 
     try:
-        settings, llm = _client(args)
+        settings, key = _model_settings(args)
         docs = load_catalog_file(args.catalog) if args.catalog else lane_docs(settings)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"lane examples: {exc}", file=sys.stderr)
@@ -89,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
           f"asking {settings.llm_url} {len(todo)} times", file=sys.stderr)
     for chatty in ("httpx", "lane.examples"):  # each tool is one printed line already
         logging.getLogger(chatty).setLevel(logging.WARNING)
-    return asyncio.run(_write_all(book, todo, llm))
+    return asyncio.run(_write_all(book, todo, _client(settings, key)))
 
 
 async def _write_all(book: ExampleBook, todo: list[tuple[ToolDoc, RequestStyle]],
@@ -143,7 +148,7 @@ def run_restate(args: argparse.Namespace) -> int:
     try:
         written = dict(read_restatements(args.out)) if args.out.exists() else {}
         queries = dict.fromkeys(query for _, query in read_queries(args.queries))
-        _, llm = _client(args)
+        settings, key = _model_settings(args)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"lane restate: {exc}", file=sys.stderr)
         return 2
@@ -151,7 +156,7 @@ def run_restate(args: argparse.Namespace) -> int:
     print(f"{len(queries) - len(todo)} of {len(queries)} queries restated already; asking "
           f"{len(todo)}", file=sys.stderr)
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    return asyncio.run(_restate_all(todo, written, args.out, llm))
+    return asyncio.run(_restate_all(todo, written, args.out, _client(settings, key)))
 
 
 async def _restate_all(todo: list[str], written: dict[str, tuple[str, ...]], out: Path,
