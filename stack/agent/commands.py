@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import os
 import sys
@@ -146,7 +145,7 @@ def run_restate(args: argparse.Namespace) -> int:
     from ..toolsearch.commands import read_queries, read_restatements
 
     try:
-        written = dict(read_restatements(args.out)) if args.out.exists() else {}
+        written = read_restatements(args.out) if args.out.exists() else {}
         queries = dict.fromkeys(query for _, query in read_queries(args.queries))
         settings, key = _model_settings(args)
     except (ConfigError, OSError, ValueError) as exc:
@@ -163,18 +162,14 @@ async def _restate_all(todo: list[str], written: dict[str, tuple[str, ...]], out
                        llm: LlmClient) -> int:
     """Asks about each query in turn; the file is rewritten after each answer (whole, then
     renamed), so an interrupted run keeps what it was told."""
+    from ..toolsearch.commands import write_restatements
     from ..toolsearch.restate import parse_restatement
     from .loop import ask_restatement
 
     async def ask(query: str) -> str:
         written[query] = parse_restatement((await ask_restatement(llm, query)).content)
-        _write_json(out, {q: list(lines) for q, lines in written.items()})
+        write_restatements(out, written)
         return f"{query[:60]} -> {' | '.join(written[query])}"
 
     return await _ask_each("restate", llm, todo, ask)
 
-
-def _write_json(path: Path, data: object) -> None:
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)

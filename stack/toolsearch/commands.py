@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -93,6 +94,16 @@ def read_restatements(path: Path) -> dict[str, tuple[str, ...]]:
             for lines in data.values()):
         raise ValueError(f'{path}: expected {{"query": ["task line", ...]}}')
     return {query: tuple(lines) for query, lines in data.items()}
+
+
+def write_restatements(path: Path, restated: dict[str, tuple[str, ...]]) -> None:
+    """The file `read_restatements` reads, written whole and renamed into place, so a reader or an
+    interrupted writer never leaves half a file."""
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    text = json.dumps({query: list(lines) for query, lines in restated.items()}, indent=1,
+                      ensure_ascii=False)
+    temporary.write_text(text + "\n", encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def read_queries(path: Path) -> Iterator[tuple[Any, str]]:
