@@ -72,6 +72,8 @@ class Settings:
     # At the start of a turn with deferred tools, the lane's model restates the request as the
     # tool it needs (toolsearch/restate.py), and promotion ranks with both.
     restate_requests: bool = True
+    # Then it judges the best hits one by one (toolsearch/judge.py), and promotion ranks with that.
+    judge_tools: bool = True
     context_tokens: int = 32768
     core_tools: tuple[str, ...] = DEFAULT_CORE_TOOLS
     tools_subset: tuple[str, ...] | None = None
@@ -141,6 +143,7 @@ _ENV_NAMES = {
     "LANE_PROMOTE_TOOLS": "promote_tools",
     "LANE_TOOL_EXAMPLES": "tool_examples",
     "LANE_RESTATE_REQUESTS": "restate_requests",
+    "LANE_JUDGE_TOOLS": "judge_tools",
     "LANE_CONTEXT_TOKENS": "context_tokens",
     "LANE_CORE_TOOLS": "core_tools",
     "LANE_TOOLS_SUBSET": "tools_subset",
@@ -157,6 +160,7 @@ _TOOL_SEARCH_KEYS = {
     "promote_budget_tokens": "promote_budget_tokens",
     "examples": "tool_examples",
     "restate": "restate_requests",
+    "judge": "judge_tools",
 }
 
 

@@ -181,8 +181,9 @@ def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) ->
 
 
 def completion_body(completion_id: str, model: str, content: str, finish_reason: str,
-                    usage_block: dict[str, Any]) -> dict[str, Any]:
-    return {
+                    usage_block: dict[str, Any], logprobs: Any = None) -> dict[str, Any]:
+    """A whole chat completion; `logprobs` (OpenAI's `{"content": [...]}`) when asked for."""
+    body: dict[str, Any] = {
         "id": completion_id,
         "object": "chat.completion",
         "created": int(time.time()),
@@ -194,11 +195,14 @@ def completion_body(completion_id: str, model: str, content: str, finish_reason:
         }],
         "usage": usage_block,
     }
+    if logprobs is not None:
+        body["choices"][0]["logprobs"] = logprobs
+    return body
 
 
 def chunk_body(completion_id: str, model: str, delta: dict[str, Any] | None,
                finish_reason: str | None = None, *,
-               usage_block: dict[str, Any] | None = None) -> dict[str, Any]:
+               usage_block: dict[str, Any] | None = None, logprobs: Any = None) -> dict[str, Any]:
     """One streaming chunk; with `delta` None and a `usage_block` it is the usage-only chunk."""
     chunk: dict[str, Any] = {
         "id": completion_id,
@@ -208,6 +212,8 @@ def chunk_body(completion_id: str, model: str, delta: dict[str, Any] | None,
         "choices": [] if delta is None else [{"index": 0, "delta": delta,
                                               "finish_reason": finish_reason}],
     }
+    if logprobs is not None and delta is not None:
+        chunk["choices"][0]["logprobs"] = logprobs
     if usage_block is not None:
         chunk["usage"] = usage_block
     return chunk

@@ -12,6 +12,7 @@ tools from the catalog. Counted per category:
     .venv/bin/python scripts/bench/promotion.py [--catalog FILE] [--queries FILE.jsonl]
         [--examples BOOK.json]   (the tools' example requests, as `lane examples --book` keeps them)
         [--restatements FILE]    (each query's restatement, as `lane restate` writes them)
+        [--judgements FILE]      (the model's judgement of each query's best hits, `lane judge`)
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from retrieval import lane_catalog  # noqa: E402  (scripts/bench, this script's folder)
 
 from stack.config import Settings  # noqa: E402
-from stack.toolsearch.commands import load_catalog_file, read_restatements  # noqa: E402
+from stack.toolsearch.commands import load_catalog_file, read_judgements, read_restatements  # noqa: E402
 from stack.toolsearch.embedding import default_embedder  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
 from stack.toolsearch.promotion import promoted_tools  # noqa: E402
@@ -43,6 +44,7 @@ def main() -> int:
     parser.add_argument("--method", choices=("bm25", "hybrid"), default=None)
     parser.add_argument("--examples", type=Path, help="an example-request book")
     parser.add_argument("--restatements", type=Path, help="the queries' restatements")
+    parser.add_argument("--judgements", type=Path, help="the model's judgements of the queries' best hits")
     args = parser.parse_args()
     method = args.method or ("hybrid" if default_embedder() else "bm25")
     book = ExampleBook(args.examples) if args.examples else None
@@ -50,13 +52,14 @@ def main() -> int:
     catalog.vectors_ready()  # the lane answers with BM25 while they build; measure the hybrid
     settings = Settings()
     restated = read_restatements(args.restatements) if args.restatements else {}
+    judged = read_judgements(args.judgements) if args.judgements else {}
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for line in args.queries.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         query = json.loads(line)
         promoted = promoted_tools(catalog, query["query"], settings,
-                                  restated.get(query["query"], ()))
+                                  restated.get(query["query"], ()), judged.get(query["query"]))
         gold = set(query.get("gold") or [])
         verdict = "none" if not promoted else "gold" if set(promoted) & gold else "wrong"
         for key in (query.get("category", "all"), "ALL"):

@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from stack.tools.base import Tool  # noqa: E402
 from stack.toolsearch.catalog import Catalog  # noqa: E402
-from stack.toolsearch.commands import read_restatements  # noqa: E402
+from stack.toolsearch.commands import read_judgements, read_restatements  # noqa: E402
 from stack.toolsearch.embedding import OnnxMiniLM, onnx_model_path, vector_store_folder  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
 from stack.toolsearch.retrieval import ToolDoc, ToolIndex  # noqa: E402
@@ -144,7 +144,8 @@ def build(docs: list[ToolDoc], method: str, model: Path | None = None
 
 
 def evaluate(index: ToolIndex, queries: list[dict], flag,
-             restated: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+             restated: dict[str, tuple[str, ...]] | None = None,
+             judged: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
     per_cat = {c: Scores() for c in CATEGORIES}
     overall = Scores()
     per_tag: dict[str, Scores] = {}
@@ -152,8 +153,8 @@ def evaluate(index: ToolIndex, queries: list[dict], flag,
     negatives = {"n": 0, "empty": 0, "low_confidence": 0}
     answerable_flagged = 0
     for q in queries:
-        lines = (restated or {}).get(q["query"])
-        hits = index.search(q["query"], DEEP, lines) if lines else index.search(q["query"], DEEP)
+        hits = index.search(q["query"], DEEP, (restated or {}).get(q["query"], ()),
+                            (judged or {}).get(q["query"]))
         ranked = [h.name for h in hits]
         if q["category"] == "negative":
             negatives["n"] += 1
@@ -304,6 +305,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     restated = read_restatements(args.restatements) if args.restatements else None
     if restated is not None:
         notes.append(f"each query searched with its restatement from {args.restatements}")
+    judged = read_judgements(args.judgements) if args.judgements else None
+    if judged is not None:
+        notes.append(f"each query's best hits ranked with the model's judgement from {args.judgements}")
     result: dict[str, Any] = {
         "catalog_tools": len(tools), "notes": notes, "latency": [],
         "sets": {name: {"queries": len(queries),
@@ -333,7 +337,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             continue
         for name, queries in sets.items():
             result["sets"][name]["methods"][row] = {"build_ms": round(build_s * 1000, 1),
-                                                    **evaluate(index, queries, flag, restated)}
+                                                    **evaluate(index, queries, flag, restated, judged)}
         if not args.no_latency:
             for subset in subsets:
                 timed = [ToolDoc.from_definition(t) for t in subset]
@@ -363,6 +367,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--restatements", type=Path,
                         help="search each query with its restatement from this file "
                              "(`lane restate` writes it; data/restatements.json)")
+    parser.add_argument("--judgements", type=Path,
+                        help="rank each query's best hits with the model's judgement from this "
+                             "file (`lane judge` writes it, with the same catalog, examples and "
+                             "restatements)")
     parser.add_argument("--rounds", type=int, default=1, help="latency passes over the queries")
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--misses", type=int, default=10, help="misses to list per method")

@@ -1,11 +1,13 @@
-"""`lane examples` and `lane restate`: ask a model now for what tool search reads.
+"""`lane examples`, `lane restate` and `lane judge`: ask a model now for what tool search reads.
 
 The shim writes example requests itself while it is idle, with the lane's own model; `lane
 examples` does the same work at once, for the configured lane's deferred tools or a catalog file,
 and with whichever model `--llm-url` names, such as a cloud model while it still answers, whose
 requests are better than a small local model's. The agent restates each request at the start of a
 turn; `lane restate` asks the same question for a file of queries, so that `lane search
---restatements` ranks them as the lane would (an evaluation on one's own queries).
+--restatements` ranks them as the lane would (an evaluation on one's own queries). Then it judges
+the best hits; `lane judge` does that for a file of queries over a catalog, for `lane search
+--judgements`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable, Sequence, TypeVar
 
+from ..toolsearch.judge import JUDGE_CANDIDATES
+
 if TYPE_CHECKING:
     from ..config import Settings
     from ..toolsearch.examples import ExampleBook, RequestStyle
@@ -29,6 +33,7 @@ Item = TypeVar("Item")
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     _register_restate(subparsers)
+    _register_judge(subparsers)
     parser = subparsers.add_parser(
         "examples", help="write example requests for tool search now",
         description="Ask a model for example requests of every tool that has none yet, and keep "
@@ -173,3 +178,75 @@ async def _restate_all(todo: list[str], written: dict[str, tuple[str, ...]], out
 
     return await _ask_each("restate", llm, todo, ask)
 
+
+
+def _register_judge(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "judge", help="write the model's judgements of each query's best hits for lane search",
+        description="Search a catalog for each query of a JSONL file, ask a model of each of the "
+                    "best hits whether it does what the query asks, as the agent does at the start "
+                    "of a turn, and keep the yes-probabilities in a JSON file that `lane search "
+                    "--judgements` reads. Queries already in the file are not asked again.")
+    parser.add_argument("--catalog", type=Path, required=True,
+                        help="JSON: a list of OpenAI tool definitions or an MCP tools/list result")
+    parser.add_argument("--queries", type=Path, required=True,
+                        help='JSONL file of {"id", "query"} lines')
+    parser.add_argument("--out", type=Path, required=True,
+                        help='JSON {"query": {"tool": yes-probability, ...}}, read first and kept')
+    parser.add_argument("--examples", type=Path, help="example requests kept by `lane examples --book`")
+    parser.add_argument("--restatements", type=Path,
+                        help="search each query with its restatement (`lane restate` writes it)")
+    _model_options(parser)
+    parser.add_argument("--again", action="store_true", help="ask about every query again")
+    parser.set_defaults(func=run_judge)
+
+
+def run_judge(args: argparse.Namespace) -> int:
+    from ..config import ConfigError
+    from ..toolsearch.commands import load_catalog_file, read_judgements, read_queries, read_restatements
+    from ..toolsearch.embedding import default_embedder
+    from ..toolsearch.examples import ExampleBook
+    from ..toolsearch.retrieval import ToolIndex
+
+    try:
+        written = read_judgements(args.out) if args.out.exists() else {}
+        queries = dict.fromkeys(query for _, query in read_queries(args.queries))
+        restated = read_restatements(args.restatements) if args.restatements else {}
+        docs = load_catalog_file(args.catalog)
+        if args.examples:
+            docs = ExampleBook(args.examples).with_examples(docs)
+        settings, key = _model_settings(args)
+    except (ConfigError, OSError, ValueError) as exc:
+        print(f"lane judge: {exc}", file=sys.stderr)
+        return 2
+    todo = [q for q in queries if args.again or q not in written]
+    print(f"{len(queries) - len(todo)} of {len(queries)} queries judged already; asking about "
+          f"{len(todo)}", file=sys.stderr)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    index = ToolIndex(docs, method="hybrid" if default_embedder() else "bm25")
+    descriptions = {doc.name: doc.description for doc in docs}
+
+    def candidates(query: str) -> list[tuple[str, str]]:
+        return [(hit.name, descriptions[hit.name])
+                for hit in index.search(query, JUDGE_CANDIDATES, restated.get(query, ()))]
+
+    return asyncio.run(_judge_all(todo, candidates, written, args.out, _client(settings, key)))
+
+
+async def _judge_all(todo: list[str], candidates: Callable[[str], list[tuple[str, str]]],
+                     written: dict[str, dict[str, float]], out: Path, llm: LlmClient) -> int:
+    """Asks about each query's best hits in turn; the file is rewritten after each query."""
+    from ..toolsearch.commands import write_judgements
+    from .llm_client import ModelReply
+    from .loop import judge_each, judgement
+
+    async def ask(query: str) -> str:
+        answers: list[tuple[str, ModelReply]] = []
+        await judge_each(llm, query, candidates(query), answers)
+        judged = {name: judgement(reply) for name, reply in answers}
+        written[query] = {name: yes for name, yes in judged.items() if yes is not None}
+        write_judgements(out, written)
+        best = max(written[query], key=written[query].__getitem__, default="nothing")
+        return f"{query[:60]} -> {best} ({len(written[query])} of {len(answers)} judged)"
+
+    return await _ask_each("judge", llm, todo, ask)

@@ -20,6 +20,14 @@ from ..tools.execute import Outcome
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.bridges import CALL
+from ..toolsearch.catalog import Catalog
+from ..toolsearch.judge import (
+    JUDGE_ALTERNATIVES,
+    JUDGE_CANDIDATES,
+    JUDGE_MAX_TOKENS,
+    judge_messages,
+    yes_probability,
+)
 from ..toolsearch.restate import RESTATE_MAX_TOKENS, parse_restatement, restate_messages
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .corrections import TurnFacts, TurnLedger, correction, fallback_answer, named_in, repeated
@@ -32,6 +40,9 @@ log = logging.getLogger("lane.agent")
 # A restatement is a few dozen tokens after a cached prefix; one that takes longer is not worth
 # waiting for (the request is searched as written).
 RESTATE_TIMEOUT_S = 30.0
+# Judging is one token after a cached prefix per candidate, about 0.6 s each on two laptop cores;
+# what is not judged within this stays ranked as search ranked it.
+JUDGE_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -67,6 +78,7 @@ class Turn:
     ledger: TurnLedger = field(default_factory=TurnLedger)
     force: str | None = None  # the tool the next model call must call (after a correction)
     restated: tuple[str, ...] = ()  # the request as the tools it needs (toolsearch/restate.py)
+    judged: dict[str, float] = field(default_factory=dict)  # best hits' yes-probability (judge.py)
     outcomes: list[Outcome] = field(default_factory=list)
 
 
@@ -80,7 +92,7 @@ class Agent:
         for message in new_messages:
             self._store_incoming(session_id, message)
         turn = self._new_turn(session_id, new_messages, profile, max_tokens, temperature)
-        await self._restate(turn)
+        await self._read_request(turn)
         try:
             for iteration in range(self.settings.max_iterations):
                 toolset = self._toolset(turn, first=iteration == 0)
@@ -116,7 +128,7 @@ class Agent:
 
     def _toolset(self, turn: Turn, *, first: bool) -> Toolset:
         toolset = assemble(self.registry, self.settings, profile=turn.profile, query=turn.query,
-                           restated=turn.restated)
+                           restated=turn.restated, judged=turn.judged)
         if toolset.promoted and _names_an_offered_tool(turn.query, toolset):
             toolset = toolset.without_promotion()  # the user named the tool: none is pushed beside it
         if first and toolset.promoted:
@@ -126,30 +138,63 @@ class Agent:
                                    promoted_tools_note(toolset.promoted_schemas), lane_note=True)
         return toolset
 
-    async def _restate(self, turn: Turn) -> None:
-        """Asks the model once per turn what tool the request needs, for promotion to rank with
-        (toolsearch/restate.py); only when tools are deferred and promotion is on. A model that
-        fails or dawdles leaves the request to be searched as it was written. A request that names
-        an offered tool gets no promotion, so it is not restated either."""
-        if not (self.settings.restate_requests and self.settings.promote_tools
+    async def _read_request(self, turn: Turn) -> None:
+        """Before the turn's first model call, the lane's model reads the request for promotion:
+        it restates it as the tool it needs (toolsearch/restate.py), then judges the best hits one
+        by one (toolsearch/judge.py). Only when tools are deferred and promotion is on; a request
+        that names an offered tool gets no promotion, so it is not read either."""
+        settings = self.settings
+        if not ((settings.restate_requests or settings.judge_tools) and settings.promote_tools
                 and turn.query.strip()):
             return
-        toolset = assemble(self.registry, self.settings, profile=turn.profile)
+        toolset = assemble(self.registry, settings, profile=turn.profile)
         if not toolset.bridged or _names_an_offered_tool(turn.query, toolset):
             return
+        if settings.restate_requests:
+            await self._restate(turn)
+        if settings.judge_tools:
+            await self._judge(turn, toolset.catalog)
+
+    async def _restate(self, turn: Turn) -> None:
+        """A model that fails or dawdles leaves the request to be searched as it was written."""
         try:
             async with asyncio.timeout(RESTATE_TIMEOUT_S):
                 reply = await ask_restatement(self.llm, turn.query)
         except (LlmError, TimeoutError) as exc:
             log.warning("request not restated, searched as written: %s", exc or "timed out")
             return
-        _count(turn.result, reply)
-        self.store.add_message(turn.result.session_id, "assistant", reply.content,
-                               prompt_tokens=reply.prompt_tokens,
-                               completion_tokens=reply.completion_tokens,
-                               cached_tokens=reply.cached_tokens, lane_call="restate")
+        self._store_lane_call(turn, "restate", reply.content, [reply])
         turn.restated = parse_restatement(reply.content)
         log.info("request restated as %s", " | ".join(turn.restated) or "nothing")
+
+    async def _judge(self, turn: Turn, catalog: Catalog) -> None:
+        """The best hits, judged in their order until the model fails or time runs out; the
+        record is one lane call listing each tool with the model's answer and its probability."""
+        hits, _ = catalog.search(turn.query, JUDGE_CANDIDATES, turn.restated)
+        answers: list[tuple[str, ModelReply]] = []
+        try:
+            async with asyncio.timeout(JUDGE_TIMEOUT_S):
+                await judge_each(self.llm, turn.query,
+                                 [(h.name, catalog.tools[h.name].description) for h in hits], answers)
+        except (LlmError, TimeoutError) as exc:
+            log.warning("judged %d of %d hits: %s", len(answers), len(hits), exc or "timed out")
+        lines = []
+        for name, reply in answers:
+            yes = judgement(reply)
+            if yes is not None:
+                turn.judged[name] = yes
+            lines.append(f"{name}: {reply.content.strip() or '(nothing)'}"
+                         + (f" (yes {yes:.2f})" if yes is not None else ""))
+        if answers:
+            self._store_lane_call(turn, "judge", "\n".join(lines), [reply for _, reply in answers])
+
+    def _store_lane_call(self, turn: Turn, purpose: str, content: str, replies: list[ModelReply]) -> None:
+        for reply in replies:
+            _count(turn.result, reply)
+        self.store.add_message(turn.result.session_id, "assistant", content,
+                               prompt_tokens=sum(r.prompt_tokens for r in replies),
+                               completion_tokens=sum(r.completion_tokens for r in replies),
+                               cached_tokens=sum(r.cached_tokens for r in replies), lane_call=purpose)
 
     async def _ask(self, turn: Turn, toolset: Toolset) -> ModelReply:
         messages = self._request_messages(turn.result.session_id, toolset, turn.cap,
@@ -242,6 +287,26 @@ async def ask_restatement(llm: LlmClient, request: str) -> ModelReply:
     agent asks at the start of a turn and `lane restate` for a query file."""
     return await llm.chat(restate_messages(request), [], max_tokens=RESTATE_MAX_TOKENS,
                           temperature=0.0)
+
+
+async def ask_judgement(llm: LlmClient, request: str, name: str, description: str) -> ModelReply:
+    """The model's answer whether one tool does what the request asks (toolsearch/judge.py words
+    the question), with the first token's likeliest alternatives."""
+    return await llm.chat(judge_messages(request, name, description), [], max_tokens=JUDGE_MAX_TOKENS,
+                          temperature=0.0, top_logprobs=JUDGE_ALTERNATIVES)
+
+
+async def judge_each(llm: LlmClient, request: str, candidates: list[tuple[str, str]],
+                     answers: list[tuple[str, ModelReply]]) -> None:
+    """Asks about each (name, description) in turn, adding (name, reply) to `answers` as each
+    comes, so a caller that stops waiting keeps the answers it had."""
+    for name, description in candidates:
+        answers.append((name, await ask_judgement(llm, request, name, description)))
+
+
+def judgement(reply: ModelReply) -> float | None:
+    """The yes-probability of a judgement's reply (None: the model said neither)."""
+    return yes_probability(reply.content, reply.logprobs[0] if reply.logprobs else None)
 
 
 def _calls_of(reply: ModelReply, toolset: Toolset) -> list[ToolCall]:

@@ -172,7 +172,8 @@ async def _complete(
         status, body = _failure(exc)
         return JSONResponse(body, status_code=status)
     return JSONResponse(
-        completion_body(completion_id, model_id, outcome.text, outcome.finish_reason, _usage(outcome))
+        completion_body(completion_id, model_id, outcome.text, outcome.finish_reason, _usage(outcome),
+                        _logprobs(outcome))
     )
 
 
@@ -226,10 +227,16 @@ def _closing_chunks(done: asyncio.Future[Generation], job: Job, completion_id: s
         yield sse(_failure(exc)[1])
         yield SSE_DONE
         return
-    yield sse(chunk_body(completion_id, model_id, {}, outcome.finish_reason))
+    # All of a generation's log-probabilities come with its finish chunk: the stop scanner may
+    # hold text back, so pieces and tokens do not line up one to one.
+    yield sse(chunk_body(completion_id, model_id, {}, outcome.finish_reason, logprobs=_logprobs(outcome)))
     if job.request.include_usage:
         yield sse(chunk_body(completion_id, model_id, None, usage_block=_usage(outcome)))
     yield SSE_DONE
+
+
+def _logprobs(outcome: Generation) -> dict[str, Any] | None:
+    return None if outcome.logprobs is None else {"content": list(outcome.logprobs)}
 
 
 def _usage(outcome: Generation) -> dict[str, Any]:

@@ -67,6 +67,8 @@ class Generation:
     wait_s: float = 0.0
     gen_s: float = 0.0
     prompt_s: float = 0.0
+    # OpenAI's `logprobs.content`, one entry per generated token, when the request asked for it.
+    logprobs: tuple[dict[str, Any], ...] | None = None
 
 
 class Engine:
@@ -231,6 +233,7 @@ class Engine:
             return job.cancel.is_set()
 
         text = _StopScanner(stops, emit)
+        logprobs: list[dict[str, Any]] | None = None if request.top_logprobs is None else []
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         completion = 0
         finish = "length"
@@ -255,6 +258,8 @@ class Engine:
                     finish = "stop"
                     break
                 completion += 1
+                if logprobs is not None:
+                    logprobs.append(_token_logprobs(llm, token, request.top_logprobs or 0))
                 if text.feed(decoder.decode(llm.detokenize([token]))):
                     finish = "stop"
                     break
@@ -272,7 +277,27 @@ class Engine:
         cancelled = job.cancel.is_set()
         return Generation(text=text.emitted, prompt_tokens=len(prompt), completion_tokens=completion,
                        finish_reason="cancelled" if cancelled else finish, cancelled=cancelled,
-                       prompt_s=prompt_s)
+                       prompt_s=prompt_s, logprobs=None if logprobs is None else tuple(logprobs))
+
+
+def _token_logprobs(llm: Llama, token: int, alternatives: int) -> dict[str, Any]:
+    """The chosen token's log-probability and its `alternatives` likeliest rivals, from the logits
+    it was sampled from: llama.cpp keeps the last position's logits until the next evaluation, so
+    no `logits_all` (a vocabulary-wide row per context position, gigabytes) is needed."""
+    import numpy as np
+
+    raw = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))
+    shifted = raw.astype(np.float64) - raw.max()
+    logprobs = shifted - np.log(np.exp(shifted).sum())
+    best = np.argpartition(-logprobs, alternatives)[:alternatives] if alternatives else np.array([], dtype=int)
+    best = best[np.argsort(-logprobs[best])]
+
+    def entry(t: int) -> dict[str, Any]:
+        piece = llm.detokenize([int(t)])
+        return {"token": piece.decode("utf-8", errors="replace"), "logprob": float(logprobs[t]),
+                "bytes": list(piece)}
+
+    return {**entry(token), "top_logprobs": [entry(t) for t in best]}
 
 
 def _grammar(schema: dict[str, Any] | None) -> LlamaGrammar | None:

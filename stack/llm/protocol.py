@@ -22,6 +22,7 @@ from stack.wire import (
 
 KNOWN_ROLES = ("system", "user", "assistant", "tool", "developer", "function")
 MAX_STOP_STRINGS = 4
+MAX_TOP_LOGPROBS = 20  # OpenAI's own limit
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class ChatRequest:
     frequency_penalty: float = 0.0
     seed: int | None = None
     stop: tuple[str, ...] = field(default_factory=tuple)
+    # OpenAI's `logprobs` / `top_logprobs`: None when not asked for, else how many alternatives
+    # each generated token reports (0: only the chosen token's own log-probability).
+    top_logprobs: int | None = None
 
 
 def parse_chat_request(raw: bytes, cap: int) -> ChatRequest:
@@ -73,6 +77,7 @@ def parse_chat_request(raw: bytes, cap: int) -> ChatRequest:
         frequency_penalty=_number(body, "frequency_penalty", 0.0, low=-2.0, high=2.0),
         seed=body.get("seed"),
         stop=_stop_strings(body.get("stop")),
+        top_logprobs=_top_logprobs(body),
     )
 
 
@@ -101,6 +106,15 @@ def _optional_bool(body: dict[str, Any], key: str, default: bool) -> bool:
     if not isinstance(value, bool):
         raise bad_request(f"'{key}' must be true or false", "invalid_type")
     return value
+
+
+def _top_logprobs(body: dict[str, Any]) -> int | None:
+    if not _optional_bool(body, "logprobs", False):
+        return None
+    count = body.get("top_logprobs") or 0
+    if not 0 <= count <= MAX_TOP_LOGPROBS:
+        raise bad_request(f"'top_logprobs' must be between 0 and {MAX_TOP_LOGPROBS}", "invalid_value")
+    return int(count)
 
 
 def _stop_strings(value: Any) -> tuple[str, ...]:

@@ -224,12 +224,13 @@ class Catalog:
     def __len__(self) -> int:
         return len(self.tools)
 
-    def search(self, query: str, limit: int, restated: Sequence[str] = ()) -> tuple[list[Hit], bool]:
+    def search(self, query: str, limit: int, restated: Sequence[str] = (),
+               judged: Mapping[str, float] | None = None) -> tuple[list[Hit], bool]:
         """The best hits and whether the best one is a confident match, both from one index
-        (the vectors may become ready in between). A restatement ranks; only the request itself
-        vouches for a match."""
+        (the vectors may become ready in between). A restatement and the model's judgement rank;
+        only the request itself vouches for a match."""
         index = self.index
-        hits = index.search(query, limit, restated) if query.strip() else []
+        hits = index.search(query, limit, restated, judged) if query.strip() else []
         return hits, bool(hits) and confident_in(index, query, hits[0].name)
 
     def confident(self, query: str, name: str) -> bool:

@@ -15,6 +15,8 @@ requests, `terminal` for Stripe and for that PDF). The promoted schemas together
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..config import Settings
 from ..token_estimate import estimate_tokens
 from .catalog import Catalog
@@ -36,19 +38,19 @@ SEARCH_DEPTH = 30
 
 
 def promoted_tools(catalog: Catalog, query: str, settings: Settings,
-                   restated: tuple[str, ...] = ()) -> list[str]:
+                   restated: tuple[str, ...] = (), judged: Mapping[str, float] | None = None) -> list[str]:
     """Names of the deferred tools to offer directly for this query (ranked with its
-    restatement, when there is one), best first (0 to 2). Decided once per catalog and query: the
-    agent assembles before every model call of a turn."""
+    restatement and the model's judgement, when there are), best first (0 to 2). Decided once per
+    catalog and query: the agent assembles before every model call of a turn."""
     if not settings.promote_tools or not query.strip() or not catalog:
         return []
-    key = ("promote", query, restated, settings.promote_budget_tokens)
-    return list(catalog.memo(key, lambda: _winners(catalog, query, restated, settings)))
+    key = ("promote", query, restated, tuple(sorted((judged or {}).items())), settings.promote_budget_tokens)
+    return list(catalog.memo(key, lambda: _winners(catalog, query, restated, judged, settings)))
 
 
-def _winners(catalog: Catalog, query: str, restated: tuple[str, ...],
+def _winners(catalog: Catalog, query: str, restated: tuple[str, ...], judged: Mapping[str, float] | None,
              settings: Settings) -> tuple[str, ...]:
-    hits, confident = catalog.search(query, SEARCH_DEPTH, restated)
+    hits, confident = catalog.search(query, SEARCH_DEPTH, restated, judged)
     winners = (_clear_winners(catalog, query, hits, confident)
                or _source_winners(catalog, query, hits))
     chosen: list[str] = []

@@ -13,6 +13,7 @@ the context; `off`, and the `full` profile (the A/B control arm), offer every gr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
@@ -116,15 +117,17 @@ def guessed_task(name: str, raw_arguments: Any) -> str:
 
 
 def assemble(registry: Registry, settings: Settings, *, profile: Profile = "search",
-             query: str = "", restated: tuple[str, ...] = ()) -> Toolset:
+             query: str = "", restated: tuple[str, ...] = (),
+             judged: Mapping[str, float] | None = None) -> Toolset:
     """The tools for the next model call, rebuilt from the live registry; `query` (the turn's
-    request) and its restatement decide what is promoted."""
+    request), its restatement and the model's judgement of its best hits decide what is
+    promoted."""
     if profile not in PROFILES:
         raise ValueError(f"unknown tool profile {profile!r}; use search or full")
     core, catalog = build_catalog(registry, settings)
     if profile == "full" or not use_bridges(catalog, settings):
         return Toolset(direct={**core, **catalog.tools})
-    promoted = promoted_tools(catalog, query, settings, restated)
+    promoted = promoted_tools(catalog, query, settings, restated, judged)
     direct = {**core, **{name: catalog.tools[name] for name in promoted}}
     return Toolset(direct, catalog, bridge_tools(catalog, settings), promoted)
 

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from stack.toolsearch.judge import INSTRUCTION as JUDGE_INSTRUCTION
 from stack.toolsearch.restate import INSTRUCTION as RESTATE_INSTRUCTION
 from tests.fakes.threaded_server import ThreadedServer
 
@@ -30,6 +31,9 @@ class Reply:
     hang: bool = False
     delay_s: float = 0.0
     finish_reason: str | None = None
+    # The first token's likeliest alternatives ({token: log-probability}), sent as OpenAI's
+    # `logprobs.content` when the request asks for log-probabilities.
+    first_token_logprobs: dict[str, float] | None = None
 
 
 Script = list[Reply] | Callable[[dict[str, Any]], Reply]
@@ -55,6 +59,10 @@ class ScriptedModel:
     # and kept apart from `script` and `requests`.
     restatement: str | Reply | Callable[[dict[str, Any]], Reply] = ""
     restate_requests: list[dict[str, Any]] = field(default_factory=list)
+    # Then it judges the best hits one by one (toolsearch/judge.py): answered with this (by
+    # default "no" to every tool, which leaves search's order as it was), kept apart likewise.
+    judgement: str | Reply | Callable[[dict[str, Any]], Reply] = "no"
+    judge_requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
     disconnects: int = 0
     port: int = 0
@@ -93,11 +101,12 @@ class ScriptedModel:
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:
             body = await request.json()
-            if _asks_restatement(body):
+            if _asks(body, RESTATE_INSTRUCTION):
                 self.restate_requests.append(body)
-                reply = (self.restatement(body) if callable(self.restatement)
-                         else self.restatement if isinstance(self.restatement, Reply)
-                         else Reply(self.restatement))
+                reply = _answer(self.restatement, body)
+            elif _asks(body, JUDGE_INSTRUCTION):
+                self.judge_requests.append(body)
+                reply = _answer(self.judgement, body)
             else:
                 self.requests.append(body)
                 self.authorizations.append(request.headers.get("authorization"))
@@ -105,27 +114,31 @@ class ScriptedModel:
             if reply.delay_s:
                 await asyncio.sleep(reply.delay_s)
             usage = _usage(body, reply)
+            logprobs = _logprobs(reply) if body.get("logprobs") else None
             if body.get("stream"):
-                return StreamingResponse(self._stream(reply, usage), media_type="text/event-stream")
+                return StreamingResponse(self._stream(reply, usage, logprobs), media_type="text/event-stream")
             if reply.hang:
                 while not await request.is_disconnected():
                     await asyncio.sleep(0.02)
                 self.disconnects += 1
                 return JSONResponse({})
-            return _completion(self.model_name, reply, usage)
+            return _completion(self.model_name, reply, usage, logprobs)
 
         return app
 
-    async def _stream(self, reply: Reply, usage: dict[str, int]):
+    async def _stream(self, reply: Reply, usage: dict[str, int], logprobs: dict[str, Any] | None):
         chunk_id = "chatcmpl-" + uuid.uuid4().hex[:12]
 
         def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            if finish and logprobs:
+                choice["logprobs"] = logprobs
             payload = {
                 "id": chunk_id,
                 "object": "chat.completion.chunk",
                 "created": int(time.time()),
                 "model": self.model_name,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                "choices": [choice],
                 **extra,
             }
             return f"data: {json.dumps(payload)}\n\n"
@@ -189,7 +202,8 @@ def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
     }
 
 
-def _completion(model: str, reply: Reply, usage: dict[str, int]) -> dict[str, Any]:
+def _completion(model: str, reply: Reply, usage: dict[str, int],
+                logprobs: dict[str, Any] | None) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [
@@ -205,11 +219,26 @@ def _completion(model: str, reply: Reply, usage: dict[str, int]) -> dict[str, An
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply)}],
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply),
+                     **({"logprobs": logprobs} if logprobs else {})}],
         "usage": usage,
     }
 
 
-def _asks_restatement(body: dict[str, Any]) -> bool:
+def _asks(body: dict[str, Any], instruction: str) -> bool:
     messages = body.get("messages") or [{}]
-    return messages[0].get("content") == RESTATE_INSTRUCTION
+    return messages[0].get("content") == instruction
+
+
+def _answer(answer: str | Reply | Callable[[dict[str, Any]], Reply], body: dict[str, Any]) -> Reply:
+    return answer(body) if callable(answer) else answer if isinstance(answer, Reply) else Reply(answer)
+
+
+def _logprobs(reply: Reply) -> dict[str, Any] | None:
+    """OpenAI's `logprobs` for a reply whose first token's alternatives are scripted."""
+    if not reply.first_token_logprobs:
+        return None
+    ranked = sorted(reply.first_token_logprobs.items(), key=lambda item: -item[1])
+    first = {"token": ranked[0][0], "logprob": ranked[0][1], "bytes": list(ranked[0][0].encode())}
+    top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in ranked]
+    return {"content": [{**first, "top_logprobs": top}]}

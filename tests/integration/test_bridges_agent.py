@@ -3,6 +3,7 @@ tool_call and breaks the rules; the store is read back with SQL."""
 
 import asyncio
 import json
+import math
 import sqlite3
 
 import pytest
@@ -46,9 +47,9 @@ def lane(tmp_path):
 
 
 def run(settings, store, script, user="convert 21 EUR to USD", tools=(CORE, CONVERT, SECRET),
-        restatement=""):
+        restatement="", judgement="no"):
     async def go():
-        with ScriptedModel(script, restatement=restatement) as model:
+        with ScriptedModel(script, restatement=restatement, judgement=judgement) as model:
             llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
             try:
                 agent = Agent(settings, store, Registry(list(tools)), llm)
@@ -151,7 +152,7 @@ def promoted_in(request):
 
 def test_the_request_is_restated_once_and_promotion_ranks_with_it(lane):
     settings, store = lane
-    promoting = settings.with_overrides(promote_tools=True)
+    promoting = settings.with_overrides(promote_tools=True, judge_tools=False)
     user = "how much is 5 EUR in JPY currency?"
     tools = (CORE, CONVERT, RATES)
     _, unread = run(promoting, store, [text("ok")], user=user, tools=tools)
@@ -172,6 +173,61 @@ def test_the_request_is_restated_once_and_promotion_ranks_with_it(lane):
     assert not store.search_messages("abroad")
 
 
+def yes_to(*names):
+    """A judge that says yes (probability 0.9) to the named tools and no (0.1) to the others."""
+    def judge(body):
+        tool = body["messages"][-1]["content"].split("\nTool: ")[1].split(":")[0].split(" (")[0]
+        yes = tool in names
+        first = {"Yes": math.log(0.9), "No": math.log(0.1)} if yes else {"No": math.log(0.9), "Yes": math.log(0.1)}
+        return Reply("Yes" if yes else "No", first_token_logprobs=first)
+    return judge
+
+
+def test_the_best_hits_are_judged_one_by_one_and_promotion_ranks_with_the_model_s_yes(lane):
+    settings, store = lane
+    promoting = settings.with_overrides(promote_tools=True)
+    user = "how much is 5 EUR in JPY currency?"
+    tools = (CORE, CONVERT, RATES)
+    _, unjudged = run(promoting, store, [text("ok")], user=user, tools=tools)
+    assert promoted_in(unjudged.requests[0]) == ["currency_convert", "exchange_rates"]
+    result, model = run(promoting, store, [text("ok")], user=user, tools=tools, judgement=yes_to("currency_convert"))
+    assert promoted_in(model.requests[0]) == ["currency_convert"]
+    asked = model.judge_requests
+    assert sorted(body["messages"][-1]["content"].split("\nTool: ")[1].split(":")[0] for body in asked) == [
+        "currency_convert", "exchange_rates"]
+    assert all(body["messages"][-1]["content"].startswith(f"Message: {user}\n") and "tools" not in body
+               and body["max_tokens"] == 1 and body["temperature"] == 0 and body["logprobs"] is True
+               for body in asked)
+    assert result.model_calls == 1 + 2 + 1  # restatement, two judgements, the answer: all counted
+    with sqlite3.connect(settings.db_path) as db:
+        stored = db.execute("SELECT content, prompt_tokens > 0 FROM messages WHERE session_id = ?"
+                            " AND lane_call = 'judge'", (result.session_id,)).fetchall()
+    (content, counted), = stored
+    assert counted and content.splitlines() == ["currency_convert: Yes (yes 0.90)", "exchange_rates: No (yes 0.10)"]
+    assert "yes 0.90" not in json.dumps(model.requests[0]["messages"])
+    assert not store.search_messages("exchange_rates: No")
+
+
+def test_an_answer_without_logprobs_still_judges_and_a_judge_that_hangs_is_not_waited_for(lane, monkeypatch):
+    import stack.agent.loop as loop
+
+    settings, store = lane
+    promoting = settings.with_overrides(promote_tools=True)
+    user = "how much is 5 EUR in JPY currency?"
+    tools = (CORE, CONVERT, RATES)
+    def plain_yes(body):
+        return Reply("yes" if "\nTool: exchange_rates" in body["messages"][-1]["content"] else "no")
+
+    _, model = run(promoting, store, [text("ok")], user=user, tools=tools, judgement=plain_yes)
+    assert promoted_in(model.requests[0]) == ["exchange_rates"]
+    monkeypatch.setattr(loop, "JUDGE_TIMEOUT_S", 0.5)
+    result, model = run(promoting, store, [text("about 800 JPY")], user=user, tools=tools,
+                        judgement=Reply(hang=True))
+    assert len(model.judge_requests) == 1
+    assert promoted_in(model.requests[0]) == ["currency_convert", "exchange_rates"]
+    assert result.content == "about 800 JPY" and result.model_calls == 2
+
+
 def test_no_restatement_without_deferred_tools_for_a_named_tool_or_switched_off(lane):
     settings, store = lane
     promoting = settings.with_overrides(promote_tools=True)
@@ -180,10 +236,13 @@ def test_no_restatement_without_deferred_tools_for_a_named_tool_or_switched_off(
     # a request naming an offered tool gets no promotion, so no restatement either
     _, model = run(promoting, store, [text("ok")], restatement="x",
                    user="convert 5 EUR to JPY and keep the result in memory")
-    assert model.restate_requests == []
+    assert model.restate_requests == [] and model.judge_requests == []
     off = promoting.with_overrides(restate_requests=False)
     _, model = run(off, store, [text("ok")], restatement="convert money")
-    assert model.restate_requests == [] and len(model.requests) == 1
+    assert model.restate_requests == [] and len(model.requests) == 1 and len(model.judge_requests) == 2
+    off = promoting.with_overrides(restate_requests=False, judge_tools=False)
+    _, model = run(off, store, [text("ok")], restatement="convert money", judgement="yes")
+    assert model.restate_requests == model.judge_requests == [] and len(model.requests) == 1
 
 
 def test_a_restatement_that_fails_leaves_the_request_searched_as_written(lane, monkeypatch):
@@ -191,7 +250,7 @@ def test_a_restatement_that_fails_leaves_the_request_searched_as_written(lane, m
 
     monkeypatch.setattr(loop, "RESTATE_TIMEOUT_S", 0.5)
     settings, store = lane
-    promoting = settings.with_overrides(promote_tools=True)
+    promoting = settings.with_overrides(promote_tools=True, judge_tools=False)
     user = "how much is 5 EUR in JPY currency?"
     result, model = run(promoting, store, [text("about 800 JPY")], user=user,
                         tools=(CORE, CONVERT, RATES), restatement=Reply(hang=True))

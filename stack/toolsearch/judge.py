@@ -1,0 +1,62 @@
+"""Judgement: the lane's model says of each candidate tool whether it does what the request asks.
+
+Retrieval ranks by shared words and vectors, so a request full of details ("bump payments-worker to
+6 copies, Black Friday") puts tools that share those details above the one that does the task;
+the right tool is in the first ten far more often than in the first five. Asked to pick among ten
+listed tools, a 1.5B model answers "1, 2, 3" whatever the list says (measured: R@5 unchanged). Asked
+about one tool at a time, its probability of answering "yes" orders them well, and search adds it
+to each candidate's score (retrieval.py). A service that sends no log-probabilities still gives the
+answer itself: a plain yes or no, which helps less.
+
+Every question about a request begins with the same instruction and request, and only the tool's
+line differs, so a server that keeps its context (the lane's llm does) evaluates a few dozen new
+tokens per candidate. This module only words the question and reads the answer; the agent asks
+(agent/loop.py), and `lane judge` (agent/commands.py) for a file of queries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from .catalog import one_line
+
+# How many of the best hits are judged: the right tool is among the first ten for 92-99% of the
+# benchmark's requests, among the first five for 85-95% (scripts/bench/data).
+JUDGE_CANDIDATES = 10
+# The model's answer is one token; its alternatives carry the probability.
+JUDGE_MAX_TOKENS = 1
+JUDGE_ALTERNATIVES = 10
+MAX_REQUEST_CHARS = 1500
+
+INSTRUCTION = "You check whether a software tool can do what a user's message asks. Answer yes or no."
+QUESTION = "Can this tool do what the message asks?"
+
+
+def judge_messages(request: str, name: str, description: str) -> list[dict[str, str]]:
+    """The chat that asks whether one tool does what the request asks; the request comes before
+    the tool, so that questions about one request share all but their last line."""
+    server, _, bare = name.rpartition("__")
+    label = f"{bare} ({server})" if server else bare
+    text = (f"Message: {request.strip()[:MAX_REQUEST_CHARS]}\n\n"
+            f"Tool: {label}: {one_line(description)}\n\n{QUESTION}")
+    return [{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": text}]
+
+
+def yes_probability(answer: str, alternatives: Mapping[str, float] | None = None) -> float | None:
+    """How likely the model's answer is "yes" rather than "no": from the first token's
+    log-probabilities when the service sent them, else 1 or 0 by the answer's first word; None
+    when the answer is neither."""
+    if alternatives:
+        yes = _mass(alternatives, "yes")
+        no = _mass(alternatives, "no")
+        if yes + no > 0:
+            return yes / (yes + no)
+    words = answer.strip().lower().split()
+    first = words[0].strip(".,!:;\"'") if words else ""
+    return {"yes": 1.0, "no": 0.0}.get(first)
+
+
+def _mass(alternatives: Mapping[str, float], word: str) -> float:
+    return sum(math.exp(logprob) for token, logprob in alternatives.items()
+               if token.strip().lower() == word)

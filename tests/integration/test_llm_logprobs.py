@@ -1,0 +1,78 @@
+"""OpenAI's `logprobs` from `lane llm` on the real SmolLM2-135M, and the judge's question through
+the lane's own client: what tool judgement (toolsearch/judge.py) reads."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from stack.agent.llm_client import LlmClient
+from stack.agent.loop import ask_judgement, judgement
+from stack.toolsearch.judge import JUDGE_ALTERNATIVES
+from tests.integration.llm_server import TEST_THREADS, free_port, start_lane, stop, wait_healthy
+
+pytestmark = pytest.mark.real_model
+
+SEA = [{"role": "user", "content": "Tell me about the sea."}]
+
+
+@pytest.fixture(scope="module")
+def llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    log = tmp_path_factory.mktemp("llm") / "llm.log"
+    proc = start_lane(["llm", "--port", str(port), "--ctx", "2048", "--threads", TEST_THREADS], log)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(proc)
+
+
+def chat(url: str, **body: object) -> httpx.Response:
+    return httpx.post(f"{url}/v1/chat/completions",
+                      json={"messages": SEA, "temperature": 0, "max_tokens": 6, **body}, timeout=60)
+
+
+def test_each_generated_token_comes_with_its_likeliest_alternatives(llm_url: str) -> None:
+    reply = chat(llm_url, logprobs=True, top_logprobs=3).json()
+    choice = reply["choices"][0]
+    tokens = choice["logprobs"]["content"]
+    assert len(tokens) == reply["usage"]["completion_tokens"] == 6
+    assert "".join(t["token"] for t in tokens) == choice["message"]["content"]
+    for token in tokens:
+        rivals = [r["logprob"] for r in token["top_logprobs"]]
+        assert len(rivals) == 3 and rivals == sorted(rivals, reverse=True)
+        assert all(lp <= 0 for lp in rivals) and sum(math.exp(lp) for lp in rivals) <= 1 + 1e-6
+        # greedy decoding takes the likeliest token
+        assert token["top_logprobs"][0]["token"] == token["token"]
+        assert token["logprob"] == pytest.approx(rivals[0])
+        assert bytes(token["bytes"]).decode("utf-8", errors="replace") == token["token"]
+
+
+def test_no_logprobs_unless_asked_and_a_bad_count_is_refused(llm_url: str) -> None:
+    assert "logprobs" not in chat(llm_url).json()["choices"][0]
+    refused = chat(llm_url, logprobs=True, top_logprobs=50)
+    assert refused.status_code == 400 and "top_logprobs" in refused.text
+
+
+def test_the_judge_question_reads_a_probability_from_a_stream(llm_url: str) -> None:
+    async def ask():
+        llm = LlmClient(f"{llm_url}/v1", model=None, timeout_s=60)
+        try:
+            return await ask_judgement(llm, "what's the weather in Lyon tomorrow?", "weather__forecast",
+                                       "Get the weather forecast for a city.")
+        finally:
+            await llm.aclose()
+
+    reply = asyncio.run(ask())
+    assert reply.completion_tokens == 1 and len(reply.logprobs) == 1
+    alternatives = reply.logprobs[0]
+    assert 1 < len(alternatives) <= JUDGE_ALTERNATIVES + 1 and reply.content in alternatives
+    # SmolLM2-135M's own answer is not the point; that "yes" and "no" are weighed, is.
+    assert {"yes", "no"} & {token.strip().lower() for token in alternatives}
+    yes = judgement(reply)
+    assert yes is not None and 0.0 < yes < 1.0
