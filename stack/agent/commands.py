@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Awaitable, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Awaitable, Callable, Collection, Sequence, TypeVar
 
 from ..toolsearch.judge import JUDGE_CANDIDATES
 
@@ -136,13 +136,17 @@ def _register_restate(subparsers: argparse._SubParsersAction) -> None:
         description="Ask a model to restate each query of a JSONL file as the agent does at the "
                     "start of a turn, and keep the task lines in a JSON file that `lane search "
                     "--restatements` reads. Queries already in the file are not asked again.")
+    _query_file_options(parser, '{"query": ["task line", ...]}')
+    parser.set_defaults(func=run_restate)
+
+
+def _query_file_options(parser: argparse.ArgumentParser, written: str) -> None:
+    """What a command that asks the model about each query of a file takes."""
     parser.add_argument("--queries", type=Path, required=True,
                         help='JSONL file of {"id", "query"} lines')
-    parser.add_argument("--out", type=Path, required=True,
-                        help='JSON {"query": ["task line", ...]}, read first and kept')
+    parser.add_argument("--out", type=Path, required=True, help=f"JSON {written}, read first and kept")
     _model_options(parser)
     parser.add_argument("--again", action="store_true", help="ask about every query again")
-    parser.set_defaults(func=run_restate)
 
 
 def run_restate(args: argparse.Namespace) -> int:
@@ -151,16 +155,22 @@ def run_restate(args: argparse.Namespace) -> int:
 
     try:
         written = read_restatements(args.out) if args.out.exists() else {}
-        queries = dict.fromkeys(query for _, query in read_queries(args.queries))
+        queries = list(dict.fromkeys(query for _, query in read_queries(args.queries)))
         settings, key = _model_settings(args)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"lane restate: {exc}", file=sys.stderr)
         return 2
-    todo = [q for q in queries if args.again or q not in written]
-    print(f"{len(queries) - len(todo)} of {len(queries)} queries restated already; asking "
+    todo = _still_to_ask(queries, written, args.again, "restated")
+    return asyncio.run(_restate_all(todo, written, args.out, _client(settings, key)))
+
+
+def _still_to_ask(queries: Sequence[str], written: Collection[str], again: bool, done: str) -> list[str]:
+    """The queries to ask about (those not in the file yet, or all `again`), said on stderr."""
+    todo = [q for q in queries if again or q not in written]
+    print(f"{len(queries) - len(todo)} of {len(queries)} queries {done} already; asking about "
           f"{len(todo)}", file=sys.stderr)
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    return asyncio.run(_restate_all(todo, written, args.out, _client(settings, key)))
+    return todo
 
 
 async def _restate_all(todo: list[str], written: dict[str, tuple[str, ...]], out: Path,
@@ -189,15 +199,10 @@ def _register_judge(subparsers: argparse._SubParsersAction) -> None:
                     "--judgements` reads. Queries already in the file are not asked again.")
     parser.add_argument("--catalog", type=Path, required=True,
                         help="JSON: a list of OpenAI tool definitions or an MCP tools/list result")
-    parser.add_argument("--queries", type=Path, required=True,
-                        help='JSONL file of {"id", "query"} lines')
-    parser.add_argument("--out", type=Path, required=True,
-                        help='JSON {"query": {"tool": yes-probability, ...}}, read first and kept')
     parser.add_argument("--examples", type=Path, help="example requests kept by `lane examples --book`")
     parser.add_argument("--restatements", type=Path,
                         help="search each query with its restatement (`lane restate` writes it)")
-    _model_options(parser)
-    parser.add_argument("--again", action="store_true", help="ask about every query again")
+    _query_file_options(parser, '{"query": {"tool": yes-probability, ...}}')
     parser.set_defaults(func=run_judge)
 
 
@@ -210,7 +215,7 @@ def run_judge(args: argparse.Namespace) -> int:
 
     try:
         written = read_judgements(args.out) if args.out.exists() else {}
-        queries = dict.fromkeys(query for _, query in read_queries(args.queries))
+        queries = list(dict.fromkeys(query for _, query in read_queries(args.queries)))
         restated = read_restatements(args.restatements) if args.restatements else {}
         docs = load_catalog_file(args.catalog)
         if args.examples:
@@ -219,10 +224,7 @@ def run_judge(args: argparse.Namespace) -> int:
     except (ConfigError, OSError, ValueError) as exc:
         print(f"lane judge: {exc}", file=sys.stderr)
         return 2
-    todo = [q for q in queries if args.again or q not in written]
-    print(f"{len(queries) - len(todo)} of {len(queries)} queries judged already; asking about "
-          f"{len(todo)}", file=sys.stderr)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    todo = _still_to_ask(queries, written, args.again, "judged")
     index = ToolIndex(docs, method="hybrid" if default_embedder() else "bm25")
     descriptions = {doc.name: doc.description for doc in docs}
 

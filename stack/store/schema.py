@@ -81,8 +81,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE messages ADD COLUMN lane_note INTEGER NOT NULL DEFAULT 0;
     """,
     # lane_call: a model call the lane made for itself inside a turn, and what for ('restate':
-    # the request restated for tool search). Its tokens count like any model call's; its answer is
-    # evidence of what the lane searched with, never shown to the model or found by session search.
+    # the request restated for tool search; 'judge': the best hits judged, one row for all of a
+    # turn's judgement calls, their tokens summed, a line per tool). Its tokens count like any model
+    # call's; its answer is evidence of what the lane searched with, never shown to the model or
+    # found by session search.
     """
     ALTER TABLE messages ADD COLUMN lane_call TEXT;
     """,

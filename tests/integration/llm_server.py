@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -62,3 +64,17 @@ def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout_s: fl
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(5)
     return proc.returncode
+
+
+@contextmanager
+def lane_llm(folder: Path, *options: str) -> Iterator[str]:
+    """`lane llm` on the embedded SmolLM2-135M on a free port (one thread, a 2,048-token window,
+    `options` after those), healthy; yields its root URL and stops it after. Its log: `folder`."""
+    port = free_port()
+    log = folder / "llm.log"
+    proc = start_lane(["llm", "--port", str(port), "--ctx", "2048", "--threads", TEST_THREADS, *options], log)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop(proc)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.integration.llm_server import ROOT, TEST_THREADS, free_port, start_lane, stop, wait_healthy
+from tests.integration.llm_server import ROOT, lane_llm
 
 pytestmark = pytest.mark.real_model
 
@@ -24,14 +24,8 @@ TOOLS = [{"name": "calendar__list_events", "description": "List the events of a 
 
 @pytest.fixture(scope="module")
 def llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("llm") / "llm.log"
-    proc = start_lane(["llm", "--port", str(port), "--ctx", "2048", "--threads", TEST_THREADS], log)
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        stop(proc)
+    with lane_llm(tmp_path_factory.mktemp("llm")) as url:
+        yield url + "/v1"
 
 
 def lane_examples(*args: str) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.integration.llm_server import TEST_THREADS, free_port, start_lane, stop, wait_healthy
+from tests.integration.llm_server import lane_llm
 
 pytestmark = pytest.mark.real_model
 
@@ -18,15 +18,8 @@ RUNAWAY = [{"role": "user", "content": "write the numbers from 1 to 2000 in word
 
 @pytest.fixture(scope="module")
 def llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("llm") / "llm.log"
-    args = ["llm", "--port", str(port), "--max-tokens", str(CAP), "--ctx", "2048", "--threads", TEST_THREADS]
-    proc = start_lane(args, log)
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(proc)
+    with lane_llm(tmp_path_factory.mktemp("llm"), "--max-tokens", str(CAP)) as url:
+        yield url
 
 
 def chat(url: str, **body: object) -> dict:

@@ -13,7 +13,7 @@ import pytest
 from stack.agent.llm_client import LlmClient
 from stack.agent.loop import ask_judgement, judgement
 from stack.toolsearch.judge import JUDGE_ALTERNATIVES
-from tests.integration.llm_server import TEST_THREADS, free_port, start_lane, stop, wait_healthy
+from tests.integration.llm_server import lane_llm
 
 pytestmark = pytest.mark.real_model
 
@@ -22,14 +22,8 @@ SEA = [{"role": "user", "content": "Tell me about the sea."}]
 
 @pytest.fixture(scope="module")
 def llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("llm") / "llm.log"
-    proc = start_lane(["llm", "--port", str(port), "--ctx", "2048", "--threads", TEST_THREADS], log)
-    try:
-        wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(proc)
+    with lane_llm(tmp_path_factory.mktemp("llm")) as url:
+        yield url
 
 
 def chat(url: str, **body: object) -> httpx.Response:

@@ -50,7 +50,7 @@ def test_restated_queries_are_written_once_and_searched_with(tmp_path, capsys, m
     assert all(body["temperature"] == 0 and body["max_tokens"] == RESTATE_MAX_TOKENS
                for body in model.restate_requests)
     assert json.loads(out.read_text()) == {q: [line] for q, line in LINES.items()}
-    assert "0 of 2 queries restated already; asking 2" in capsys.readouterr().err
+    assert "0 of 2 queries restated already; asking about 2" in capsys.readouterr().err
 
     assert main([*search, "--restatements", str(out)]) == 0
     ranked = [json.loads(line)["ranked"] for line in capsys.readouterr().out.splitlines()]
