@@ -21,8 +21,8 @@ from collections.abc import Mapping
 
 from .catalog import one_line
 
-# How many of the best hits are judged: the right tool is among the first ten for 92-99% of the
-# benchmark's requests, among the first five for 85-95% (scripts/bench/data).
+# How many of the best hits are judged: the right tool is among the first ten for 91-99% of the
+# single-tool requests, among the first five for 84-94% (scripts/bench/data).
 JUDGE_CANDIDATES = 10
 # The model's answer is one token; its alternatives carry the probability.
 JUDGE_MAX_TOKENS = 1
