@@ -72,8 +72,9 @@ class Settings:
     # At the start of a turn with deferred tools, the lane's model restates the request as the
     # tool it needs (toolsearch/restate.py), and promotion ranks with both.
     restate_requests: bool = True
-    # Then it judges the best hits one by one (toolsearch/judge.py), and promotion ranks with that.
-    judge_tools: bool = True
+    # Then it judges the best hits one by one (toolsearch/judge.py), and promotion ranks with that;
+    # off by default: ~8 s a turn on two cores for fewer wrong promotions, not more tools run.
+    judge_tools: bool = False
     context_tokens: int = 32768
     core_tools: tuple[str, ...] = DEFAULT_CORE_TOOLS
     tools_subset: tuple[str, ...] | None = None

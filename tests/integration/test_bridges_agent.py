@@ -185,7 +185,7 @@ def yes_to(*names):
 
 def test_the_best_hits_are_judged_one_by_one_and_promotion_ranks_with_the_model_s_yes(lane):
     settings, store = lane
-    promoting = settings.with_overrides(promote_tools=True)
+    promoting = settings.with_overrides(promote_tools=True, judge_tools=True)
     user = "how much is 5 EUR in JPY currency?"
     tools = (CORE, CONVERT, RATES)
     _, unjudged = run(promoting, store, [text("ok")], user=user, tools=tools)
@@ -212,7 +212,7 @@ def test_an_answer_without_logprobs_still_judges_and_a_judge_that_hangs_is_not_w
     import stack.agent.loop as loop
 
     settings, store = lane
-    promoting = settings.with_overrides(promote_tools=True)
+    promoting = settings.with_overrides(promote_tools=True, judge_tools=True)
     user = "how much is 5 EUR in JPY currency?"
     tools = (CORE, CONVERT, RATES)
     def plain_yes(body):
@@ -230,7 +230,7 @@ def test_an_answer_without_logprobs_still_judges_and_a_judge_that_hangs_is_not_w
 
 def test_no_restatement_without_deferred_tools_for_a_named_tool_or_switched_off(lane):
     settings, store = lane
-    promoting = settings.with_overrides(promote_tools=True)
+    promoting = settings.with_overrides(promote_tools=True, judge_tools=True)
     _, model = run(promoting, store, [text("ok")], tools=(CORE,), restatement="x")
     assert model.restate_requests == []
     # a request naming an offered tool gets no promotion, so no restatement either

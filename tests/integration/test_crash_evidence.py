@@ -30,7 +30,8 @@ def lane_shim(home: Path, model: ScriptedModel) -> Iterator[tuple[str, Any]]:
     """`lane shim` on a free port, in its own process group; yields its URL and process."""
     port, log = free_port(), home.parent / f"shim-{time.monotonic_ns()}.log"
     proc = start_lane(["shim", "--llm-url", model.url, "--port", str(port), "--home", str(home)],
-                      log, env={"LANE_API_KEY": "", "LANE_LLM_TIMEOUT": "60"})
+                      log, env={"LANE_API_KEY": "", "LANE_LLM_TIMEOUT": "60",
+                                "LANE_JUDGE_TOOLS": "true"})
     try:
         wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
         yield f"http://127.0.0.1:{port}", proc

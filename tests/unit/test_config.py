@@ -76,13 +76,16 @@ def test_example_requests_are_on_by_default_and_switch_off_in_yaml_or_environmen
         load_settings(environ={"LANE_TOOL_EXAMPLES": "sometimes"})
 
 
-@pytest.mark.parametrize("yaml_key, env, field", [("restate", "LANE_RESTATE_REQUESTS", "restate_requests"),
-                                                  ("judge", "LANE_JUDGE_TOOLS", "judge_tools")])
-def test_the_model_s_reading_of_a_request_switches_off_in_yaml_or_environment(tmp_path, yaml_key, env, field):
-    assert getattr(load_settings(environ={}, config_path=None), field) is True
+@pytest.mark.parametrize("yaml_key, env, field, default",
+                         [("restate", "LANE_RESTATE_REQUESTS", "restate_requests", True),
+                          ("judge", "LANE_JUDGE_TOOLS", "judge_tools", False)])
+def test_the_model_s_reading_of_a_request_switches_in_yaml_or_environment(tmp_path, yaml_key, env,
+                                                                          field, default):
+    assert getattr(load_settings(environ={}, config_path=None), field) is default
+    switched = str(not default).lower()
     config = tmp_path / "lane.yaml"
-    config.write_text(f"tool_search: {{{yaml_key}: false}}\n")
-    assert getattr(load_settings(environ={}, config_path=config), field) is False
-    assert getattr(load_settings(environ={env: "false"}, config_path=None), field) is False
+    config.write_text(f"tool_search: {{{yaml_key}: {switched}}}\n")
+    assert getattr(load_settings(environ={}, config_path=config), field) is not default
+    assert getattr(load_settings(environ={env: switched}, config_path=None), field) is not default
     with pytest.raises(ConfigError, match=field):
         load_settings(environ={env: "sometimes"}, config_path=None)
