@@ -142,6 +142,9 @@ def test_promoted_tool_is_offered_and_called_directly(lane):
 RATES = Tool("exchange_rates", "List today's exchange rates of a currency.",
              object_schema({"currency": {"type": "string"}}, ["currency"]), lambda a, c: "1.1",
              "bank")
+# The request and tools of the restatement and judgement tests below.
+CURRENCY_REQUEST = "how much is 5 EUR in JPY currency?"
+CURRENCY_TOOLS = (CORE, CONVERT, RATES)
 
 
 def promoted_in(request):
@@ -153,8 +156,7 @@ def promoted_in(request):
 def test_the_request_is_restated_once_and_promotion_ranks_with_it(lane):
     settings, store = lane
     promoting = settings.with_overrides(promote_tools=True, judge_tools=False)
-    user = "how much is 5 EUR in JPY currency?"
-    tools = (CORE, CONVERT, RATES)
+    user, tools = CURRENCY_REQUEST, CURRENCY_TOOLS
     _, unread = run(promoting, store, [text("ok")], user=user, tools=tools)
     assert promoted_in(unread.requests[0]) == ["currency_convert", "exchange_rates"]
     result, model = run(promoting, store, [text("ok")], user=user, tools=tools,
@@ -186,8 +188,7 @@ def yes_to(*names):
 def test_the_best_hits_are_judged_one_by_one_and_promotion_ranks_with_the_model_s_yes(lane):
     settings, store = lane
     promoting = settings.with_overrides(promote_tools=True, judge_tools=True)
-    user = "how much is 5 EUR in JPY currency?"
-    tools = (CORE, CONVERT, RATES)
+    user, tools = CURRENCY_REQUEST, CURRENCY_TOOLS
     _, unjudged = run(promoting, store, [text("ok")], user=user, tools=tools)
     assert promoted_in(unjudged.requests[0]) == ["currency_convert", "exchange_rates"]
     result, model = run(promoting, store, [text("ok")], user=user, tools=tools, judgement=yes_to("currency_convert"))
@@ -213,8 +214,7 @@ def test_an_answer_without_logprobs_still_judges_and_a_judge_that_hangs_is_not_w
 
     settings, store = lane
     promoting = settings.with_overrides(promote_tools=True, judge_tools=True)
-    user = "how much is 5 EUR in JPY currency?"
-    tools = (CORE, CONVERT, RATES)
+    user, tools = CURRENCY_REQUEST, CURRENCY_TOOLS
     def plain_yes(body):
         return Reply("yes" if "\nTool: exchange_rates" in body["messages"][-1]["content"] else "no")
 
@@ -251,9 +251,9 @@ def test_a_restatement_that_fails_leaves_the_request_searched_as_written(lane, m
     monkeypatch.setattr(loop, "RESTATE_TIMEOUT_S", 0.5)
     settings, store = lane
     promoting = settings.with_overrides(promote_tools=True, judge_tools=False)
-    user = "how much is 5 EUR in JPY currency?"
+    user = CURRENCY_REQUEST
     result, model = run(promoting, store, [text("about 800 JPY")], user=user,
-                        tools=(CORE, CONVERT, RATES), restatement=Reply(hang=True))
+                        tools=CURRENCY_TOOLS, restatement=Reply(hang=True))
     assert len(model.restate_requests) == 1
     assert promoted_in(model.requests[0]) == ["currency_convert", "exchange_rates"]
     assert result.content == "about 800 JPY" and result.model_calls == 1
