@@ -6,7 +6,10 @@ search. When the latest user message already singles out a tool ("create a GitHu
 Promotion fires on a clear winner (confident, and well ahead of the next hit). Without one, a
 source the request singles out gets its two best confident hits: a source the request names
 ("what's on my plate in asana?"), or else the one whose tools are the two best hits ("turn the
-page open in the browser into a PDF": `browser_pdf_save` just ahead of `browser_snapshot`). Which
+page open in the browser into a PDF": `browser_pdf_save` just ahead of `browser_snapshot`). When
+the lane's model judged the hits (judge.py) and neither rule fired, a best hit it all but said yes
+to is offered alone: the judgement ranks paraphrases the request's words do not vouch for ("paint
+me a cat wearing a top hat"). Which
 product is then settled, which of its tools the model decides from their schemas; a small model
 that sees none of them turns to a core tool instead (measured: `todo` for Asana and Linear
 requests, `terminal` for Stripe and for that PDF). The promoted schemas together stay under
@@ -35,6 +38,9 @@ CANDIDATES = 3
 # what the real model makes of it (README, "Hidden tools").
 SOURCE_TOOLS = 2
 SEARCH_DEPTH = 30
+# The yes-probability at which the judged best hit is offered when neither rule above fired. Chosen
+# on the tuning queries of scripts/bench/data with promotion.py --judgements (README, "Tool search").
+JUDGED_WINNER = 0.9
 
 
 def promoted_tools(catalog: Catalog, query: str, settings: Settings,
@@ -52,7 +58,8 @@ def _winners(catalog: Catalog, query: str, restated: tuple[str, ...], judged: Ma
              settings: Settings) -> tuple[str, ...]:
     hits, confident = catalog.search(query, SEARCH_DEPTH, restated, judged)
     winners = (_clear_winners(catalog, query, hits, confident)
-               or _source_winners(catalog, query, hits))
+               or _source_winners(catalog, query, hits)
+               or _judged_winner(hits, judged or {}))
     chosen: list[str] = []
     spent = 0
     for name in winners:
@@ -89,4 +96,12 @@ def _source_winners(catalog: Catalog, query: str, hits: list[Hit]) -> list[str]:
     if (len(names) == SOURCE_TOOLS and len(servers) == 1 and "" not in servers
             and all(catalog.confident(query, name) for name in names)):
         return names
+    return []
+
+
+def _judged_winner(hits: list[Hit], judged: Mapping[str, float]) -> list[str]:
+    """The best hit, when the model asked about it alone all but said yes (judged hits rank
+    first, so it is the model's best-liked hit, weighed with search's)."""
+    if hits and judged.get(hits[0].name, 0.0) >= JUDGED_WINNER:
+        return [hits[0].name]
     return []

@@ -236,6 +236,18 @@ def test_promotion_stays_out_of_vague_queries_and_respects_switch_and_budget(set
     assert promoted_tools(catalog, query, broke) == []
 
 
+def test_promotion_offers_the_judged_best_hit_the_model_all_but_says_yes_to(settings):
+    catalog = Catalog({t.name: t for t in DEFERRED}, method="bm25")
+    query = "any chance the forecast ruins our picnic at the lake this weekend?"
+    assert promoted_tools(catalog, query, settings) == []  # one word in common does not vouch
+    assert promoted_tools(catalog, query, settings, judged={"weather_forecast": 0.95}) == ["weather_forecast"]
+    assert promoted_tools(catalog, query, settings, judged={"weather_forecast": 0.7}) == []
+    # a yes for a tool search did not find offers nothing: only hits are judged
+    assert promoted_tools(catalog, query, settings,
+                          judged={"weather_forecast": 0.3, "slack_post_message": 0.95}) == []
+    assert promoted_tools(catalog, "paint me a cat", settings, judged={"weather_forecast": 0.95}) == []
+
+
 def test_warm_up_indexes_the_deferred_catalog(settings):
     from stack.toolsearch.catalog import warm_up
 
