@@ -3,7 +3,9 @@
 A small model learns from the error it gets back, so an error says where the arguments are wrong,
 shows the schema and gives an example call that would pass. Coercion is limited to changes that
 cannot alter meaning: "42" to 42 for a number, "true" to true for a boolean, 42 to "42" for a string,
-and an argument name in another case style than the schema's ("full_page" for `fullPage`).
+an argument name in another case style than the schema's ("full_page" for `fullPage`), and
+arguments sent without the one object the schema wraps them in (`{"sql": ...}` for Neon's
+`{"params": {"sql": ...}}`; the 1.5B model sent them flat again after an error showing the wrapper).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def coerce(schema: dict[str, Any], value: Any) -> Any:
     kinds = _types(schema)
     if isinstance(value, dict):
         props = schema.get("properties") or {}
-        value = _named_as_schema(value, props)
+        value = _named_as_schema(_into_sole_object(value, props), props)
         return {k: coerce(props[k], v) if k in props else v for k, v in value.items()}
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         return [coerce(schema["items"], item) for item in value]
@@ -129,6 +131,18 @@ def _named_as_schema(value: dict[str, Any], props: dict[str, Any]) -> dict[str, 
         same = forms.get(_key_form(key), []) if key not in props else []
         renamed[same[0] if len(same) == 1 and same[0] not in value else key] = item
     return renamed
+
+
+def _into_sole_object(value: dict[str, Any], props: dict[str, Any]) -> dict[str, Any]:
+    """`value` as the content of the schema's only property, when that is an object, `value` does
+    not name it, and every key of `value` is one of that object's properties."""
+    if len(props) != 1 or not value:
+        return value
+    (wrapper, inner), = props.items()
+    fields = {_key_form(field) for field in inner.get("properties") or {}}
+    if "object" not in _types(inner) or _key_form(wrapper) in {_key_form(key) for key in value}:
+        return value
+    return {wrapper: value} if all(_key_form(key) in fields for key in value) else value
 
 
 def _key_form(key: str) -> str:

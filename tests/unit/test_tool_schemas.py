@@ -46,6 +46,24 @@ def test_an_example_fills_nested_objects_with_their_required_keys():
                               "properties": {"meta": {"type": "object"}}}) == {"meta": {}}
 
 
+def test_arguments_sent_without_the_object_the_schema_wraps_them_in_are_wrapped():
+    schema = {"type": "object", "required": ["params"], "additionalProperties": False,
+              "properties": {"params": {
+                  "type": "object", "required": ["sql", "projectId"], "additionalProperties": False,
+                  "properties": {"sql": {"type": "string"}, "projectId": {"type": "string"},
+                                 "limit": {"type": "integer"}}}}}
+    assert validate_arguments("run_sql", schema, {"sql": "SELECT 1", "project_id": "p1", "limit": "5"}) == \
+        {"params": {"sql": "SELECT 1", "projectId": "p1", "limit": 5}}
+    assert validate_arguments("run_sql", schema, {"Params": {"sql": "SELECT 1", "projectId": "p1"}}) == \
+        {"params": {"sql": "SELECT 1", "projectId": "p1"}}
+    # A key the object does not have, or an empty call: nothing is guessed, the error explains.
+    for unwrappable in ({"sql": "SELECT 1", "projectId": "p1", "database": "d"}, {}):
+        with pytest.raises(ToolError, match="invalid arguments for run_sql"):
+            validate_arguments("run_sql", schema, unwrappable)
+    two = {"type": "object", "properties": {"params": schema["properties"]["params"], "dry": {"type": "boolean"}}}
+    assert validate_arguments("run_sql", two, {"sql": "SELECT 1"}) == {"sql": "SELECT 1"}
+
+
 def test_an_argument_named_in_another_case_style_is_read_as_the_schema_names_it():
     schema = {"type": "object", "additionalProperties": False,
               "properties": {"fullPage": {"type": "boolean"}, "scale": {"type": "string"},
