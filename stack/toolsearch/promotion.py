@@ -6,14 +6,13 @@ search. When the latest user message already singles out a tool ("create a GitHu
 Promotion fires on a clear winner (confident, and well ahead of the next hit). Without one, a
 source the request singles out gets its two best confident hits: a source the request names
 ("what's on my plate in asana?"), or else the one whose tools are the two best hits ("turn the
-page open in the browser into a PDF": `browser_pdf_save` just ahead of `browser_snapshot`). When
-the lane's model judged the hits (judge.py) and neither rule fired, a best hit it all but said yes
-to is offered alone: the judgement ranks paraphrases the request's words do not vouch for ("paint
-me a cat wearing a top hat"). Which
+page open in the browser into a PDF": `browser_pdf_save` just ahead of `browser_snapshot`). Which
 product is then settled, which of its tools the model decides from their schemas; a small model
 that sees none of them turns to a core tool instead (measured: `todo` for Asana and Linear
-requests, `terminal` for Stripe and for that PDF). The promoted schemas together stay under
-`promote_budget_tokens`.
+requests, `terminal` for Stripe and for that PDF). When the lane's model judged the hits
+(judge.py) and neither rule fired, a best hit it all but said yes to is offered alone ("add a
+sub-issue to parent issue #17 on github": `sub_issue_write`, 0.93). The promoted schemas together
+stay under `promote_budget_tokens`.
 """
 
 from __future__ import annotations
