@@ -151,11 +151,11 @@ def _query_file_options(parser: argparse.ArgumentParser, written: str) -> None:
 
 def run_restate(args: argparse.Namespace) -> int:
     from ..config import ConfigError
-    from ..toolsearch.commands import read_queries, read_restatements
+    from ..toolsearch.commands import query_texts, read_restatements
 
     try:
         written = read_restatements(args.out) if args.out.exists() else {}
-        queries = list(dict.fromkeys(query for _, query in read_queries(args.queries)))
+        queries = query_texts(args.queries)
         settings, key = _model_settings(args)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"lane restate: {exc}", file=sys.stderr)
@@ -208,14 +208,14 @@ def _register_judge(subparsers: argparse._SubParsersAction) -> None:
 
 def run_judge(args: argparse.Namespace) -> int:
     from ..config import ConfigError
-    from ..toolsearch.commands import load_catalog_file, read_judgements, read_queries, read_restatements
+    from ..toolsearch.commands import load_catalog_file, query_texts, read_judgements, read_restatements
     from ..toolsearch.embedding import default_embedder
     from ..toolsearch.examples import ExampleBook
     from ..toolsearch.retrieval import ToolIndex
 
     try:
         written = read_judgements(args.out) if args.out.exists() else {}
-        queries = list(dict.fromkeys(query for _, query in read_queries(args.queries)))
+        queries = query_texts(args.queries)
         restated = read_restatements(args.restatements) if args.restatements else {}
         docs = load_catalog_file(args.catalog)
         if args.examples:

@@ -148,6 +148,12 @@ def read_queries(path: Path) -> Iterator[tuple[Any, str]]:
             yield item.get("id", number), item["query"]
 
 
+def query_texts(path: Path) -> list[str]:
+    """Each query text of a JSONL query file once, in file order: what a command asks the model
+    about (a text the file repeats is asked about once)."""
+    return list(dict.fromkeys(query for _, query in read_queries(path)))
+
+
 def lane_docs(settings: Settings) -> list[ToolDoc]:
     """The configured lane's deferred tools with their example requests (its MCP servers are
     started for this and stopped after)."""
