@@ -31,7 +31,9 @@ from retrieval import lane_catalog  # noqa: E402  (scripts/bench, this script's 
 from stack.config import Settings  # noqa: E402
 from stack.toolsearch.commands import load_catalog_file, read_judgements, read_restatements  # noqa: E402
 from stack.toolsearch.embedding import default_embedder  # noqa: E402
+from stack.toolsearch.catalog import Catalog  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
+from stack.toolsearch.judge import JUDGE_CANDIDATES  # noqa: E402
 from stack.toolsearch.promotion import promoted_tools  # noqa: E402
 
 DATA = ROOT / "scripts" / "bench" / "data"
@@ -58,8 +60,9 @@ def main() -> int:
         if not line.strip():
             continue
         query = json.loads(line)
-        promoted = promoted_tools(catalog, query["query"], settings,
-                                  restated.get(query["query"], ()), judged.get(query["query"]))
+        text = query["query"]
+        promoted = promoted_tools(catalog, text, settings, restated.get(text, ()),
+                                  as_the_agent_judges(catalog, text, restated.get(text, ()), judged.get(text)))
         gold = set(query.get("gold") or [])
         verdict = "none" if not promoted else "gold" if set(promoted) & gold else "wrong"
         for key in (query.get("category", "all"), "ALL"):
@@ -75,6 +78,16 @@ def main() -> int:
         print(f"{key:<12} {c['n']:>4} {c['gold'] / c['n']:>6.1%} {c['wrong'] / c['n']:>6.1%} "
               f"{c['none'] / c['n']:>6.1%} {c['promoted'] / c['n']:>11.2f}")
     return 0
+
+
+def as_the_agent_judges(catalog: Catalog, query: str, restated: tuple[str, ...],
+                        judgement: dict[str, float] | None) -> dict[str, float] | None:
+    """A query's judgement as the agent has it: of its first JUDGE_CANDIDATES hits only (the file
+    may hold more, written with `lane judge --candidates`)."""
+    if judgement is None:
+        return None
+    first = {hit.name for hit in catalog.search(query, JUDGE_CANDIDATES, restated)[0]}
+    return {name: yes for name, yes in judgement.items() if name in first}
 
 
 if __name__ == "__main__":

@@ -202,6 +202,9 @@ def _register_judge(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--examples", type=Path, help="example requests kept by `lane examples --book`")
     parser.add_argument("--restatements", type=Path,
                         help="search each query with its restatement (`lane restate` writes it)")
+    parser.add_argument("--candidates", type=int, default=JUDGE_CANDIDATES,
+                        help=f"how many of each query's best hits to judge (default {JUDGE_CANDIDATES}, "
+                             "as the agent does)")
     _query_file_options(parser, '{"query": {"tool": yes-probability, ...}}')
     parser.set_defaults(func=run_judge)
 
@@ -213,6 +216,9 @@ def run_judge(args: argparse.Namespace) -> int:
     from ..toolsearch.examples import ExampleBook
     from ..toolsearch.retrieval import ToolIndex
 
+    if args.candidates < 1:
+        print("lane judge: --candidates must be at least 1", file=sys.stderr)
+        return 2
     try:
         written = read_judgements(args.out) if args.out.exists() else {}
         queries = query_texts(args.queries)
@@ -230,7 +236,7 @@ def run_judge(args: argparse.Namespace) -> int:
 
     def candidates(query: str) -> list[tuple[str, str]]:
         return [(hit.name, descriptions[hit.name])
-                for hit in index.search(query, JUDGE_CANDIDATES, restated.get(query, ()))]
+                for hit in index.search(query, args.candidates, restated.get(query, ()))]
 
     return asyncio.run(_judge_all(todo, candidates, written, args.out, _client(settings, key)))
 

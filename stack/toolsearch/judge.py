@@ -21,9 +21,12 @@ from collections.abc import Mapping
 
 from .catalog import one_line
 
-# How many of the best hits are judged: the right tool is among the first ten for 91-99% of the
-# single-tool requests, among the first five for 84-94% (scripts/bench/data).
-JUDGE_CANDIDATES = 10
+# How many of the best hits the agent judges. The right tool is among the first five for 84-94% of
+# the single-tool requests of scripts/bench/data, among the first ten for 91-99%; but with five
+# judged instead of ten, promotion (which the judgement is for) offers other tools for 10 of 786
+# queries, and its shares of gold and of wrong-only offers move by under a point on every set
+# (scripts/bench/promotion.py), for half the model calls. `lane judge --candidates` judges more.
+JUDGE_CANDIDATES = 5
 # The model's answer is one token; its alternatives carry the probability.
 JUDGE_MAX_TOKENS = 1
 JUDGE_ALTERNATIVES = 10

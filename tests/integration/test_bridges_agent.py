@@ -14,6 +14,7 @@ from stack.config import Settings
 from stack.store import Store
 from stack.tools.base import Tool, object_schema
 from stack.tools.registry import Registry
+from stack.toolsearch.judge import JUDGE_CANDIDATES
 from tests.fakes.scripted_model import Reply, ScriptedModel, call, text
 
 NOTES: list[str] = []
@@ -207,6 +208,15 @@ def test_the_best_hits_are_judged_one_by_one_and_promotion_ranks_with_the_model_
     assert counted and content.splitlines() == ["currency_convert: Yes (yes 0.90)", "exchange_rates: No (yes 0.10)"]
     assert "yes 0.90" not in json.dumps(model.requests[0]["messages"])
     assert not store.search_messages("exchange_rates: No")
+
+
+def test_the_agent_judges_only_its_first_candidates(lane):
+    settings, store = lane
+    judging = settings.with_overrides(promote_tools=True, judge_tools=True)
+    currency_tools = [Tool(f"currency_tool_{n}", f"Currency tool number {n} for EUR and JPY amounts.",
+                           object_schema({}), lambda a, c: "ok", "fx") for n in range(JUDGE_CANDIDATES + 3)]
+    _, model = run(judging, store, [text("ok")], user=CURRENCY_REQUEST, tools=(CORE, *currency_tools))
+    assert len(model.judge_requests) == JUDGE_CANDIDATES
 
 
 def test_an_answer_without_logprobs_still_judges_and_a_judge_that_hangs_is_not_waited_for(lane, monkeypatch):

@@ -108,6 +108,18 @@ def test_judged_queries_are_written_once_and_rank_their_hits(tmp_path, capsys, m
     assert judged == ["github__list_issues", "slack__post_message"]
 
 
+def test_judge_asks_about_as_many_hits_as_it_is_told(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LANE_HOME", str(tmp_path / "home"))
+    catalog, queries = files(tmp_path, [CHANNEL])
+    out = tmp_path / "judged.json"
+    judge = ["judge", "--catalog", str(catalog), "--queries", str(queries), "--out", str(out)]
+    assert main([*judge, "--candidates", "0"]) == 2
+    assert "--candidates must be at least 1" in capsys.readouterr().err and not out.exists()
+    with ScriptedModel([], judgement=yes_for_github) as model:
+        assert main([*judge, "--candidates", "1", "--llm-url", model.url]) == 0
+    assert len(model.judge_requests) == 1 and len(json.loads(out.read_text())[CHANNEL]) == 1
+
+
 def test_a_judgement_file_of_another_shape_is_refused_and_kept(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("LANE_HOME", str(tmp_path / "home"))
     catalog, queries = files(tmp_path, [CHANNEL])
