@@ -60,7 +60,7 @@ DEEP = 50  # how far down a miss's gold is looked for when reporting misses
 SEED = 20
 EXAMPLES_SUFFIX = "+ex"
 QUERY_SETS = ("queries.jsonl", "queries_heldout.jsonl", "queries_third.jsonl", "queries_fourth.jsonl",
-              "queries_fifth.jsonl")
+              "queries_fifth.jsonl", "queries_sixth.jsonl")
 _FRESH = itertools.count(1)  # padding widths never used before in this process
 
 

@@ -25,7 +25,7 @@ def catalog() -> list[dict]:
 
 
 QUERY_SETS = ("queries.jsonl", "queries_heldout.jsonl", "queries_third.jsonl", "queries_fourth.jsonl",
-              "queries_fifth.jsonl")
+              "queries_fifth.jsonl", "queries_sixth.jsonl")
 
 
 @pytest.fixture(scope="module", params=QUERY_SETS)
