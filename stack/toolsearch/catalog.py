@@ -34,6 +34,7 @@ from ..tools.base import RESERVED_NAMES, Tool
 from ..tools.registry import Registry, granted_tools, split_core
 from .embedding import Embedder, default_embedder
 from .examples import ExampleBook
+from .glossary import english_gloss
 from .retrieval import Hit, Method, ToolDoc, ToolIndex, task_words
 from .spelling import is_real
 from .tokens import split_words
@@ -136,9 +137,10 @@ class Catalog:
 
     def named_sources(self, query: str) -> frozenset[str]:
         """The sources (MCP servers) a request names, by the server's name ("in linear", "google
-        calendar") or by a product word only its tools' names begin with ("jira"). A value is no
-        name: "stripe.com/docs" is a web page."""
-        words = f" {' '.join(task_words(query))} "
+        calendar", or its shorthand: "gh", glossary.py) or by a product word only its tools' names
+        begin with ("jira"). A value is no name: "stripe.com/docs" is a web page."""
+        said = task_words(query)
+        words = f" {' '.join(said)} {' '.join(english_gloss(said))} "
         names: dict[str, frozenset[str]] = self.memo("source names", self._source_names)
         return frozenset(source for source, phrases in names.items()
                          if any(f" {phrase} " in words for phrase in phrases))

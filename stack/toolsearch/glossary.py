@@ -7,6 +7,9 @@ embedder. Each known word adds its English reading to the query and is kept itse
 English words too ("base", "canal", "pasta", "dossier"), and "query the knowledge base" must still
 be searched with "base". Unknown words pass unchanged.
 Keys are lower-case and without accents.
+
+The same goes for the shorthand people type for products and things, in any language: "k8s" is
+Kubernetes and "gh" GitHub in every catalog, and neither BM25 nor the embedder can tell.
 """
 
 from __future__ import annotations
@@ -74,6 +77,19 @@ _ENTRIES = {
     "subscription": "suscripcion abonnement assinatura abbonamento",
 }
 
+_SHORTHAND = {
+    "github": "gh",
+    "kubernetes": "k8s kube kubectl",
+    "postgres postgresql": "pg psql",
+    "cloudflare": "cf",
+    "terraform": "tf",
+    "google calendar": "gcal",
+    "google maps": "gmaps",
+    "knowledge base": "kb",
+    "production": "prod",
+    "message": "msg msgs",
+}
+
 
 def _fold(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", word.lower())
@@ -81,7 +97,7 @@ def _fold(word: str) -> str:
 
 
 GLOSSARY: dict[str, tuple[str, ...]] = {}
-for _english, _words in _ENTRIES.items():
+for _english, _words in [*_ENTRIES.items(), *_SHORTHAND.items()]:
     for _word in _words.split():
         GLOSSARY[_fold(_word)] = GLOSSARY.get(_fold(_word), ()) + tuple(_english.split())
 

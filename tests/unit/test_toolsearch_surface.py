@@ -291,6 +291,9 @@ def test_a_request_names_a_source_by_its_name_or_a_word_only_its_tool_names_begi
     assert catalog.named_sources("restart the pods") == frozenset()
     assert catalog.named_sources("summarise slack.com/blog and github.com/acme/api") == frozenset()
     assert catalog.named_sources("save it to memory in the terminal") == frozenset()
+    # shorthand names its product: gh is GitHub, k8s Kubernetes, gcal Google Calendar
+    assert catalog.named_sources("open a gh issue for the flaky k8s pods") == {"github", "kubernetes"}
+    assert catalog.named_sources("put it in my gcal") == {"google_calendar"}
 
 
 def test_a_source_singled_out_gets_its_best_tools_when_no_clear_winner_does(settings):

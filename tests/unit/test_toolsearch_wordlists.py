@@ -1,7 +1,7 @@
 """The hand-kept word lists, tested as data: they may only add readings, never take a task word
 away or rewrite an English one, and no word may mean two things."""
 
-from stack.toolsearch.glossary import GLOSSARY
+from stack.toolsearch.glossary import GLOSSARY, english
 from stack.toolsearch.retrieval import ToolDoc, ToolIndex
 from stack.toolsearch.tokens import _SYNONYM_GROUPS, STOPWORDS, split_words, stem, tokens
 
@@ -43,11 +43,20 @@ def test_the_glossary_adds_and_never_rewrites_a_word_the_catalog_has():
     assert "channel" in index.query_terms("muestra los canales")  # a foreign word still reads
 
 
+def test_shorthand_reads_as_what_it_stands_for_beside_every_other_reading():
+    index = ToolIndex([ToolDoc("kubernetes__events_list", "List the events of the cluster, newest first."),
+                       ToolDoc("sentry__events_list", "List events.")])
+    assert index.search("k8s events", 1)[0].name == "kubernetes__events_list"
+    assert english("k8s") == ("kubernetes",) and english("gh") == ("github",)
+    # one English word read from shorthand and from foreign words keeps both
+    assert english("msg") == english("nachrichten") == english("mensaje") == ("message",)
+
+
 def test_glossary_words_are_not_english_words_for_something_else():
     # Wrong readings found once: German "andere" is "other", not "change".
     assert "andere" not in GLOSSARY
     for word, meanings in GLOSSARY.items():
-        assert word == word.lower() and word.isalpha(), word
+        assert word == word.lower() and word.isalnum(), word
         assert meanings and all(m == m.lower() for m in meanings), word
 
 
