@@ -12,7 +12,8 @@ tools from the catalog. Counted per category:
     .venv/bin/python scripts/bench/promotion.py [--catalog FILE] [--queries FILE.jsonl]
         [--examples BOOK.json]   (the tools' example requests, as `lane examples --book` keeps them)
         [--restatements FILE]    (each query's restatement, as `lane restate` writes them)
-        [--judgements FILE]      (the model's judgement of each query's best hits, `lane judge`)
+        [--judgements FILE]      (the model's judgement of each query's best hits, `lane judge`;
+                                  kept for the hits the agent judges, its first JUDGE_CANDIDATES)
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ sys.path.insert(0, str(ROOT))
 from retrieval import lane_catalog  # noqa: E402  (scripts/bench, this script's folder)
 
 from stack.config import Settings  # noqa: E402
+from stack.toolsearch.catalog import Catalog  # noqa: E402
 from stack.toolsearch.commands import load_catalog_file, read_judgements, read_restatements  # noqa: E402
 from stack.toolsearch.embedding import default_embedder  # noqa: E402
-from stack.toolsearch.catalog import Catalog  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
 from stack.toolsearch.judge import JUDGE_CANDIDATES  # noqa: E402
 from stack.toolsearch.promotion import promoted_tools  # noqa: E402
@@ -61,8 +62,9 @@ def main() -> int:
             continue
         query = json.loads(line)
         text = query["query"]
-        promoted = promoted_tools(catalog, text, settings, restated.get(text, ()),
-                                  as_the_agent_judges(catalog, text, restated.get(text, ()), judged.get(text)))
+        lines = restated.get(text, ())
+        promoted = promoted_tools(catalog, text, settings, lines,
+                                  as_the_agent_judges(catalog, text, lines, judged.get(text)))
         gold = set(query.get("gold") or [])
         verdict = "none" if not promoted else "gold" if set(promoted) & gold else "wrong"
         for key in (query.get("category", "all"), "ALL"):

@@ -1,8 +1,8 @@
 """Judgement: the lane's model says of each candidate tool whether it does what the request asks.
 
 Retrieval ranks by shared words and vectors, so a request full of details ("bump payments-worker to
-6 copies, Black Friday") puts tools that share those details above the one that does the task;
-the right tool is in the first ten far more often than in the first five. Asked to pick among ten
+6 copies, Black Friday") puts tools that share those details above the one that does the task,
+and promotion offers the best hit only when something vouches for it. Asked to pick among ten
 listed tools, a 1.5B model answers "1, 2, 3" whatever the list says (measured: R@5 unchanged). Asked
 about one tool at a time, its probability of answering "yes" orders them well, and search adds it
 to each candidate's score (retrieval.py). A service that sends no log-probabilities still gives the
