@@ -34,7 +34,7 @@ from stack.toolsearch.catalog import Catalog  # noqa: E402
 from stack.toolsearch.commands import load_catalog_file, read_judgements, read_restatements  # noqa: E402
 from stack.toolsearch.embedding import default_embedder  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
-from stack.toolsearch.judge import JUDGE_CANDIDATES  # noqa: E402
+from stack.toolsearch.judge import judged_hits  # noqa: E402
 from stack.toolsearch.promotion import promoted_tools  # noqa: E402
 
 DATA = ROOT / "scripts" / "bench" / "data"
@@ -88,7 +88,7 @@ def as_the_agent_judges(catalog: Catalog, query: str, restated: tuple[str, ...],
     may hold more, written with `lane judge --candidates`)."""
     if judgement is None:
         return None
-    first = {hit.name for hit in catalog.search(query, JUDGE_CANDIDATES, restated)[0]}
+    first = {hit.name for hit in judged_hits(catalog, query, restated)}
     return {name: yes for name, yes in judgement.items() if name in first}
 
 

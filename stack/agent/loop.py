@@ -23,9 +23,9 @@ from ..toolsearch.bridges import CALL
 from ..toolsearch.catalog import Catalog
 from ..toolsearch.judge import (
     JUDGE_ALTERNATIVES,
-    JUDGE_CANDIDATES,
     JUDGE_MAX_TOKENS,
     judge_messages,
+    judged_hits,
     yes_probability,
 )
 from ..toolsearch.restate import RESTATE_MAX_TOKENS, parse_restatement, restate_messages
@@ -170,7 +170,7 @@ class Agent:
     async def _judge(self, turn: Turn, catalog: Catalog) -> None:
         """The best hits, judged in their order until the model fails or time runs out; the
         record is one lane call listing each tool with the model's answer and its probability."""
-        hits, _ = catalog.search(turn.query, JUDGE_CANDIDATES, turn.restated)
+        hits = judged_hits(catalog, turn.query, turn.restated)
         answers: list[tuple[str, ModelReply]] = []
         try:
             async with asyncio.timeout(JUDGE_TIMEOUT_S):

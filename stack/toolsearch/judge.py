@@ -17,9 +17,10 @@ tokens per candidate. This module only words the question and reads the answer; 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from .catalog import one_line
+from .catalog import Catalog, one_line
+from .retrieval import Hit
 
 # How many of the best hits the agent judges. The right tool is among the first five for 84-94% of
 # the single-tool requests of scripts/bench/data, among the first ten for 91-99%; but with five
@@ -35,6 +36,12 @@ MAX_REQUEST_CHARS = 1500
 INSTRUCTION = "You check whether a software tool can do what a user's message asks. Answer yes or no."
 QUESTION = "Can this tool do what the message asks?"
 
+
+
+def judged_hits(catalog: Catalog, request: str, restated: Sequence[str] = ()) -> list[Hit]:
+    """The hits the agent asks its model about: the first JUDGE_CANDIDATES of the request's
+    search, ranked with its restatement."""
+    return catalog.search(request, JUDGE_CANDIDATES, restated)[0]
 
 def judge_messages(request: str, name: str, description: str) -> list[dict[str, str]]:
     """The chat that asks whether one tool does what the request asks; the request comes before
