@@ -27,10 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from retrieval import lane_catalog  # noqa: E402  (scripts/bench, this script's folder)
-
 from stack.config import Settings  # noqa: E402
-from stack.toolsearch.catalog import Catalog  # noqa: E402
+from stack.toolsearch.catalog import Catalog, catalog_of  # noqa: E402
 from stack.toolsearch.commands import load_catalog_file, read_judgements, read_restatements  # noqa: E402
 from stack.toolsearch.embedding import default_embedder  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
@@ -51,7 +49,7 @@ def main() -> int:
     args = parser.parse_args()
     method = args.method or ("hybrid" if default_embedder() else "bm25")
     book = ExampleBook(args.examples) if args.examples else None
-    catalog = lane_catalog(load_catalog_file(args.catalog), method, examples=book)
+    catalog = catalog_of(load_catalog_file(args.catalog), method, examples=book)
     catalog.vectors_ready()  # the lane answers with BM25 while they build; measure the hybrid
     settings = Settings()
     restated = read_restatements(args.restatements) if args.restatements else {}

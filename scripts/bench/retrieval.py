@@ -46,8 +46,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from stack.tools.base import Tool  # noqa: E402
-from stack.toolsearch.catalog import Catalog  # noqa: E402
+from stack.toolsearch.catalog import catalog_of  # noqa: E402
 from stack.toolsearch.commands import read_judgements, read_restatements  # noqa: E402
 from stack.toolsearch.embedding import OnnxMiniLM, onnx_model_path, vector_store_folder  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
@@ -194,7 +193,7 @@ def latency(docs: list[ToolDoc], method: str, queries: list[str], rounds: int,
             restated: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
     embedder = fresh_embedder(model) if method != "bm25" else None
     started = time.perf_counter()
-    catalog = lane_catalog(docs, method, embedder, examples)
+    catalog = catalog_of(docs, method, embedder=embedder, examples=examples)  # type: ignore[arg-type]
     catalog.search("warm up", 5)  # lazy tables and the embedder session load once per process
     first_s = time.perf_counter() - started
     catalog.vectors_ready()
@@ -217,19 +216,6 @@ def latency(docs: list[ToolDoc], method: str, queries: list[str], rounds: int,
             "build_ms": round(build_s * 1000, 1), "searches": len(times),
             "p50_ms": round(statistics.median(times), 3),
             "p95_ms": round(times[int(0.95 * (len(times) - 1))], 3)}
-
-
-def lane_catalog(docs: list[ToolDoc], method: str, embedder: OnnxMiniLM | None = None,
-                 examples: ExampleBook | None = None) -> Catalog:
-    """The lane's catalog of these tools (which the benches search, never run)."""
-    tools = {d.name: Tool(d.name, d.description, dict(d.parameters), _never, d.source)
-             for d in docs}
-    return Catalog(tools, method=method, embedder=embedder,  # type: ignore[arg-type]
-                   examples=examples)
-
-
-def _never(arguments: dict, ctx: object) -> str:
-    raise RuntimeError("the benches never run tools")
 
 
 def table(rows: dict[str, dict], title: str) -> str:

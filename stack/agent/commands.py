@@ -211,10 +211,11 @@ def _register_judge(subparsers: argparse._SubParsersAction) -> None:
 
 def run_judge(args: argparse.Namespace) -> int:
     from ..config import ConfigError
+    from ..toolsearch.catalog import catalog_of
     from ..toolsearch.commands import load_catalog_file, query_texts, read_judgements, read_restatements
     from ..toolsearch.embedding import default_embedder
     from ..toolsearch.examples import ExampleBook
-    from ..toolsearch.retrieval import ToolIndex
+    from ..toolsearch.judge import judged_hits
 
     if args.candidates < 1:
         print("lane judge: --candidates must be at least 1", file=sys.stderr)
@@ -223,20 +224,18 @@ def run_judge(args: argparse.Namespace) -> int:
         written = read_judgements(args.out) if args.out.exists() else {}
         queries = query_texts(args.queries)
         restated = read_restatements(args.restatements) if args.restatements else {}
-        docs = load_catalog_file(args.catalog)
-        if args.examples:
-            docs = ExampleBook(args.examples).with_examples(docs)
+        catalog = catalog_of(load_catalog_file(args.catalog), "hybrid" if default_embedder() else "bm25",
+                             examples=ExampleBook(args.examples) if args.examples else None)
         settings, key = _model_settings(args)
     except (ConfigError, OSError, ValueError) as exc:
         print(f"lane judge: {exc}", file=sys.stderr)
         return 2
     todo = _still_to_ask(queries, written, args.again, "judged")
-    index = ToolIndex(docs, method="hybrid" if default_embedder() else "bm25")
-    descriptions = {doc.name: doc.description for doc in docs}
+    catalog.vectors_ready()  # the agent judges the hybrid's hits; BM25 answers only while they build
 
     def candidates(query: str) -> list[tuple[str, str]]:
-        return [(hit.name, descriptions[hit.name])
-                for hit in index.search(query, args.candidates, restated.get(query, ()))]
+        return [(hit.name, catalog.tools[hit.name].description)
+                for hit in judged_hits(catalog, query, restated.get(query, ()), args.candidates)]
 
     return asyncio.run(_judge_all(todo, candidates, written, args.out, _client(settings, key)))
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from ..config import Settings
-from ..tools.base import RESERVED_NAMES, Tool
+from ..tools.base import RESERVED_NAMES, Tool, ToolContext, ToolError
 from ..tools.registry import Registry, granted_tools, split_core
 from .embedding import Embedder, default_embedder
 from .examples import ExampleBook
@@ -241,6 +241,19 @@ class Catalog:
     def closest(self, query: str, limit: int) -> list[str]:
         """Names nearest the query even without real evidence: fuzzy name matches first."""
         return self.index.closest(query, limit)
+
+
+def catalog_of(docs: Sequence[ToolDoc], method: Method, *, embedder: Embedder | None = None,
+               examples: ExampleBook | None = None) -> Catalog:
+    """A catalog of tool definitions read from a file, searched and judged as the lane searches
+    and judges its own (`lane judge`, the benches); its tools are definitions only and never run."""
+    tools = {doc.name: Tool(doc.name, doc.description, dict(doc.parameters), _definition_only,
+                            doc.source) for doc in docs}
+    return Catalog(tools, method=method, embedder=embedder, examples=examples)
+
+
+def _definition_only(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    raise ToolError("a tool read from a catalog file is a definition only; it cannot run")
 
 
 def confident_in(index: ToolIndex, query: str, name: str) -> bool:

@@ -38,10 +38,11 @@ QUESTION = "Can this tool do what the message asks?"
 
 
 
-def judged_hits(catalog: Catalog, request: str, restated: Sequence[str] = ()) -> list[Hit]:
+def judged_hits(catalog: Catalog, request: str, restated: Sequence[str] = (),
+                limit: int = JUDGE_CANDIDATES) -> list[Hit]:
     """The hits the agent asks its model about: the first JUDGE_CANDIDATES of the request's
-    search, ranked with its restatement."""
-    return catalog.search(request, JUDGE_CANDIDATES, restated)[0]
+    search, ranked with its restatement (`lane judge --candidates` asks about `limit`)."""
+    return catalog.search(request, limit, restated)[0]
 
 def judge_messages(request: str, name: str, description: str) -> list[dict[str, str]]:
     """The chat that asks whether one tool does what the request asks; the request comes before

@@ -5,7 +5,10 @@ import json
 
 import pytest
 
+from stack.tools.execute import run_tool
 from stack.toolsearch import commands
+from stack.toolsearch.catalog import catalog_of
+from tests.fakes.tool_context import tool_context
 
 OPENAI = [
     {"type": "function", "function": {"name": "get_accounts", "description": "Accounts.",
@@ -98,3 +101,16 @@ def test_without_catalog_the_lanes_deferred_tools_are_searched(tmp_path, monkeyp
     assert lane_search(["--json", "--limit", "10", "run a shell command in the terminal"]) == 0
     ranked = json.loads(capsys.readouterr().out)["ranked"]
     assert "terminal" in ranked and "memory" not in ranked
+
+
+def test_a_catalog_file_is_searched_as_the_lane_searches_but_its_tools_never_run(tmp_path):
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps([{**OPENAI[2], "x-server": "mail"}]))
+    catalog = catalog_of(commands.load_catalog_file(path), "bm25")
+    hits, confident = catalog.search("send an email", 1)
+    assert [h.name for h in hits] == ["send_email"] and confident
+    assert catalog.sources == ["mail"]
+    with tool_context(tmp_path) as ctx:
+        outcome = run_tool(catalog.tools["send_email"], {"to": "a@b.c"}, ctx)
+    assert (outcome.status, outcome.output) == (
+        "error", "a tool read from a catalog file is a definition only; it cannot run")
