@@ -28,9 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from stack.config import Settings  # noqa: E402
-from stack.toolsearch.catalog import Catalog, catalog_of  # noqa: E402
+from stack.toolsearch.catalog import Catalog, catalog_of, installed_method  # noqa: E402
 from stack.toolsearch.commands import load_catalog_file, read_judgements, read_restatements  # noqa: E402
-from stack.toolsearch.embedding import default_embedder  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
 from stack.toolsearch.judge import judged_hits  # noqa: E402
 from stack.toolsearch.promotion import promoted_tools  # noqa: E402
@@ -47,7 +46,7 @@ def main() -> int:
     parser.add_argument("--restatements", type=Path, help="the queries' restatements")
     parser.add_argument("--judgements", type=Path, help="the model's judgements of the queries' best hits")
     args = parser.parse_args()
-    method = args.method or ("hybrid" if default_embedder() else "bm25")
+    method = args.method or installed_method()
     book = ExampleBook(args.examples) if args.examples else None
     catalog = catalog_of(load_catalog_file(args.catalog), method, examples=book)
     catalog.vectors_ready()  # the lane answers with BM25 while they build; measure the hybrid

@@ -211,9 +211,8 @@ def _register_judge(subparsers: argparse._SubParsersAction) -> None:
 
 def run_judge(args: argparse.Namespace) -> int:
     from ..config import ConfigError
-    from ..toolsearch.catalog import catalog_of
+    from ..toolsearch.catalog import catalog_of, installed_method
     from ..toolsearch.commands import load_catalog_file, query_texts, read_judgements, read_restatements
-    from ..toolsearch.embedding import default_embedder
     from ..toolsearch.examples import ExampleBook
     from ..toolsearch.judge import judged_hits
 
@@ -224,7 +223,7 @@ def run_judge(args: argparse.Namespace) -> int:
         written = read_judgements(args.out) if args.out.exists() else {}
         queries = query_texts(args.queries)
         restated = read_restatements(args.restatements) if args.restatements else {}
-        catalog = catalog_of(load_catalog_file(args.catalog), "hybrid" if default_embedder() else "bm25",
+        catalog = catalog_of(load_catalog_file(args.catalog), installed_method(),
                              examples=ExampleBook(args.examples) if args.examples else None)
         settings, key = _model_settings(args)
     except (ConfigError, OSError, ValueError) as exc:

@@ -243,6 +243,11 @@ class Catalog:
         return self.index.closest(query, limit)
 
 
+def installed_method() -> Method:
+    """Hybrid search where the `embed` extra is installed, BM25 alone where it is not."""
+    return "hybrid" if default_embedder() else "bm25"
+
+
 def catalog_of(docs: Sequence[ToolDoc], method: Method, *, embedder: Embedder | None = None,
                examples: ExampleBook | None = None) -> Catalog:
     """A catalog of tool definitions read from a file, searched and judged as the lane searches
@@ -275,7 +280,7 @@ def _finished(future: "Future[ToolIndex]", timeout: float | None) -> bool:
 def build_catalog(registry: Registry, settings: Settings) -> tuple[dict[str, Tool], Catalog]:
     """(core tools to offer directly, the deferred catalog), both within the granted tools.
     The same objects come back while the registry's version and the grant are unchanged."""
-    method: Method = "hybrid" if default_embedder() else "bm25"
+    method = installed_method()
     examples = example_book(settings.examples_path)
     key = (registry.version, settings.tools_subset, settings.core_tools, method, examples.version)
     with _BUILT_LOCK:

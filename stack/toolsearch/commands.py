@@ -176,10 +176,10 @@ def _search_lane(queries: list[tuple[Any, str]], args: argparse.Namespace) -> in
 
 
 def _search(docs: list[ToolDoc], queries: list[tuple[Any, str]], args: argparse.Namespace) -> int:
-    from .embedding import default_embedder
+    from .catalog import installed_method
     from .retrieval import Method, ToolIndex
 
-    method: Method = args.method or ("hybrid" if default_embedder() else "bm25")
+    method: Method = args.method or installed_method()
     index = ToolIndex(docs, method=method)
     for query_id, query in queries:
         hits = index.search(query, args.limit, args.restated.get(query, ()), args.judged.get(query))

@@ -37,12 +37,12 @@ INSTRUCTION = "You check whether a software tool can do what a user's message as
 QUESTION = "Can this tool do what the message asks?"
 
 
-
 def judged_hits(catalog: Catalog, request: str, restated: Sequence[str] = (),
                 limit: int = JUDGE_CANDIDATES) -> list[Hit]:
     """The hits the agent asks its model about: the first JUDGE_CANDIDATES of the request's
     search, ranked with its restatement (`lane judge --candidates` asks about `limit`)."""
     return catalog.search(request, limit, restated)[0]
+
 
 def judge_messages(request: str, name: str, description: str) -> list[dict[str, str]]:
     """The chat that asks whether one tool does what the request asks; the request comes before
