@@ -25,12 +25,12 @@ def catalog() -> list[dict]:
 
 
 QUERY_SETS = ("queries.jsonl", "queries_heldout.jsonl", "queries_third.jsonl", "queries_fourth.jsonl",
-              "queries_fifth.jsonl", "queries_sixth.jsonl")
+              "queries_fifth.jsonl", "queries_sixth.jsonl", "queries_seventh.jsonl")
 
 
 @pytest.fixture(scope="module", params=QUERY_SETS)
 def queries(request) -> list[dict]:
-    """Each query set in turn: the tuning set, the held-out, third and fourth sets."""
+    """Each query set in turn: the tuning set, the held-out and third sets, and the blind ones."""
     lines = (DATA / request.param).read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
