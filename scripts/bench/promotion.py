@@ -13,7 +13,9 @@ tools from the catalog. Counted per category:
         [--examples BOOK.json]   (the tools' example requests, as `lane examples --book` keeps them)
         [--restatements FILE]    (each query's restatement, as `lane restate` writes them)
         [--judgements FILE]      (the model's judgement of each query's best hits, `lane judge`;
-                                  kept for the hits the agent judges, its first JUDGE_CANDIDATES)
+                                  kept for the hits the agent judges, its first JUDGE_CANDIDATES,
+                                  and for the queries it judges: not one whose own words single
+                                  out one tool)
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from stack.toolsearch.catalog import Catalog, catalog_of, installed_method  # no
 from stack.toolsearch.commands import load_catalog_file, read_judgements, read_restatements  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
 from stack.toolsearch.judge import judged_hits  # noqa: E402
-from stack.toolsearch.promotion import promoted_tools  # noqa: E402
+from stack.toolsearch.promotion import promoted_tools, worth_judging  # noqa: E402
 
 DATA = ROOT / "scripts" / "bench" / "data"
 
@@ -60,8 +62,9 @@ def main() -> int:
         query = json.loads(line)
         text = query["query"]
         lines = restated.get(text, ())
+        asked = judged.get(text) if worth_judging(catalog, text, settings, lines) else None
         promoted = promoted_tools(catalog, text, settings, lines,
-                                  as_the_agent_judges(catalog, text, lines, judged.get(text)))
+                                  as_the_agent_judges(catalog, text, lines, asked))
         gold = set(query.get("gold") or [])
         verdict = "none" if not promoted else "gold" if set(promoted) & gold else "wrong"
         for key in (query.get("category", "all"), "ALL"):

@@ -28,6 +28,7 @@ from ..toolsearch.judge import (
     judged_hits,
     yes_probability,
 )
+from ..toolsearch.promotion import worth_judging
 from ..toolsearch.restate import RESTATE_MAX_TOKENS, parse_restatement, restate_messages
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .corrections import TurnFacts, TurnLedger, correction, fallback_answer, named_in, repeated
@@ -141,8 +142,11 @@ class Agent:
     async def _read_request(self, turn: Turn) -> None:
         """Before the turn's first model call, the lane's model reads the request for promotion:
         it restates it as the tool it needs (toolsearch/restate.py), then judges the best hits one
-        by one (toolsearch/judge.py). Only when tools are deferred and promotion is on; a request
-        that names an offered tool gets no promotion, so it is not read either."""
+        by one (toolsearch/judge.py), unless promotion already offers one tool without that: a
+        request whose words single out a tool gains nothing from the judgement but its cost, while
+        a judgement can narrow two offered tools to one or vouch where nothing was offered. Only
+        when tools are deferred and promotion is on; a request that names an offered tool gets no
+        promotion, so it is not read either."""
         settings = self.settings
         if not ((settings.restate_requests or settings.judge_tools) and settings.promote_tools
                 and turn.query.strip()):
@@ -152,7 +156,7 @@ class Agent:
             return
         if settings.restate_requests:
             await self._restate(turn)
-        if settings.judge_tools:
+        if settings.judge_tools and worth_judging(toolset.catalog, turn.query, settings, turn.restated):
             await self._judge(turn, toolset.catalog)
 
     async def _restate(self, turn: Turn) -> None:

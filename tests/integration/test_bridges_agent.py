@@ -210,6 +210,16 @@ def test_the_best_hits_are_judged_one_by_one_and_promotion_ranks_with_the_model_
     assert not store.search_messages("exchange_rates: No")
 
 
+def test_a_request_whose_own_words_single_out_one_tool_is_not_judged(lane):
+    settings, store = lane
+    judging = settings.with_overrides(promote_tools=True, judge_tools=True)
+    result, model = run(judging, store, [text("ok")])  # "convert 21 EUR to USD"
+    assert model.judge_requests == [] and promoted_in(model.requests[0]) == ["currency_convert"]
+    assert result.model_calls == 2  # the restatement and the answer
+    _, model = run(judging, store, [text("ok")], user=CURRENCY_REQUEST, tools=CURRENCY_TOOLS)
+    assert len(model.judge_requests) == 2  # two tools offered: the model's yes narrows them
+
+
 def test_the_agent_judges_only_its_first_candidates(lane):
     settings, store = lane
     judging = settings.with_overrides(promote_tools=True, judge_tools=True)
@@ -248,7 +258,8 @@ def test_no_restatement_without_deferred_tools_for_a_named_tool_or_switched_off(
                    user="convert 5 EUR to JPY and keep the result in memory")
     assert model.restate_requests == [] and model.judge_requests == []
     off = promoting.with_overrides(restate_requests=False)
-    _, model = run(off, store, [text("ok")], restatement="convert money")
+    _, model = run(off, store, [text("ok")], user=CURRENCY_REQUEST, tools=CURRENCY_TOOLS,
+                   restatement="convert money")
     assert model.restate_requests == [] and len(model.requests) == 1 and len(model.judge_requests) == 2
     off = promoting.with_overrides(restate_requests=False, judge_tools=False)
     _, model = run(off, store, [text("ok")], restatement="convert money", judgement="yes")

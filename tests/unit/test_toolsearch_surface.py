@@ -11,7 +11,7 @@ from stack.tools.base import RESERVED_NAMES, Tool, ToolContext, object_schema
 from stack.tools.registry import Registry
 from stack.toolsearch.bridges import CALL_SCHEMA, bridge_tools
 from stack.toolsearch.catalog import Catalog, build_catalog
-from stack.toolsearch.promotion import promoted_tools
+from stack.toolsearch.promotion import promoted_tools, worth_judging
 from stack.toolsearch.surface import assemble, guessed_task
 
 BRIDGES = ["tool_search", "tool_describe", "tool_call"]
@@ -246,6 +246,15 @@ def test_promotion_offers_the_judged_best_hit_the_model_all_but_says_yes_to(sett
     assert promoted_tools(catalog, query, settings,
                           judged={"weather_forecast": 0.3, "slack_post_message": 0.95}) == []
     assert promoted_tools(catalog, "paint me a cat", settings, judged={"weather_forecast": 0.95}) == []
+
+
+def test_a_request_is_worth_judging_unless_its_own_words_single_out_one_tool(settings):
+    catalog = Catalog({t.name: t for t in DEFERRED}, method="bm25")
+    clear = "What is the weather forecast for Oslo?"
+    assert promoted_tools(catalog, clear, settings) == ["weather_forecast"]
+    assert not worth_judging(catalog, clear, settings)
+    vague = "any chance the forecast ruins our picnic at the lake this weekend?"
+    assert promoted_tools(catalog, vague, settings) == [] and worth_judging(catalog, vague, settings)
 
 
 def test_warm_up_indexes_the_deferred_catalog(settings):
