@@ -73,9 +73,9 @@ class Settings:
     # tool it needs (toolsearch/restate.py), and promotion ranks with both.
     restate_requests: bool = True
     # Then, unless the request's own words single out one tool, it judges the best hits one by one
-    # (toolsearch/judge.py), and promotion ranks with that. Off by default: on two cores it adds
-    # 3-4 s to a request with deferred tools; it ran 62 of 96 hidden-tool requests against 58
-    # without (no same-day baseline for 72 of them yet; README, "Small models").
+    # (toolsearch/judge.py), and promotion ranks with that. Off by default for now: on two cores it
+    # adds 2-4 s to a request with deferred tools; it ran 62 of 96 hidden-tool requests against 58
+    # without, the same evening, none lost (README, "Small models").
     judge_tools: bool = False
     context_tokens: int = 32768
     core_tools: tuple[str, ...] = DEFAULT_CORE_TOOLS
