@@ -57,8 +57,9 @@ def worth_judging(catalog: Catalog, query: str, settings: Settings, restated: tu
     """Whether the model's judgement of the best hits can change what is offered: not when the
     request's own words already single out one tool (a judgement would only add its cost), but
     when two tools are offered (it can narrow them to the one it says yes to) or none (it can vouch
-    for one). On the real model this ran as many hidden tools as judging every request, in 4% less
-    time (README, "Small models")."""
+    for one). On the real model this ran more hidden tools than judging every request (62/96
+    against 60/96) in 4% less time (README, "Small models"). Costs no search of its own: promotion
+    memoises this unjudged answer and reuses it."""
     return len(promoted_tools(catalog, query, settings, restated)) != 1
 
 
