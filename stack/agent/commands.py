@@ -179,7 +179,7 @@ async def _restate_all(todo: list[str], written: dict[str, tuple[str, ...]], out
     renamed), so an interrupted run keeps what it was told."""
     from ..toolsearch.commands import write_restatements
     from ..toolsearch.restate import parse_restatement
-    from .loop import ask_restatement
+    from .reading import ask_restatement
 
     async def ask(query: str) -> str:
         written[query] = parse_restatement((await ask_restatement(llm, query)).content)
@@ -244,7 +244,7 @@ async def _judge_all(todo: list[str], candidates: Callable[[str], list[tuple[str
     """Asks about each query's best hits in turn; the file is rewritten after each query."""
     from ..toolsearch.commands import write_judgements
     from .llm_client import ModelReply
-    from .loop import judge_each, judgement
+    from .reading import judge_each, judgement
 
     async def ask(query: str) -> str:
         answers: list[tuple[str, ModelReply]] = []

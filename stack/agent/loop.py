@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..config import Settings
@@ -20,30 +21,15 @@ from ..tools.execute import Outcome
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.bridges import CALL
-from ..toolsearch.catalog import Catalog
-from ..toolsearch.judge import (
-    JUDGE_ALTERNATIVES,
-    JUDGE_MAX_TOKENS,
-    judge_messages,
-    judged_hits,
-    yes_probability,
-)
-from ..toolsearch.promotion import worth_judging
-from ..toolsearch.restate import RESTATE_MAX_TOKENS, parse_restatement, restate_messages
 from ..toolsearch.surface import Profile, Toolset, assemble
-from .corrections import TurnFacts, TurnLedger, correction, fallback_answer, named_in, repeated
+from .corrections import TurnFacts, TurnLedger, correction, fallback_answer, repeated
 from .history import conversation
-from .llm_client import LlmClient, LlmError, ModelReply
+from .llm_client import LlmClient, ModelReply
 from .prompt import memory_note, promoted_tools_note, system_prompt
+from .reading import names_an_offered_tool, read_request
 from .toolcalls import ToolCall, extract_calls, guessed_call
 
 log = logging.getLogger("lane.agent")
-# A restatement is a few dozen tokens after a cached prefix; one that takes longer is not worth
-# waiting for (the request is searched as written).
-RESTATE_TIMEOUT_S = 30.0
-# Judging is one token after a cached prefix per candidate, about 0.6 s each on two laptop cores;
-# what is not judged within this stays ranked as search ranked it.
-JUDGE_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -93,7 +79,9 @@ class Agent:
         for message in new_messages:
             self._store_incoming(session_id, message)
         turn = self._new_turn(session_id, new_messages, profile, max_tokens, temperature)
-        await self._read_request(turn)
+        turn.restated, turn.judged = await read_request(
+            self.llm, self.store, self.registry, self.settings, session_id=session_id,
+            query=turn.query, profile=profile, count=partial(_count, turn.result))
         try:
             for iteration in range(self.settings.max_iterations):
                 toolset = self._toolset(turn, first=iteration == 0)
@@ -130,7 +118,7 @@ class Agent:
     def _toolset(self, turn: Turn, *, first: bool) -> Toolset:
         toolset = assemble(self.registry, self.settings, profile=turn.profile, query=turn.query,
                            restated=turn.restated, judged=turn.judged)
-        if toolset.promoted and _names_an_offered_tool(turn.query, toolset):
+        if toolset.promoted and names_an_offered_tool(turn.query, toolset):
             toolset = toolset.without_promotion()  # the user named the tool: none is pushed beside it
         if first and toolset.promoted:
             # After the turn's user message, not in `tools`: what changes per turn never moves
@@ -138,67 +126,6 @@ class Agent:
             self.store.add_message(turn.result.session_id, "system",
                                    promoted_tools_note(toolset.promoted_schemas), lane_note=True)
         return toolset
-
-    async def _read_request(self, turn: Turn) -> None:
-        """Before the turn's first model call, the lane's model reads the request for promotion:
-        it restates it as the tool it needs (toolsearch/restate.py), then judges the best hits one
-        by one (toolsearch/judge.py), unless promotion already offers one tool without that: a
-        request whose words single out a tool gains nothing from the judgement but its cost, while
-        a judgement can narrow two offered tools to one or vouch where nothing was offered. Only
-        when tools are deferred and promotion is on; a request that names an offered tool gets no
-        promotion, so it is not read either."""
-        settings = self.settings
-        if not ((settings.restate_requests or settings.judge_tools) and settings.promote_tools
-                and turn.query.strip()):
-            return
-        toolset = assemble(self.registry, settings, profile=turn.profile)
-        if not toolset.bridged or _names_an_offered_tool(turn.query, toolset):
-            return
-        if settings.restate_requests:
-            await self._restate(turn)
-        if settings.judge_tools and worth_judging(toolset.catalog, turn.query, settings, turn.restated):
-            await self._judge(turn, toolset.catalog)
-
-    async def _restate(self, turn: Turn) -> None:
-        """A model that fails or dawdles leaves the request to be searched as it was written."""
-        try:
-            async with asyncio.timeout(RESTATE_TIMEOUT_S):
-                reply = await ask_restatement(self.llm, turn.query)
-        except (LlmError, TimeoutError) as exc:
-            log.warning("request not restated, searched as written: %s", exc or "timed out")
-            return
-        self._store_lane_call(turn, "restate", reply.content, [reply])
-        turn.restated = parse_restatement(reply.content)
-        log.info("request restated as %s", " | ".join(turn.restated) or "nothing")
-
-    async def _judge(self, turn: Turn, catalog: Catalog) -> None:
-        """The best hits, judged in their order until the model fails or time runs out; the
-        record is one lane call listing each tool with the model's answer and its probability."""
-        hits = judged_hits(catalog, turn.query, turn.restated)
-        answers: list[tuple[str, ModelReply]] = []
-        try:
-            async with asyncio.timeout(JUDGE_TIMEOUT_S):
-                await judge_each(self.llm, turn.query,
-                                 [(h.name, catalog.tools[h.name].description) for h in hits], answers)
-        except (LlmError, TimeoutError) as exc:
-            log.warning("judged %d of %d hits: %s", len(answers), len(hits), exc or "timed out")
-        lines = []
-        for name, reply in answers:
-            yes = judgement(reply)
-            if yes is not None:
-                turn.judged[name] = yes
-            lines.append(f"{name}: {reply.content.strip() or '(nothing)'}"
-                         + (f" (yes {yes:.2f})" if yes is not None else ""))
-        if answers:
-            self._store_lane_call(turn, "judge", "\n".join(lines), [reply for _, reply in answers])
-
-    def _store_lane_call(self, turn: Turn, purpose: str, content: str, replies: list[ModelReply]) -> None:
-        for reply in replies:
-            _count(turn.result, reply)
-        self.store.add_message(turn.result.session_id, "assistant", content,
-                               prompt_tokens=sum(r.prompt_tokens for r in replies),
-                               completion_tokens=sum(r.completion_tokens for r in replies),
-                               cached_tokens=sum(r.cached_tokens for r in replies), lane_call=purpose)
 
     async def _ask(self, turn: Turn, toolset: Toolset) -> ModelReply:
         messages = self._request_messages(turn.result.session_id, toolset, turn.cap,
@@ -286,33 +213,6 @@ class Agent:
         return turn.result
 
 
-async def ask_restatement(llm: LlmClient, request: str) -> ModelReply:
-    """The model's restatement of a request (toolsearch/restate.py words the question), as the
-    agent asks at the start of a turn and `lane restate` for a query file."""
-    return await llm.chat(restate_messages(request), [], max_tokens=RESTATE_MAX_TOKENS,
-                          temperature=0.0)
-
-
-async def ask_judgement(llm: LlmClient, request: str, name: str, description: str) -> ModelReply:
-    """The model's answer whether one tool does what the request asks (toolsearch/judge.py words
-    the question), with the first token's likeliest alternatives."""
-    return await llm.chat(judge_messages(request, name, description), [], max_tokens=JUDGE_MAX_TOKENS,
-                          temperature=0.0, top_logprobs=JUDGE_ALTERNATIVES)
-
-
-async def judge_each(llm: LlmClient, request: str, candidates: list[tuple[str, str]],
-                     answers: list[tuple[str, ModelReply]]) -> None:
-    """Asks about each (name, description) in turn, adding (name, reply) to `answers` as each
-    comes, so a caller that stops waiting keeps the answers it had."""
-    for name, description in candidates:
-        answers.append((name, await ask_judgement(llm, request, name, description)))
-
-
-def judgement(reply: ModelReply) -> float | None:
-    """The yes-probability of a judgement's reply (None: the model said neither)."""
-    return yes_probability(reply.content, reply.logprobs[0] if reply.logprobs else None)
-
-
 def _calls_of(reply: ModelReply, toolset: Toolset) -> list[ToolCall]:
     if reply.tool_calls:
         return reply.tool_calls
@@ -321,10 +221,6 @@ def _calls_of(reply: ModelReply, toolset: Toolset) -> list[ToolCall]:
         return calls
     guess = guessed_call(reply.content, toolset.parameters_of)
     return [guess] if guess else []
-
-
-def _names_an_offered_tool(query: str, toolset: Toolset) -> bool:
-    return any(named_in(t["function"]["name"], query) for t in toolset.offered)
 
 
 def _forced(tool: str | None) -> dict[str, Any] | None:

@@ -230,7 +230,7 @@ def test_the_agent_judges_only_its_first_candidates(lane):
 
 
 def test_an_answer_without_logprobs_still_judges_and_a_judge_that_hangs_is_not_waited_for(lane, monkeypatch):
-    import stack.agent.loop as loop
+    import stack.agent.reading as reading
 
     settings, store = lane
     promoting = settings.with_overrides(promote_tools=True, judge_tools=True)
@@ -240,7 +240,7 @@ def test_an_answer_without_logprobs_still_judges_and_a_judge_that_hangs_is_not_w
 
     _, model = run(promoting, store, [text("ok")], user=user, tools=tools, judgement=plain_yes)
     assert promoted_in(model.requests[0]) == ["exchange_rates"]
-    monkeypatch.setattr(loop, "JUDGE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(reading, "JUDGE_TIMEOUT_S", 0.5)
     result, model = run(promoting, store, [text("about 800 JPY")], user=user, tools=tools,
                         judgement=Reply(hang=True))
     assert len(model.judge_requests) == 1
@@ -267,9 +267,9 @@ def test_no_restatement_without_deferred_tools_for_a_named_tool_or_switched_off(
 
 
 def test_a_restatement_that_fails_leaves_the_request_searched_as_written(lane, monkeypatch):
-    import stack.agent.loop as loop
+    import stack.agent.reading as reading
 
-    monkeypatch.setattr(loop, "RESTATE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(reading, "RESTATE_TIMEOUT_S", 0.5)
     settings, store = lane
     promoting = settings.with_overrides(promote_tools=True, judge_tools=False)
     user = CURRENCY_REQUEST

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from stack.agent.llm_client import LlmClient
-from stack.agent.loop import ask_judgement, judgement
+from stack.agent.reading import ask_judgement, judgement
 from stack.toolsearch.judge import JUDGE_ALTERNATIVES
 from tests.integration.llm_server import lane_llm
 
