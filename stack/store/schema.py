@@ -88,4 +88,26 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE messages ADD COLUMN lane_call TEXT;
     """,
+    # returned_calls: in proxy mode (a request with `tools`) the client owns the tools, so a call
+    # the lane hands back is not a call the lane ran (tool_executions): it is one row here, under
+    # the client's real tool (never a bridge; via_bridge=1 when the model reached it through
+    # tool_call), with the arguments as returned (validated against the client's schema, repaired).
+    # result_message_id/result: the client's role=tool message answering it, once it comes back.
+    """
+    CREATE TABLE returned_calls(
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        message_id INTEGER REFERENCES messages(id),
+        tool_call_id TEXT NOT NULL,
+        tool_name TEXT NOT NULL,
+        via_bridge INTEGER NOT NULL DEFAULT 0,
+        origin TEXT NOT NULL CHECK (origin IN ('native', 'content')),
+        arguments TEXT,
+        returned_at TEXT NOT NULL,
+        result_message_id INTEGER REFERENCES messages(id),
+        result TEXT
+    );
+    CREATE INDEX returned_calls_by_session ON returned_calls(session_id, id);
+    CREATE INDEX returned_calls_by_call ON returned_calls(tool_call_id);
+    """,
 )
