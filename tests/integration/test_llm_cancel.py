@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.llm_server import TEST_THREADS, free_port, start_lane, stop, wait_healthy
+from tests.integration.llm_server import SMOLLM2, TEST_THREADS, free_port, start_lane, stop, wait_healthy
 
 pytestmark = pytest.mark.real_model
 
@@ -25,7 +25,7 @@ FREE_WITHIN_S = 5.0
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     port = free_port()
     log = tmp_path_factory.mktemp("llm") / "llm.log"
-    proc = start_lane(["llm", "--port", str(port), "--ctx", "8192", "--threads", TEST_THREADS], log)
+    proc = start_lane(["llm", "--model", SMOLLM2, "--port", str(port), "--ctx", "8192", "--threads", TEST_THREADS], log)
     try:
         wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
         yield f"http://127.0.0.1:{port}", log

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.integration.llm_server import TEST_THREADS, free_port, start_lane, stop, wait_healthy
+from tests.integration.llm_server import SMOLLM2, TEST_THREADS, free_port, start_lane, stop, wait_healthy
 
 pytestmark = pytest.mark.real_model
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.real_model
 def serve(tmp_path_factory: pytest.TempPathFactory, cache_mb: int) -> Iterator[str]:
     port = free_port()
     log = tmp_path_factory.mktemp("llm") / "llm.log"
-    proc = start_lane(["llm", "--port", str(port), "--max-tokens", "12", "--ctx", "2048",
+    proc = start_lane(["llm", "--model", SMOLLM2, "--port", str(port), "--max-tokens", "12", "--ctx", "2048",
                        "--threads", TEST_THREADS, "--cache-mb", str(cache_mb)], log)
     try:
         wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
