@@ -57,13 +57,14 @@ class _Reading:
     judged: dict[str, float] = field(default_factory=dict)
 
     def record(self, purpose: str, content: str, replies: list[ModelReply]) -> None:
-        """One lane call in the store (its replies' tokens summed); each reply counts in the turn."""
+        """One lane_calls row (its replies' tokens summed), apart from the conversation; each reply
+        counts in the turn's usage."""
         for reply in replies:
             self.count(reply)
-        self.store.add_message(self.session_id, "assistant", content,
-                               prompt_tokens=sum(r.prompt_tokens for r in replies),
-                               completion_tokens=sum(r.completion_tokens for r in replies),
-                               cached_tokens=sum(r.cached_tokens for r in replies), lane_call=purpose)
+        self.store.add_lane_call(self.session_id, purpose, content,
+                                 prompt_tokens=sum(r.prompt_tokens for r in replies),
+                                 completion_tokens=sum(r.completion_tokens for r in replies),
+                                 cached_tokens=sum(r.cached_tokens for r in replies))
 
 
 async def read_request(llm: LlmClient, store: Store, registry: Registry, settings: Settings, *,

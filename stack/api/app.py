@@ -179,7 +179,7 @@ async def session(session_id: str, request: Request) -> dict[str, Any]:
     if found is None:
         raise ApiError(404, f"no session {session_id!r}", code="session_not_found")
     return {"session": found, "messages": store.messages(session_id),
-            "executions": store.executions(session_id)}
+            "executions": store.executions(session_id), "lane_calls": store.lane_calls(session_id)}
 
 
 def _store_state(store: Store) -> str:

@@ -143,7 +143,8 @@ def run_sessions(args: argparse.Namespace) -> int:
             print(f"lane sessions: no session {args.session_id!r} in {path}", file=sys.stderr)
             return 1
         shown: dict[str, Any] = {"session": session, "messages": store.messages(args.session_id),
-                                 "executions": store.executions(args.session_id)}
+                                 "executions": store.executions(args.session_id),
+                                 "lane_calls": store.lane_calls(args.session_id)}
         print(json.dumps(shown, indent=2) if args.json else format_session(**shown))
         return 0
     finally:
@@ -161,7 +162,7 @@ def format_list(sessions: list[dict[str, Any]]) -> str:
 
 
 def format_session(session: dict[str, Any], messages: list[dict[str, Any]],
-                   executions: list[dict[str, Any]]) -> str:
+                   executions: list[dict[str, Any]], lane_calls: list[dict[str, Any]] | None = None) -> str:
     lines = [f"session {session['id']}  created {_when(session['created_at'])}  "
              f"source {session.get('source') or '-'}  model {session.get('model') or '-'}"]
     if session.get("title"):
@@ -189,6 +190,12 @@ def format_session(session: dict[str, Any], messages: list[dict[str, Any]],
                      f"{e['duration_ms'] or 0:>8.1f}  {_clip(e['arguments'] or '', 80)}")
         if e["status"] != "ok" and e.get("error"):
             lines.append(f"  {'':<20} error: {_clip(e['error'], 100)}")
+    if lane_calls:
+        lines.append("")
+        lines.append(f"the lane's own model calls ({len(lane_calls)})")
+        for c in lane_calls:
+            lines.append(f"  after #{c['after_message_id'] or 0:<5} {c['purpose']:<8} "
+                         f"{c['prompt_tokens'] or 0:>6} tok  {_clip(c['content'] or '', 100)}")
     return "\n".join(lines)
 
 

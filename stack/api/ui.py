@@ -48,7 +48,8 @@ def ui_router(settings: Settings) -> APIRouter:
         if found is None:
             return page("no such session", f"<p><a href='/ui'>← sessions</a></p>"
                         f"<h1>No session {esc(session_id)}</h1>", status=404)
-        turns = session_trace(store.messages(session_id), store.executions(session_id))
+        turns = session_trace(store.messages(session_id), store.executions(session_id),
+                              store.lane_calls(session_id))
         return page(f"session {session_id}", _session_page(found, turns))
 
     return router
@@ -167,7 +168,7 @@ def _model_call(call: ModelCall) -> str:
     if call.unexecuted:
         not_run = (f"<div class=notrun><span class='tag notrun'>NOT RUN</span> tool-call-shaped "
                    f"text that did not run: <b>{esc(', '.join(call.unexecuted))}</b></div>")
-    what = f"model call for the lane: {message['lane_call']}" if message.get("lane_call") else "model call"
+    what = f"model call for the lane: {call.purpose}" if call.purpose else "model call"
     return (f"<div class=call><b>{esc(what)}</b> <span class=muted>{tokens} · "
             f"{esc(message['created_at'])}</span>{content}{not_run}"
             + "".join(map(_tool_run, call.runs)) + "</div>")

@@ -1,14 +1,15 @@
 """One session as the trace page shows it: turns, each a user message followed by what the lane
 did for it, model call by model call, with the tool executions each call led to.
 
-Built from the store's own rows (messages and tool_executions, DESIGN.md's public schema) by the
-store's own rule of what "really ran": an ok execution whose result went back in a tool message.
+Built from the store's own rows (messages, tool_executions and lane_calls, DESIGN.md's public
+schema) by the store's own rule of what "really ran": an ok execution whose result went back in a tool message.
 Tool-call-shaped text that did not run is found with the same detector the six-step check uses
 (stack/store/claims.py), so the page and the check never disagree about it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -38,7 +39,8 @@ class ToolRun:
 
 @dataclass
 class ModelCall:
-    """An assistant message the model wrote (it has token counts), with what it led to."""
+    """An assistant message the model wrote (it has token counts), with what it led to; or a model
+    call the lane made for itself (a lane_calls row, its `purpose` set), which leads to nothing."""
     message: dict[str, Any]
     runs: list[ToolRun] = field(default_factory=list)
     # Names of tool calls written as text in its content that did not run.
@@ -46,6 +48,7 @@ class ModelCall:
     # From the row stored before it to this one: the model call's wall time, give or take the
     # lane's own few milliseconds (the store keeps no separate timing for model calls).
     wall_s: float | None = None
+    purpose: str | None = None
 
 
 @dataclass
@@ -70,9 +73,11 @@ class Turn:
         return [s for s in self.steps if isinstance(s, ModelCall)]
 
 
-def session_trace(messages: list[dict[str, Any]], executions: list[dict[str, Any]]) -> list[Turn]:
+def session_trace(messages: list[dict[str, Any]], executions: list[dict[str, Any]],
+                  lane_calls: Sequence[dict[str, Any]] = ()) -> list[Turn]:
     """The session's turns, oldest first. The lane's own system prompt is left out (it is the same
-    for every session); tool messages show through the executions they report."""
+    for every session); tool messages show through the executions they report; the lane's own
+    model calls show where they were made (after the message their after_message_id names)."""
     reported = {m["tool_call_id"] for m in messages if m["role"] == "tool" and m["tool_call_id"]}
     runs_by_message: dict[int, list[ToolRun]] = {}
     for row in executions:
@@ -82,8 +87,15 @@ def session_trace(messages: list[dict[str, Any]], executions: list[dict[str, Any
     turns: list[Turn] = []
     calls: list[ModelCall] = []
     previous_at: str | None = None
-    for message in messages:
+    for message, purpose in _in_stored_order(messages, lane_calls):
         stored_before, previous_at = previous_at, message["created_at"]
+        if purpose is not None:
+            if not turns:
+                turns.append(Turn(None))
+            turns[-1].last_at = message["created_at"]
+            turns[-1].steps.append(ModelCall(
+                message, wall_s=_seconds(stored_before, message["created_at"]), purpose=purpose))
+            continue
         if message.get("lane_prompt"):
             continue
         if message["role"] == "user":
@@ -105,6 +117,24 @@ def session_trace(messages: list[dict[str, Any]], executions: list[dict[str, Any
             turn.steps.append(message)
     _mark_unexecuted(calls, {row["tool_name"] for row in executions if row["status"] != "refused"})
     return turns
+
+
+def _in_stored_order(messages: list[dict[str, Any]], lane_calls: Sequence[dict[str, Any]]
+                     ) -> Iterator[tuple[dict[str, Any], str | None]]:
+    """Messages (purpose None) and lane calls (their purpose), each lane call right after the
+    message it followed."""
+    following: dict[int | None, list[dict[str, Any]]] = {}
+    for call in lane_calls:
+        following.setdefault(call["after_message_id"], []).append(call)
+    for call in following.pop(None, []):
+        yield call, call["purpose"]
+    for message in messages:
+        yield message, None
+        for call in following.pop(message["id"], []):
+            yield call, call["purpose"]
+    for calls in following.values():  # after a message this list lacks: shown last
+        for call in calls:
+            yield call, call["purpose"]
 
 
 def _seconds(start: str | None, end: str) -> float | None:

@@ -51,9 +51,17 @@ class Message:
     role: str
     content: str
     prompt_tokens: int | None
-    # A model call the lane made for itself (`messages.lane_call`, e.g. 'restate'): a model call,
-    # but no answer to the client.
+    # Stores written before lane_calls kept the lane's own model calls here (`messages.lane_call`,
+    # e.g. 'restate'): a model call, but no answer to the client.
     lane_call: str | None = None
+
+
+@dataclass(frozen=True)
+class LaneCall:
+    """A model call the lane made for itself (`lane_calls`: a restatement, a judgement): it counts
+    as a model call of the step, and answers nothing."""
+    purpose: str
+    prompt_tokens: int | None
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,7 @@ class Mark:
 class StepRows:
     messages: list[Message] = field(default_factory=list)
     executions: list[Execution] = field(default_factory=list)
+    lane_calls: list[LaneCall] = field(default_factory=list)
 
     @property
     def answer(self) -> str:
@@ -82,11 +91,13 @@ class StepRows:
 
     @property
     def model_calls(self) -> int:
-        return sum(1 for m in self.messages if m.role == "assistant" and m.prompt_tokens is not None)
+        return len(self.lane_calls) + sum(
+            1 for m in self.messages if m.role == "assistant" and m.prompt_tokens is not None)
 
     @property
     def prompt_tokens(self) -> int:
-        return sum(m.prompt_tokens or 0 for m in self.messages if m.role == "assistant")
+        return sum(c.prompt_tokens or 0 for c in self.lane_calls) + sum(
+            m.prompt_tokens or 0 for m in self.messages if m.role == "assistant")
 
 
 class StoreReader:
@@ -111,6 +122,8 @@ class StoreReader:
                 raise StoreUnreadable(
                     f"{self.path} is not a fallback-lane session store"
                     f" (table {table} lacks {', '.join(sorted(missing))})")
+        self._has_lane_calls = bool(self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'lane_calls'").fetchone())
 
     def close(self) -> None:
         self._db.close()
@@ -147,7 +160,11 @@ class StoreReader:
                    FROM tool_executions e WHERE e.session_id = ? AND e.id > ? ORDER BY e.id""",
                 (session_id, mark.execution_id))
         ]
-        return StepRows(messages, executions)
+        lane_calls = [LaneCall(r["purpose"], r["prompt_tokens"]) for r in self._rows(
+            "SELECT purpose, prompt_tokens FROM lane_calls WHERE session_id = ?"
+            " AND after_message_id > ? ORDER BY id", (session_id, mark.message_id))
+        ] if self._has_lane_calls else []
+        return StepRows(messages, executions, lane_calls)
 
     def session_contains(self, session_id: str, text: str) -> bool:
         rows = self._rows(

@@ -110,4 +110,37 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX returned_calls_by_session ON returned_calls(session_id, id);
     CREATE INDEX returned_calls_by_call ON returned_calls(tool_call_id);
     """,
+    # lane_calls: the model calls the lane makes for itself inside a turn, kept apart from the
+    # conversation (`messages`), so a user's SELECT ... WHERE role = 'assistant' reads answers
+    # only. purpose: 'restate' (the request restated for tool search) or 'judge' (the best hits
+    # judged: one row for all of a turn's judgement calls, their tokens summed, a line per tool).
+    # after_message_id: the session's last message when the call was made, which places it in the
+    # conversation (the turn's user message, for both). Their tokens count in the turn's usage;
+    # their text is evidence of what the lane searched with, never shown to the model or found by
+    # session search. Earlier stores kept them as messages rows with lane_call set: moved here
+    # (their FTS entries leave with them, through messages_fts_delete); messages.lane_call stays,
+    # always NULL, so SQL written against it keeps working.
+    """
+    CREATE TABLE lane_calls(
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        after_message_id INTEGER REFERENCES messages(id),
+        purpose TEXT NOT NULL,
+        content TEXT,
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        cached_tokens INTEGER,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX lane_calls_by_session ON lane_calls(session_id, id);
+    INSERT INTO lane_calls(session_id, after_message_id, purpose, content, prompt_tokens,
+                           completion_tokens, cached_tokens, created_at)
+        SELECT m.session_id,
+               (SELECT max(p.id) FROM messages p
+                 WHERE p.session_id = m.session_id AND p.id < m.id AND p.lane_call IS NULL),
+               m.lane_call, m.content, m.prompt_tokens, m.completion_tokens, m.cached_tokens,
+               m.created_at
+        FROM messages m WHERE m.lane_call IS NOT NULL ORDER BY m.id;
+    DELETE FROM messages WHERE lane_call IS NOT NULL;
+    """,
 )

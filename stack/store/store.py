@@ -141,13 +141,11 @@ class Store:
         cached_tokens: int | None = None,
         lane_prompt: bool = False,
         lane_note: bool = False,
-        lane_call: str | None = None,
     ) -> int:
         return self._write(_INSERT_MESSAGE, _message_row(
             session_id, role, content, tool_calls=tool_calls, tool_call_id=tool_call_id,
             tool_name=tool_name, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-            cached_tokens=cached_tokens, lane_prompt=lane_prompt, lane_note=lane_note,
-            lane_call=lane_call))
+            cached_tokens=cached_tokens, lane_prompt=lane_prompt, lane_note=lane_note))
 
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         rows = self._read(
@@ -163,12 +161,23 @@ class Store:
         )
         return rows[0]["content"] if rows else None
 
-    # tool executions
+    # the lane's own model calls (restatements, judgements): evidence, not conversation
 
-    def record_execution(self, session_id: str, message_id: int, **execution: Any) -> int:
-        """A tool_executions row alone (fields: `_execution_row`); the agent writes its rows with
-        `add_tool_result`, which adds the tool message in the same transaction."""
-        return self._write(_INSERT_EXECUTION, _execution_row(session_id, message_id, **execution))
+    def add_lane_call(self, session_id: str, purpose: str, content: str, *, prompt_tokens: int,
+                      completion_tokens: int, cached_tokens: int) -> int:
+        """One lane_calls row, placed after the session's last message (schema.py says why)."""
+        return self._write(
+            "INSERT INTO lane_calls(session_id, after_message_id, purpose, content, prompt_tokens,"
+            " completion_tokens, cached_tokens, created_at)"
+            " VALUES (?, (SELECT max(id) FROM messages WHERE session_id = ?), ?, ?, ?, ?, ?, ?)",
+            (session_id, session_id, purpose, content, prompt_tokens, completion_tokens,
+             cached_tokens, now_iso()))
+
+    def lane_calls(self, session_id: str) -> list[dict[str, Any]]:
+        rows = self._read("SELECT * FROM lane_calls WHERE session_id = ? ORDER BY id", (session_id,))
+        return [dict(row) for row in rows]
+
+    # tool executions
 
     def add_tool_result(self, session_id: str, message_id: int, content: str,
                         **execution: Any) -> int:
@@ -213,7 +222,8 @@ class Store:
         memory call, shown as the hit's snippet, became the next call; the highlight marks around
         the phrase became part of what it saved). So a hit shows what the user wrote where the
         user's words match, never a message that is a tool call (its result, a message of its
-        own, is searched) nor the lane's own prompts, notes or model calls, and no marks."""
+        own, is searched) nor the lane's own prompts or notes, and no marks (the lane's own model
+        calls are not messages: lane_calls)."""
         match = _fts_query(query)
         if not match:
             return []
@@ -224,7 +234,7 @@ class Store:
                FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
                JOIN sessions s ON s.id = m.session_id
                WHERE messages_fts MATCH ? AND m.lane_prompt = 0 AND m.lane_note = 0
-                 AND m.lane_call IS NULL AND m.tool_calls IS NULL
+                 AND m.tool_calls IS NULL
                  AND (? IS NULL OR m.session_id != ?)
                ORDER BY m.role != 'user', rank LIMIT ?""",
             (match, exclude_session, exclude_session, limit * 8),
@@ -256,9 +266,8 @@ class Store:
 
 
 _INSERT_MESSAGE = """INSERT INTO messages(session_id, role, content, tool_calls, tool_call_id,
-    tool_name, prompt_tokens, completion_tokens, cached_tokens, created_at, lane_prompt, lane_note,
-    lane_call)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    tool_name, prompt_tokens, completion_tokens, cached_tokens, created_at, lane_prompt, lane_note)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 
 _INSERT_EXECUTION = """INSERT INTO tool_executions(session_id, message_id, tool_call_id, tool_name,
     via_bridge, origin, arguments, status, result, error, started_at, duration_ms)
@@ -271,8 +280,7 @@ def _message_row(session_id: str, role: str, content: str | None, **fields: Any)
     return (session_id, role, content, json.dumps(calls) if calls else None,
             fields.get("tool_call_id"), fields.get("tool_name"), fields.get("prompt_tokens"),
             fields.get("completion_tokens"), fields.get("cached_tokens"), now_iso(),
-            int(bool(fields.get("lane_prompt"))), int(bool(fields.get("lane_note"))),
-            fields.get("lane_call"))
+            int(bool(fields.get("lane_prompt"))), int(bool(fields.get("lane_note"))))
 
 
 def _execution_row(

@@ -346,6 +346,7 @@ def test_session_endpoint_shows_messages_and_executions(tmp_path):
         assert [m["role"] for m in data["messages"] if not m["lane_prompt"]] == [
             "user", "assistant", "tool", "assistant"]
         assert [(e["tool_name"], e["status"]) for e in data["executions"]] == [("add", "ok")]
+        assert data["lane_calls"] == []  # no tool is deferred here, so the lane read nothing
 
 
 def test_health_is_ok_when_store_and_model_are_up(tmp_path):

@@ -168,9 +168,11 @@ def test_the_request_is_restated_once_and_promotion_ranks_with_it(lane):
     assert asked["temperature"] == 0 and asked["max_tokens"] <= 40
     assert result.model_calls == 2  # the restatement is a model call of the turn, and counted
     with sqlite3.connect(settings.db_path) as db:
-        stored = db.execute("SELECT role, content, prompt_tokens > 0 FROM messages WHERE"
-                            " session_id = ? AND lane_call = 'restate'", (result.session_id,)).fetchall()
-    assert stored == [("assistant", "convert an amount of money between currencies abroad", 1)]
+        stored = db.execute("SELECT content, prompt_tokens > 0 FROM lane_calls WHERE"
+                            " session_id = ? AND purpose = 'restate'", (result.session_id,)).fetchall()
+        in_conversation = db.execute("SELECT count(*) FROM messages WHERE session_id = ? AND"
+                                     " content LIKE '%abroad%'", (result.session_id,)).fetchone()
+    assert stored == [("convert an amount of money between currencies abroad", 1)] and in_conversation == (0,)
     # evidence of what promotion searched with, never shown to the model nor found by session search
     assert "abroad" not in json.dumps(model.requests[0]["messages"])
     assert not store.search_messages("abroad")
@@ -202,8 +204,8 @@ def test_the_best_hits_are_judged_one_by_one_and_promotion_ranks_with_the_model_
                for body in asked)
     assert result.model_calls == 1 + 2 + 1  # restatement, two judgements, the answer: all counted
     with sqlite3.connect(settings.db_path) as db:
-        stored = db.execute("SELECT content, prompt_tokens > 0 FROM messages WHERE session_id = ?"
-                            " AND lane_call = 'judge'", (result.session_id,)).fetchall()
+        stored = db.execute("SELECT content, prompt_tokens > 0 FROM lane_calls WHERE session_id = ?"
+                            " AND purpose = 'judge'", (result.session_id,)).fetchall()
     (content, counted), = stored
     assert counted and content.splitlines() == ["currency_convert: Yes (yes 0.90)", "exchange_rates: No (yes 0.10)"]
     assert "yes 0.90" not in json.dumps(model.requests[0]["messages"])

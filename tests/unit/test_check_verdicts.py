@@ -25,6 +25,7 @@ class Lane:
     """Writes rows the way the agent loop does: assistant call, tool message, execution row."""
 
     def __init__(self, path: Path):
+        self.path = path
         self.store = Store(path)
         self.store.create_session(SESSION)
         self.store.create_session(SEED)
@@ -47,14 +48,15 @@ class Lane:
             SESSION, "assistant", content, prompt_tokens=90, completion_tokens=5,
             tool_calls=[{"id": call_id, "type": "function",
                          "function": {"name": name, "arguments": json.dumps(arguments)}}])
-        if report:
-            self.store.add_message(SESSION, "tool", result, tool_call_id=call_id, tool_name=name)
-        self.store.record_execution(
-            SESSION, message_id, tool_call_id=call_id, tool_name=name, via_bridge=via_bridge,
+        self.store.add_tool_result(
+            SESSION, message_id, result, tool_call_id=call_id, tool_name=name, via_bridge=via_bridge,
             origin=origin, arguments=json.dumps(arguments), status=status,
             result=result if status == "ok" else None,
             error=None if status == "ok" else result, started_at="2025-01-01T00:00:00",
             duration_ms=1.0)
+        if not report:  # a store whose tool message went missing (the lane never writes one)
+            with sqlite3.connect(self.path) as db:
+                db.execute("DELETE FROM messages WHERE role = 'tool' AND tool_call_id = ?", (call_id,))
 
     def mark(self) -> Mark:
         return self.reader.mark(SESSION)
@@ -109,8 +111,8 @@ def test_step1_fails_when_a_tool_ran_or_the_number_is_wrong(lane: Lane) -> None:
 def test_the_lanes_own_model_call_counts_as_a_call_but_answers_nothing(lane: Lane) -> None:
     start = lane.mark()
     lane.user(DEFAULT_PROMPTS[0])
-    lane.store.add_message(SESSION, "assistant", "391", prompt_tokens=200, completion_tokens=2,
-                           lane_call="restate")  # measured: a restatement of step 1
+    lane.store.add_lane_call(SESSION, "restate", "391", prompt_tokens=200, completion_tokens=2,
+                             cached_tokens=0)  # measured: a restatement of step 1
     verdict, rows = lane.judge(1, start)
     assert not verdict.passed and rows.model_calls == 1 and rows.prompt_tokens == 200
     lane.answer("391")

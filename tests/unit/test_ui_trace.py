@@ -2,6 +2,7 @@
 not run, from rows written by the real Store; and its pages, escaped, from a bare app."""
 
 import json
+import sqlite3
 
 import pytest
 from fastapi import FastAPI
@@ -22,13 +23,14 @@ def _call(call_id: str, name: str) -> list[dict]:
 
 def _run(store, session, message_id, call_id, name, *, status="ok", origin="native",
          via_bridge=False, reported=True, result="done"):
-    if reported:
-        store.add_message(session, "tool", result, tool_call_id=call_id, tool_name=name)
-    store.record_execution(session, message_id, tool_call_id=call_id, tool_name=name,
-                           via_bridge=via_bridge, origin=origin, arguments=json.dumps({"q": XSS}),
-                           status=status, result=result if status == "ok" else None,
-                           error=None if status == "ok" else f"failed {XSS}",
-                           started_at=now_iso(), duration_ms=12.5)
+    store.add_tool_result(session, message_id, result, tool_call_id=call_id, tool_name=name,
+                          via_bridge=via_bridge, origin=origin, arguments=json.dumps({"q": XSS}),
+                          status=status, result=result if status == "ok" else None,
+                          error=None if status == "ok" else f"failed {XSS}",
+                          started_at=now_iso(), duration_ms=12.5)
+    if not reported:  # a store whose tool message went missing (the lane never writes one)
+        with sqlite3.connect(store.path) as db:
+            db.execute("DELETE FROM messages WHERE role = 'tool' AND tool_call_id = ?", (call_id,))
 
 
 @pytest.fixture
@@ -63,8 +65,8 @@ def lane(tmp_path):
     store.add_message(s, "assistant", f"I ran save_note(text='{XSS}').", prompt_tokens=150,
                       completion_tokens=12)
     store.add_message(s, "user", "and now?")
-    store.add_message(s, "assistant", "say what comes next", prompt_tokens=90, completion_tokens=4,
-                      lane_call="restate")
+    store.add_lane_call(s, "restate", "say what comes next", prompt_tokens=90, completion_tokens=4,
+                        cached_tokens=0)
     store.add_message(s, "assistant", "Nothing else.", prompt_tokens=160, completion_tokens=3)
     yield settings, store
     store.close()
@@ -73,7 +75,8 @@ def lane(tmp_path):
 def test_session_trace_sorts_every_row_into_its_turn(lane):
     _, store = lane
     opening, first, second = session_trace(store.messages("trace-unit"),
-                                           store.executions("trace-unit"))
+                                           store.executions("trace-unit"),
+                                           store.lane_calls("trace-unit"))
 
     assert opening.user is None and opening.model_calls == []
     assert [m["content"] for m in opening.steps] == [f"the client's own system prompt {XSS}"]
@@ -95,8 +98,8 @@ def test_session_trace_sorts_every_row_into_its_turn(lane):
     assert [(n["role"], n["lane_note"]) for n in notes] == [("system", 1)]
     assert first.wall_s is not None and first.wall_s >= 0
     assert second.user["content"] == "and now?"
-    assert [c.message["content"] for c in second.model_calls] == ["say what comes next",
-                                                                   "Nothing else."]
+    assert [(c.message["content"], c.purpose) for c in second.model_calls] == [
+        ("say what comes next", "restate"), ("Nothing else.", None)]
 
 
 def test_session_page_shows_evidence_and_escapes_model_output(lane):
