@@ -86,6 +86,17 @@ class Settings:
     core_tools: tuple[str, ...] = DEFAULT_CORE_TOOLS
     tools_subset: tuple[str, ...] | None = None
 
+    # Proxy mode (a request that carries `tools`: the client owns and runs them). Security: the
+    # lane's own tools (terminal, files, memory...) are never offered to, nor run for, such a
+    # client unless this is on.
+    proxy_lane_tools: bool = False
+    # Tool search over the client's tools: when their schemas take more than
+    # tool_search_threshold_pct of the context, the model sees a few directly and finds the rest
+    # through tool_search/tool_describe/tool_call, which the lane answers itself.
+    proxy_tool_search: bool = True
+    # More client tools than this in one request is a 400.
+    proxy_max_tools: int = 4096
+
     terminal_timeout_s: float = 60.0
     terminal_max_timeout_s: float = 600.0
     terminal_output_bytes: int = 16 * 1024
@@ -155,6 +166,9 @@ _ENV_NAMES = {
     "LANE_CONTEXT_TOKENS": "context_tokens",
     "LANE_CORE_TOOLS": "core_tools",
     "LANE_TOOLS_SUBSET": "tools_subset",
+    "LANE_PROXY_LANE_TOOLS": "proxy_lane_tools",
+    "LANE_PROXY_TOOL_SEARCH": "proxy_tool_search",
+    "LANE_PROXY_MAX_TOOLS": "proxy_max_tools",
     "LANE_TERMINAL_TIMEOUT": "terminal_timeout_s",
     "LANE_TOOL_TIMEOUT": "tool_timeout_s",
 }

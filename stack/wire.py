@@ -180,9 +180,14 @@ def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) ->
     }
 
 
-def completion_body(completion_id: str, model: str, content: str, finish_reason: str,
-                    usage_block: dict[str, Any], logprobs: Any = None) -> dict[str, Any]:
-    """A whole chat completion; `logprobs` (OpenAI's `{"content": [...]}`) when asked for."""
+def completion_body(completion_id: str, model: str, content: str | None, finish_reason: str,
+                    usage_block: dict[str, Any], logprobs: Any = None,
+                    tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A whole chat completion; `logprobs` (OpenAI's `{"content": [...]}`) when asked for;
+    `tool_calls` (OpenAI's shape) for a reply that calls the client's tools."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
     body: dict[str, Any] = {
         "id": completion_id,
         "object": "chat.completion",
@@ -190,7 +195,7 @@ def completion_body(completion_id: str, model: str, content: str, finish_reason:
         "model": model,
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": content},
+            "message": message,
             "finish_reason": finish_reason,
         }],
         "usage": usage_block,

@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from ..agent.examples_writer import ExampleWriter
 from ..agent.llm_client import LlmClient, LlmError
 from ..agent.loop import Agent
+from ..agent.proxy import ProxyLane, continued_session
 from ..config import Settings
 from ..store import Store, new_session_id
 from ..tools.mcp_tools import open_lane_registry
@@ -93,7 +94,7 @@ def _lifespan(settings: Settings, registry: Registry | None, llm: LlmClient | No
             app.state.store = store
             app.state.llm = client
             app.state.turns = TurnRunner(settings, store, Agent(settings, store, tools, client),
-                                         keepalive_s, writer)
+                                         keepalive_s, writer, ProxyLane(settings, store, client))
             log.info("shim ready: store %s, llm %s, %s", settings.db_path, settings.llm_url,
                      await _index_tools(tools, settings))
             yield
@@ -133,8 +134,11 @@ async def chat_completions(request: Request) -> Response:
     settings: Settings = request.app.state.settings
     given_id = session_id_from(request.headers)
     profile = profile_from(request.headers)
-    chat = parse_chat_request(await request.body(), max_tokens_cap=settings.max_tokens)
-    if given_id is not None:
+    chat = parse_chat_request(await request.body(), max_tokens_cap=settings.max_tokens,
+                              max_tools=settings.proxy_max_tools)
+    if chat.proxy is not None:  # the client owns the tools and its messages are the conversation
+        session_id, new_messages = continued_session(request.app.state.store, given_id, chat.messages)
+    elif given_id is not None:
         session_id, new_messages = given_id, [last_user_message(chat.messages)]
     else:
         session_id, new_messages = new_session_id(), chat.messages
@@ -179,7 +183,8 @@ async def session(session_id: str, request: Request) -> dict[str, Any]:
     if found is None:
         raise ApiError(404, f"no session {session_id!r}", code="session_not_found")
     return {"session": found, "messages": store.messages(session_id),
-            "executions": store.executions(session_id), "lane_calls": store.lane_calls(session_id)}
+            "executions": store.executions(session_id), "lane_calls": store.lane_calls(session_id),
+            "returned_calls": store.returned_calls(session_id)}
 
 
 def _store_state(store: Store) -> str:

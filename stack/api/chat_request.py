@@ -9,9 +9,11 @@ refused.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
+from ..agent.proxy import ProxyRequest, ToolChoice, unanswerable_results
+from ..tools.validation import schema_problem
 from ..toolsearch.surface import PROFILES, Profile
 from ..wire import (
     bad_request,
@@ -26,6 +28,10 @@ from ..wire import (
 ROLES = ("system", "user", "assistant", "tool")
 SESSION_HEADERS = ("x-session-id", "x-hermes-session-id")
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# OpenAI allows a-z, A-Z, 0-9, _ and - (64 at most); dots and colons are accepted too (MCP-style
+# and BFCL-style names such as `math.factorial`).
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+CHOICES = ("auto", "none", "required")
 
 @dataclass(frozen=True)
 class ChatRequest:
@@ -33,9 +39,11 @@ class ChatRequest:
     stream: bool
     max_tokens: int  # already clamped to the lane's cap
     temperature: float | None
+    # A request that carries `tools`: proxy mode (the client owns the tools); None otherwise.
+    proxy: ProxyRequest | None = None
 
 
-def parse_chat_request(body: bytes, *, max_tokens_cap: int) -> ChatRequest:
+def parse_chat_request(body: bytes, *, max_tokens_cap: int, max_tools: int = 4096) -> ChatRequest:
     data = load_object(body)
     check_field_types(data)
     temperature = data.get("temperature")
@@ -43,12 +51,90 @@ def parse_chat_request(body: bytes, *, max_tokens_cap: int) -> ChatRequest:
         raise bad_request("temperature must be between 0 and 2", "invalid_value")
     if data.get("n") not in (None, 1):
         raise bad_request("n must be 1: the lane answers with one choice", "invalid_value")
-    return ChatRequest(
-        messages=_messages(data.get("messages")),
-        stream=bool(data.get("stream")),
-        max_tokens=clamp_max_tokens(requested_max_tokens(data), max_tokens_cap),
-        temperature=float(temperature) if temperature is not None else None,
-    )
+    messages = _messages(data.get("messages"))
+    max_tokens = clamp_max_tokens(requested_max_tokens(data), max_tokens_cap)
+    chat = ChatRequest(messages, bool(data.get("stream")), max_tokens,
+                       float(temperature) if temperature is not None else None)
+    tools = _client_tools(data.get("tools") or [], max_tools)
+    choice = _tool_choice(data.get("tool_choice"), tools)
+    if not tools:
+        return chat
+    stray = unanswerable_results(messages)
+    if stray:
+        raise bad_request(f"a role=tool message answers tool_call_id {stray[0]!r}, which no earlier "
+                          "assistant message in messages called", "invalid_messages")
+    parallel = data.get("parallel_tool_calls")
+    return replace(chat, proxy=ProxyRequest(messages, tools, choice, parallel is not False,
+                                            max_tokens, chat.temperature))
+
+
+def _client_tools(value: list[Any], limit: int) -> list[dict[str, Any]]:
+    """The client's tool definitions, checked once here: each a function with a unique name and a
+    valid object schema. A missing `parameters` is repaired to an empty object schema (OpenAI
+    allows it), a missing description to ""."""
+    if len(value) > limit:
+        raise bad_request(f"tools has {len(value)} entries; the lane takes at most {limit}",
+                          "too_many_tools")
+    tools: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for index, item in enumerate(value):
+        where = f"tools[{index}]"
+        function = item.get("function")
+        if item.get("type", "function") != "function" or not isinstance(function, dict):
+            raise bad_request(f'{where} must be {{"type": "function", "function": {{name, '
+                              'description, parameters}}}}', "invalid_tools")
+        name = function.get("name")
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+            raise bad_request(f"{where}.function.name must be 1-64 characters of A-Z a-z 0-9 _ - . :, "
+                              f"not {name!r}", "invalid_tools")
+        if name in seen:
+            raise bad_request(f"{where}: two tools are named {name!r}; tool names must be unique",
+                              "invalid_tools")
+        seen.add(name)
+        description = function.get("description")
+        if description is not None and not isinstance(description, str):
+            raise bad_request(f"{where}.function.description must be a string", "invalid_tools")
+        tools.append({"type": "function", "function": {
+            "name": name, "description": description or "",
+            "parameters": _parameters(function.get("parameters"), f"{where}.function.parameters")}})
+    return tools
+
+
+def _parameters(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {"type": "object", "properties": {}}
+    if not isinstance(value, dict):
+        raise bad_request(f"{where} must be a JSON schema object, not {kind_of(value)}", "invalid_tools")
+    if value.get("type", "object") != "object":
+        raise bad_request(f"{where} must describe an object (type: object), not {value.get('type')!r}",
+                          "invalid_tools")
+    problem = schema_problem(value)
+    if problem:
+        raise bad_request(f"{where} is not a valid JSON schema {problem}", "invalid_tools")
+    return {"type": "object", **value}
+
+
+def _tool_choice(value: Any, tools: list[dict[str, Any]]) -> ToolChoice:
+    """`auto`, `none`, `required` or {"type": "function", "function": {"name"}} naming a tool."""
+    names = {t["function"]["name"] for t in tools}
+    if value is None or value == "auto":
+        return ToolChoice()
+    if isinstance(value, str):
+        if value not in CHOICES:
+            raise bad_request(f"tool_choice must be auto, none, required or a function, not {value!r}",
+                              "invalid_tool_choice")
+        if value == "required" and not tools:
+            raise bad_request("tool_choice is required, but the request has no tools", "invalid_tool_choice")
+        return ToolChoice(value)  # type: ignore[arg-type]
+    function = value.get("function")
+    name = function.get("name") if isinstance(function, dict) else None
+    if value.get("type", "function") != "function" or not isinstance(name, str):
+        raise bad_request('tool_choice must be {"type": "function", "function": {"name": ...}}',
+                          "invalid_tool_choice")
+    if name not in names:
+        raise bad_request(f"tool_choice names {name!r}, which is not among the request's tools",
+                          "invalid_tool_choice")
+    return ToolChoice("function", name)
 
 
 def session_id_from(headers: Mapping[str, str]) -> str | None:

@@ -21,13 +21,14 @@ from starlette.requests import Request
 from ..agent.examples_writer import ExampleWriter
 from ..agent.llm_client import LlmError, LlmTimeout
 from ..agent.loop import Agent, TurnResult
+from ..agent.proxy import ProxyLane
 from ..config import Settings
 from ..store import Store
 from ..toolsearch.surface import Profile
 from ..wire import SSE_DONE, SSE_KEEPALIVE, ApiError, sse
 from .chat_request import ChatRequest
 from .errors import INTERNAL
-from .responses import chunk, finish_reason_of, usage_of
+from .responses import chunk, finish_reason_of, tool_call_deltas, usage_of
 
 log = logging.getLogger("lane.api")
 
@@ -54,6 +55,7 @@ class TurnRunner:
     agent: Agent
     keepalive_s: float
     examples: ExampleWriter | None = None  # steps aside while a turn runs
+    proxy: ProxyLane | None = None  # serves requests that carry `tools`
 
     def __post_init__(self) -> None:
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
@@ -81,6 +83,11 @@ class TurnRunner:
     async def _locked_turn(self, session_id: str, new_messages: list[dict[str, Any]],
                            chat: ChatRequest, profile: Profile) -> TurnResult:
         async with self._lock(session_id):
+            if chat.proxy is not None:
+                if self.proxy is None:
+                    raise RuntimeError("a request with tools reached a TurnRunner without a proxy lane")
+                self.store.create_session(session_id, source="proxy", title=_title(new_messages))
+                return await self.proxy.run_turn(session_id, new_messages, chat.proxy, profile)
             self.store.create_session(session_id, source="api", title=_title(new_messages))
             return await self.agent.run_turn(
                 session_id, new_messages, profile=profile, max_tokens=chat.max_tokens,
@@ -130,6 +137,8 @@ class TurnRunner:
                 yield sse(INTERNAL.body)
                 yield SSE_DONE
                 return
+            for delta in tool_call_deltas(getattr(result, "tool_calls", None) or []):
+                yield sse(chunk(completion_id, delta))
             if result.content:
                 yield sse(chunk(completion_id, {"content": result.content}))
             yield sse(chunk(completion_id, {}, finish_reason_of(result), usage_of(result)))

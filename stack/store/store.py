@@ -210,6 +210,45 @@ class Store:
         )
         return [dict(row) for row in rows]
 
+    # calls returned to a proxy-mode client (the client runs them; the lane never did)
+
+    def add_returned_call(self, session_id: str, message_id: int, *, tool_call_id: str,
+                          tool_name: str, via_bridge: bool, origin: str, arguments: str) -> int:
+        return self._write(
+            "INSERT INTO returned_calls(session_id, message_id, tool_call_id, tool_name,"
+            " via_bridge, origin, arguments, returned_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (session_id, message_id, tool_call_id, tool_name, int(via_bridge), origin, arguments,
+             now_iso()))
+
+    def returned_calls(self, session_id: str) -> list[dict[str, Any]]:
+        rows = self._read("SELECT * FROM returned_calls WHERE session_id = ? ORDER BY id",
+                          (session_id,))
+        return [dict(row) for row in rows]
+
+    def session_of_returned_calls(self, tool_call_ids: list[str]) -> str | None:
+        """The session that returned the latest of these calls (a stateless client sending its
+        tools' results back continues that session); None when the lane returned none of them."""
+        if not tool_call_ids:
+            return None
+        marks = ",".join("?" * len(tool_call_ids))
+        rows = self._read(f"SELECT session_id FROM returned_calls WHERE tool_call_id IN ({marks})"
+                          " ORDER BY id DESC LIMIT 1", tuple(tool_call_ids))
+        return str(rows[0]["session_id"]) if rows else None
+
+    def add_client_result(self, session_id: str, tool_call_id: str, content: str | None,
+                          tool_name: str | None) -> int:
+        """The client's role=tool message, linked to the returned call it answers (if the lane
+        returned one by that id in this session)."""
+        with self._lock, self._db:
+            message_id = self._db.execute(_INSERT_MESSAGE, _message_row(
+                session_id, "tool", content, tool_call_id=tool_call_id,
+                tool_name=tool_name)).lastrowid or 0
+            self._db.execute(
+                "UPDATE returned_calls SET result_message_id = ?, result = ?"
+                " WHERE session_id = ? AND tool_call_id = ? AND result_message_id IS NULL",
+                (message_id, content, session_id, tool_call_id))
+            return message_id
+
     # search
 
     def search_messages(

@@ -63,6 +63,17 @@ def validate_arguments(name: str, schema: dict[str, Any], arguments: dict[str, A
     )
 
 
+def schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why `schema` is not a valid JSON schema (Draft 2020-12), None when it is: a client's tool
+    definition is checked once, on arrival, rather than failing every call made to it."""
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        return f"at {where}: {exc.message}"
+    return None
+
+
 def explain_schema(name: str, schema: dict[str, Any]) -> str:
     """The schema and an example, for errors raised before validation (broken JSON)."""
     return (

@@ -64,6 +64,17 @@ def call_through_bridge(catalog: Catalog, direct: Collection[str], raw_arguments
                         ctx: ToolContext) -> Outcome:
     """Run the deferred tool that a tool_call names. The outcome carries that tool's name with
     via_bridge set; a call that reaches no tool is refused under tool_call's own name."""
+    target = bridge_target(catalog, direct, raw_arguments)
+    if isinstance(target, Outcome):
+        return target
+    tool, target_arguments = target
+    return run_tool(tool, target_arguments, ctx, via_bridge=True)
+
+
+def bridge_target(catalog: Catalog, direct: Collection[str],
+                  raw_arguments: Any) -> tuple[Tool, Any] | Outcome:
+    """The hidden tool a tool_call names and the arguments meant for it, or the Outcome of a
+    tool_call that reaches none (the lane runs the tool; proxy mode returns it to the client)."""
     try:
         arguments = parse_arguments(raw_arguments)
     except ToolError as exc:
@@ -88,7 +99,7 @@ def call_through_bridge(catalog: Catalog, direct: Collection[str], raw_arguments
         near = ", ".join(catalog.closest(name, 3)) or "none"
         return refused(CALL, f"no hidden tool named {name!r} in this session; closest: {near}. "
                              "Use tool_search to find one.", raw_arguments)
-    return run_tool(tool, target_arguments, ctx, via_bridge=True)
+    return tool, target_arguments
 
 
 USAGE = 'Use tool_call({"name": "<tool>", "arguments": {...}}).'

@@ -1,0 +1,442 @@
+"""Proxy mode: a request that carries `tools` is served as a tool-calling model.
+
+The client owns its tools and runs them; the lane returns OpenAI `tool_calls` and the client sends
+its `role: "tool"` results in the next request, with the whole conversation (stateless, as
+OpenAI is). Inside one request the lane still pulls its levers, for the client's tools:
+* calls written as text (every shape toolcalls.py salvages) become real tool_calls;
+* arguments are validated against the client's schema and repaired where that cannot change
+  their meaning (tools/validation.py); a call that still does not fit is told to the model and
+  corrected here: the client never sees a bad call;
+* tool search over the client's tools (toolsearch/client_tools.py): tool_search/tool_describe are
+  answered here, and a tool_call to a client tool is returned as a call to that tool;
+* the repeat breaker, the generation cap, the iteration cap, and the answer check (a reply that
+  claims or spells a call that was never made does not reach the client as it is).
+No tool call is ever returned as text content: a call-shaped reply is returned as tool_calls or
+corrected. The lane's own tools are not offered here (Settings.proxy_lane_tools).
+
+The store holds every model call (assistant rows), every bridge step and rejected call
+(tool_executions, as in the agent loop), every call returned to the client (returned_calls) and
+every result the client sent back (tool rows linked from returned_calls).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from ..config import Settings
+from ..store import Store, new_session_id
+from ..store.claims import named_tools, text_tool_calls
+from ..tools.base import Tool, ToolContext
+from ..tools.execute import Outcome, refused, run_tool
+from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
+from ..toolsearch.client_tools import ClientSurface, client_surface, needs_search
+from ..toolsearch.surface import Profile, guessed_task
+from .corrections import (
+    MAX_IDENTICAL_CALLS,
+    TurnFacts,
+    TurnLedger,
+    call_key,
+    correction,
+    fallback_answer,
+    repeated,
+)
+from .llm_client import LlmClient, ModelReply
+from .loop import TurnEnded, TurnResult, _count, _forced, _stored
+from .prompt import BRIDGE
+from .toolcalls import ToolCall, extract_calls, guessed_call
+
+ChoiceMode = Literal["auto", "none", "required", "function"]
+
+
+@dataclass(frozen=True)
+class ToolChoice:
+    mode: ChoiceMode = "auto"
+    name: str | None = None  # the function a named choice forces
+
+
+@dataclass(frozen=True)
+class ProxyRequest:
+    """What a proxy-mode request asks, already validated (api/chat_request.py)."""
+
+    messages: list[dict[str, Any]]  # the client's conversation, normalised
+    tools: list[dict[str, Any]]  # OpenAI function definitions, each with an object schema
+    tool_choice: ToolChoice = ToolChoice()
+    parallel_tool_calls: bool = True
+    max_tokens: int = 4096  # already clamped to the lane's cap
+    temperature: float | None = None
+
+
+@dataclass
+class ProxyResult(TurnResult):
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # OpenAI shape, for the client
+
+
+@dataclass(frozen=True)
+class ClientCall:
+    """A call the lane returns: the model's call id, the client's real tool, arguments as JSON."""
+
+    id: str
+    name: str
+    arguments: str
+    via_bridge: bool
+    origin: Literal["native", "content"]
+
+    def wire(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function",
+                "function": {"name": self.name, "arguments": self.arguments}}
+
+
+class CallsReturned(Exception):
+    """Ends a turn: these calls go to the client."""
+
+    def __init__(self, calls: list[ClientCall], message_id: int):
+        super().__init__(f"{len(calls)} calls returned")
+        self.calls, self.message_id = calls, message_id
+
+
+@dataclass
+class History:
+    """What the client's conversation says about calls: those it made, with their results."""
+
+    calls: list[tuple[str, str, str]]  # (id, name, arguments) of every assistant tool call
+    results: dict[str, str]  # tool_call_id -> the result the client sent
+    since_user: set[str]  # names called after the latest user message
+
+    @property
+    def used(self) -> list[str]:
+        return list(dict.fromkeys(name for _, name, _ in self.calls))
+
+    def times_called(self, name: str, arguments: str) -> int:
+        keys = Counter(call_key(n, a) for _, n, a in self.calls)
+        return keys[call_key(name, arguments)]
+
+    def result_of(self, name: str, arguments: str) -> str:
+        key = call_key(name, arguments)
+        found = [self.results.get(i, "") for i, n, a in self.calls if call_key(n, a) == key]
+        return found[-1] if found else ""
+
+
+@dataclass
+class ProxyTurn:
+    result: ProxyResult
+    request: ProxyRequest
+    surface: ClientSurface
+    history: History
+    query: str
+    ctx: ToolContext
+    opening: list[dict[str, Any]]  # the lane's note (when bridged) and the client's messages
+    scratch: list[dict[str, Any]] = field(default_factory=list)  # this request's own steps
+    ledger: TurnLedger = field(default_factory=TurnLedger)
+    outcomes: list[Outcome] = field(default_factory=list)
+    force: str | None = None
+
+
+class ProxyLane:
+    def __init__(self, settings: Settings, store: Store, llm: LlmClient):
+        self.settings, self.store, self.llm = settings, store, llm
+
+    async def run_turn(self, session_id: str, new_messages: list[dict[str, Any]],
+                       request: ProxyRequest, profile: Profile = "search") -> ProxyResult:
+        self._store_incoming(session_id, new_messages, request.messages)
+        turn = await self._new_turn(session_id, request, profile)
+        try:
+            for _ in range(self.settings.max_iterations):
+                reply = await self._ask(turn)
+                calls = _calls_of(reply, turn.surface)
+                message_id = self.store.add_message(
+                    session_id, "assistant", reply.content, tool_calls=[_stored(c) for c in calls],
+                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+                    cached_tokens=reply.cached_tokens)
+                if calls:
+                    self._take_calls(turn, reply, calls, message_id)
+                else:
+                    self._answer_or_correct(turn, reply)
+        except CallsReturned as done:
+            return self._returned(turn, done.calls, done.message_id)
+        except TurnEnded as end:
+            return self._finish(turn, end)
+        return self._finish(turn, TurnEnded(fallback_answer(turn.outcomes), "iteration_limit"))
+
+    async def _new_turn(self, session_id: str, request: ProxyRequest, profile: Profile) -> ProxyTurn:
+        history = _history(request.messages)
+        query = next((m.get("content") or "" for m in reversed(request.messages)
+                      if m["role"] == "user"), "")
+        context = min(self.settings.context_tokens,
+                      await self.llm.context_window() or self.settings.context_tokens)
+        search = profile == "search" and needs_search(request.tools, self.settings, context)
+        surface = await asyncio.to_thread(
+            client_surface, request.tools, self.settings, search=search, used=history.used,
+            query=query, pinned=request.tool_choice.name)
+        if surface.bridged and self.store.last_lane_prompt(session_id) != BRIDGE:
+            self.store.add_message(session_id, "system", BRIDGE, lane_prompt=True)
+        temperature = self.settings.temperature if request.temperature is None else request.temperature
+        result = ProxyResult(session_id, "", "stop")
+        return ProxyTurn(result, replace(request, temperature=temperature), surface, history, query,
+                         ToolContext(self.settings, self.store, session_id),
+                         _model_messages(request.messages, surface.bridged))
+
+    def _store_incoming(self, session_id: str, new_messages: list[dict[str, Any]],
+                        conversation: list[dict[str, Any]]) -> None:
+        names = {call["id"]: call["function"]["name"] for m in conversation
+                 for call in m.get("tool_calls") or []}
+        for message in new_messages:
+            if message["role"] == "tool":
+                self.store.add_client_result(session_id, message["tool_call_id"], message.get("content"),
+                                             names.get(message["tool_call_id"]))
+            else:
+                self.store.add_message(session_id, message["role"], message.get("content"),
+                                       tool_calls=message.get("tool_calls"), tool_name=message.get("name"))
+
+    async def _ask(self, turn: ProxyTurn) -> ModelReply:
+        choice = turn.request.tool_choice
+        tools = [] if choice.mode == "none" else turn.surface.offered
+        if turn.force:
+            forced: dict[str, Any] | str | None = _forced(turn.force)
+        elif choice.mode == "function":
+            forced = _forced(choice.name)
+        else:
+            forced = "required" if choice.mode == "required" else None
+        reply = await self.llm.chat(turn.opening + turn.scratch, tools, max_tokens=turn.request.max_tokens,
+                                    temperature=turn.request.temperature, tool_choice=forced)
+        turn.force = None
+        _count(turn.result, reply)
+        return reply
+
+    def _take_calls(self, turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall],
+                    message_id: int) -> None:
+        """Calls to client tools that fit their schemas go to the client (CallsReturned); when a
+        reply has none, its bridge steps run here and every call's outcome is told to the model."""
+        if turn.request.tool_choice.mode == "none":
+            if self._note(turn, "No tool can be called for this request: answer in words.", "none"):
+                return
+            raise TurnEnded("I could not answer that without a tool call, and none was allowed.", "stop")
+        decided = [self._decide(turn, call) for call in calls]
+        returned = [d for d in decided if isinstance(d, ClientCall)]
+        if returned:
+            for call, outcome in zip(calls, decided, strict=True):
+                if isinstance(outcome, Outcome) and outcome.tool_name not in (SEARCH, DESCRIBE):
+                    self._record(turn, message_id, call, outcome)  # rejected, kept as evidence
+            raise CallsReturned(returned if turn.request.parallel_tool_calls else returned[:1], message_id)
+        turn.scratch.append(_assistant(reply, calls))
+        for call, outcome in zip(calls, decided, strict=True):
+            assert isinstance(outcome, Outcome)
+            key, earlier = turn.ledger.attempt(call.name, call.arguments)
+            if turn.ledger.too_many(key):
+                raise TurnEnded(fallback_answer(turn.outcomes), "repeated_call")
+            if earlier is not None:
+                outcome = repeated(call.name, call.arguments, earlier)
+            elif outcome.tool_name in (SEARCH, DESCRIBE) and outcome.status == "ok":
+                turn.ledger.outcomes[key] = outcome
+            turn.outcomes.append(outcome)
+            self._record(turn, message_id, call, outcome)
+            turn.scratch.append({"role": "tool", "tool_call_id": call.id, "content": outcome.for_model})
+            if outcome.status == "ok":
+                turn.result.tools_executed.append(outcome.tool_name)
+
+    def _decide(self, turn: ProxyTurn, call: ToolCall) -> ClientCall | Outcome:
+        """A call to return, or the outcome the model is told instead. A bridge search runs now
+        (it is cheap; it is dropped if another call of the reply goes to the client)."""
+        surface = turn.surface
+        if surface.bridged and call.name == CALL:
+            target = bridge_target(surface.catalog, surface.direct, call.arguments)
+            if isinstance(target, Outcome):
+                return target
+            tool, arguments = target
+            return self._checked(turn, call, tool, arguments, via_bridge=True)
+        if surface.is_client_tool(call.name):
+            return self._checked(turn, call, surface.catalog.tools[call.name], call.arguments)
+        bridge = surface.bridges.get(call.name)
+        if bridge is not None:
+            return run_tool(bridge, call.arguments, turn.ctx)
+        return refused(call.name, self._unknown(turn, call), call.arguments)
+
+    def _checked(self, turn: ProxyTurn, call: ToolCall, tool: Tool, arguments: Any, *,
+                 via_bridge: bool = False) -> ClientCall | Outcome:
+        """The call with its arguments validated and repaired, or the error the model is told;
+        a third identical call in the conversation is refused with the result it already got."""
+        outcome = run_tool(replace(tool, run=_as_validated), arguments, turn.ctx, via_bridge=via_bridge)
+        if outcome.status != "ok":
+            return outcome
+        if turn.history.times_called(tool.name, outcome.arguments) >= MAX_IDENTICAL_CALLS:
+            earlier = replace(outcome, output=turn.history.result_of(tool.name, outcome.arguments))
+            return repeated(tool.name, outcome.arguments, earlier)
+        return ClientCall(call.id, tool.name, outcome.arguments, via_bridge, call.origin)
+
+    def _unknown(self, turn: ProxyTurn, call: ToolCall) -> str:
+        surface = turn.surface
+        if not surface.bridged:
+            offered = ", ".join(t["function"]["name"] for t in surface.offered) or "none"
+            return f"There is no tool named {call.name!r}, so nothing ran. Tools: {offered}"
+        found = surface.bridges[SEARCH].run({"query": guessed_task(call.name, call.arguments)}, turn.ctx)
+        return f"There is no tool named {call.name!r}, so nothing ran. Hidden tools for it:\n{found}"
+
+    def _answer_or_correct(self, turn: ProxyTurn, reply: ModelReply) -> None:
+        """A reply without calls is the answer, unless it earns a correction (one of each kind):
+        a call was required; it told, spelled or named a call it did not make; it is empty."""
+        choice, content = turn.request.tool_choice, reply.content
+        if choice.mode in ("required", "function"):
+            if self._note(turn, "A tool call is required here: reply with a call, not with text.",
+                          "required", force=choice.name):
+                return
+            raise TurnEnded("The model did not make the required tool call.", "stop")
+        vocabulary = frozenset(turn.surface.catalog.tools)
+        if choice.mode != "none":
+            fix = correction(content, self._facts(turn))
+            in_tools = {t["function"]["name"] for t in turn.surface.offered}
+            if fix is not None and self._note(turn, fix.note, fix.once_per,
+                                              force=fix.force if fix.force in in_tools else None):
+                return
+        if text_tool_calls(content, vocabulary):
+            if self._note(turn, "That was not a valid tool call, so nothing ran. Make the call as a "
+                                "tool call, or answer in words.", "call-shaped"):
+                return
+            raise TurnEnded("I could not make a valid tool call for that request.", "stop")
+        if not content.strip():
+            raise TurnEnded(fallback_answer(turn.outcomes), "stop")
+        called = {name for _, name, _ in turn.history.calls}
+        claimed = sorted(n for n in named_tools(content, vocabulary) - called
+                         if n in vocabulary and ("_" in n or f"`{n}`" in content))
+        if claimed:
+            note = f"(No call to {', '.join(claimed)} was made for this request; nothing ran.)"
+            raise TurnEnded(f"{content.strip()}\n\n{note}", "stop")
+        raise TurnEnded(content, "length" if reply.finish_reason == "length" else "stop",
+                        lane_written=False)
+
+    def _note(self, turn: ProxyTurn, text: str, kind: str, *, force: str | None = None) -> bool:
+        """Tells the model what went wrong, once per kind of mistake: True when told now (the turn
+        goes on to another model call), False when it was told before."""
+        if kind in turn.ledger.corrected:
+            return False
+        turn.ledger.corrected.add(kind)
+        turn.force = force
+        self.store.add_message(turn.result.session_id, "system", text, lane_note=True)
+        turn.scratch.append({"role": "system", "content": text})
+        return True
+
+    def _facts(self, turn: ProxyTurn) -> TurnFacts:
+        tools = turn.surface.catalog.tools
+        last = next((m.get("content") for m in reversed(turn.request.messages) if m["role"] == "tool"), None)
+        return TurnFacts(turn.query, {n: t.parameters for n, t in tools.items()},
+                         {name for _, name, _ in turn.history.calls}, turn.history.since_user, last)
+
+    def _record(self, turn: ProxyTurn, message_id: int, call: ToolCall, outcome: Outcome) -> None:
+        self.store.add_tool_result(
+            turn.result.session_id, message_id, outcome.for_model, tool_call_id=call.id,
+            tool_name=outcome.tool_name, via_bridge=outcome.via_bridge, origin=call.origin,
+            arguments=outcome.arguments, status=outcome.status,
+            result=outcome.output if outcome.status == "ok" else None,
+            error=None if outcome.status == "ok" else outcome.output,
+            started_at=outcome.started_at, duration_ms=outcome.duration_ms)
+
+    def _returned(self, turn: ProxyTurn, calls: list[ClientCall], message_id: int) -> ProxyResult:
+        """The calls go to the client, recorded under the model's reply that made them."""
+        for call in calls:
+            self.store.add_returned_call(
+                turn.result.session_id, message_id, tool_call_id=call.id, tool_name=call.name,
+                via_bridge=call.via_bridge, origin=call.origin, arguments=call.arguments)
+        turn.result.tool_calls = [c.wire() for c in calls]
+        turn.result.finish_reason = "tool_calls"
+        return turn.result
+
+    def _finish(self, turn: ProxyTurn, end: TurnEnded) -> ProxyResult:
+        if end.lane_written:
+            self.store.add_message(turn.result.session_id, "assistant", end.content, lane_note=True)
+        turn.result.content, turn.result.finish_reason = end.content, end.reason
+        return turn.result
+
+
+def continued_session(store: Store, given_id: str | None,
+                      messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """(session id, the request's messages the store does not hold yet). A stateless client that
+    sends back results of calls the lane returned continues that session; with X-Session-Id the
+    session is the header's. A continued session stores what came after the last assistant
+    message (the tool results and a new user message); a new one, the whole conversation."""
+    result_ids = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    session_id = given_id or store.session_of_returned_calls(result_ids)
+    if session_id is None or not store.messages(session_id):
+        return session_id or new_session_id(), messages
+    assistants = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+    if assistants:
+        return session_id, messages[assistants[-1] + 1:]
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    return session_id, messages[users[-1]:]
+
+
+def unanswerable_results(messages: list[dict[str, Any]]) -> list[str]:
+    """tool_call_ids of role=tool messages that answer no call an earlier assistant message made."""
+    made: set[str] = set()
+    stray = []
+    for message in messages:
+        made.update(call["id"] for call in message.get("tool_calls") or [])
+        if message["role"] == "tool" and message["tool_call_id"] not in made:
+            stray.append(message["tool_call_id"])
+    return stray
+
+
+def _as_validated(arguments: dict[str, Any], ctx: ToolContext) -> str:
+    """A client tool's stand-in body: the lane never runs it; reaching here means the arguments
+    passed the client's schema (run_tool validated and repaired them)."""
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _calls_of(reply: ModelReply, surface: ClientSurface) -> list[ToolCall]:
+    """Native calls, else calls written as text; a text call to a tool no one has is a guess,
+    answered like any unknown call."""
+    if reply.tool_calls:
+        return reply.tool_calls
+    calls = extract_calls(reply.content, surface.parameters_of)
+    if calls:
+        return calls
+    guess = guessed_call(reply.content, surface.parameters_of)
+    return [guess] if guess else []
+
+
+def _history(messages: list[dict[str, Any]]) -> History:
+    calls: list[tuple[str, str, str]] = []
+    results: dict[str, str] = {}
+    since_user: set[str] = set()
+    for message in messages:
+        if message["role"] == "user":
+            since_user = set()
+        for call in message.get("tool_calls") or []:
+            function = call["function"]
+            calls.append((call["id"], function["name"], function.get("arguments") or ""))
+            since_user.add(function["name"])
+        if message["role"] == "tool":
+            results[message["tool_call_id"]] = message.get("content") or ""
+    return History(calls, results, since_user)
+
+
+def _model_messages(messages: list[dict[str, Any]], bridged: bool) -> list[dict[str, Any]]:
+    """The client's conversation as the model reads it; when tool search is on, the bridge
+    protocol joins the client's system message (or opens the conversation)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "tool":
+            out.append({"role": "tool", "tool_call_id": message["tool_call_id"],
+                        "content": message.get("content") or ""})
+            continue
+        item: dict[str, Any] = {"role": role, "content": message.get("content") or ""}
+        if message.get("tool_calls"):
+            item["tool_calls"] = [{"id": c["id"], "type": "function", "function": c["function"]}
+                                  for c in message["tool_calls"]]
+        out.append(item)
+    if bridged:
+        if out and out[0]["role"] == "system":
+            out[0] = {**out[0], "content": f"{out[0]['content']}\n\n{BRIDGE}".strip()}
+        else:
+            out.insert(0, {"role": "system", "content": BRIDGE})
+    return out
+
+
+def _assistant(reply: ModelReply, calls: list[ToolCall]) -> dict[str, Any]:
+    """The model's reply as it reads it back: a call salvaged from text is in tool_calls now."""
+    stored = [{k: v for k, v in _stored(c).items() if k != "origin"} for c in calls]
+    salvaged = any(c.origin == "content" for c in calls)
+    return {"role": "assistant", "content": "" if salvaged else reply.content, "tool_calls": stored}
+

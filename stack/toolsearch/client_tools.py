@@ -1,0 +1,113 @@
+"""Tool search over a client's own tools (proxy mode): which of them the model sees directly.
+
+A client that brings its tools (Hermes, an OpenAI-SDK agent, a gateway's fallback) sends all of
+them with every request; dozens of schemas drown a small model and its context. When they take
+more than `tool_search_threshold_pct` of the context, the model is offered the bridges plus a few
+tools directly: those the conversation already called (so the history it reads calls offered
+tools), the ones promotion finds for the latest user message, and a tool `tool_choice` names. It
+reaches the rest through tool_search/tool_describe, answered by the lane over a Catalog of the
+client's tools, and tool_call, which the proxy turns back into a call to the real tool.
+
+The offered list starts with what stays put within a conversation (the bridges, then the called
+tools in the order first called) and ends with what changes per request (promoted ones), so the
+rendered tools block keeps its prefix as a conversation grows. The catalog of one tool list is
+kept across requests (a client sends the same list each time), with its index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..config import Settings
+from ..token_estimate import estimate_tokens
+from ..tools.base import RESERVED_NAMES, Tool
+from .bridges import CALL, CALL_SCHEMA, bridge_tools
+from .catalog import Catalog, catalog_of, installed_method
+from .promotion import promoted_tools
+from .retrieval import ToolDoc
+
+CLIENT_SOURCE = "client"
+# A client sends the same tool list request after request; a few lists are kept indexed.
+CATALOGS_KEPT = 8
+
+_CATALOGS: "OrderedDict[str, Catalog]" = OrderedDict()
+_CATALOGS_LOCK = threading.Lock()
+
+
+@dataclass
+class ClientSurface:
+    """The client's tools as one model call sees them."""
+
+    catalog: Catalog  # every client tool (definitions only: the client runs them)
+    direct: list[str]  # offered with their schemas, in offered order
+    bridges: dict[str, Tool] = field(default_factory=dict)  # tool_search, tool_describe
+
+    @property
+    def bridged(self) -> bool:
+        return bool(self.bridges)
+
+    @property
+    def offered(self) -> list[dict[str, Any]]:
+        schemas = [tool.openai_schema() for tool in self.bridges.values()]
+        if self.bridged:
+            schemas.append(CALL_SCHEMA)
+        return schemas + [self.catalog.tools[name].openai_schema() for name in self.direct]
+
+    def parameters_of(self, name: str) -> dict[str, Any] | None:
+        """The argument schema of a name the model may call: any client tool (a hidden one called
+        by its own name, as tool_search showed it, is still the client's tool) or a bridge."""
+        tool = self.catalog.tools.get(name) or self.bridges.get(name)
+        if tool is not None:
+            return tool.parameters
+        return CALL_SCHEMA["function"]["parameters"] if self.bridged and name == CALL else None
+
+    def is_client_tool(self, name: str) -> bool:
+        return name in self.catalog.tools
+
+
+def client_catalog(tools: Sequence[dict[str, Any]]) -> Catalog:
+    """The catalog of a client's tool list (validated OpenAI definitions), shared by the requests
+    that send the same list."""
+    method = installed_method()
+    key = hashlib.sha256(json.dumps([method, list(tools)], sort_keys=True).encode()).hexdigest()
+    with _CATALOGS_LOCK:
+        catalog = _CATALOGS.get(key)
+        if catalog is not None:
+            _CATALOGS.move_to_end(key)
+            return catalog
+    docs = [ToolDoc(t["function"]["name"], t["function"].get("description") or "",
+                    t["function"]["parameters"], CLIENT_SOURCE) for t in tools]
+    catalog = catalog_of(docs, method)
+    with _CATALOGS_LOCK:
+        _CATALOGS[key] = catalog
+        while len(_CATALOGS) > CATALOGS_KEPT:
+            _CATALOGS.popitem(last=False)
+    return catalog
+
+
+def needs_search(tools: Sequence[dict[str, Any]], settings: Settings, context_tokens: int) -> bool:
+    """Whether the client's schemas exceed the share of the context tool search starts at. Never
+    when a client tool is named like a bridge: that client's own tool_search stays its own."""
+    if not settings.proxy_tool_search or not tools:
+        return False
+    if any(t["function"]["name"] in RESERVED_NAMES for t in tools):
+        return False
+    return estimate_tokens(list(tools)) > settings.tool_search_threshold_pct / 100 * context_tokens
+
+
+def client_surface(tools: Sequence[dict[str, Any]], settings: Settings, *, search: bool,
+                   used: Sequence[str] = (), query: str = "", pinned: str | None = None) -> ClientSurface:
+    """All the client's tools when `search` is off; else the bridges, the tools the conversation
+    used, promotion's picks for `query`, and `pinned` (a tool tool_choice names)."""
+    catalog = client_catalog(tools)
+    if not search:
+        return ClientSurface(catalog, list(catalog.tools))
+    promoted = promoted_tools(catalog, query, settings)
+    wanted = [*used, *promoted, *([pinned] if pinned else [])]
+    direct = list(dict.fromkeys(name for name in wanted if name in catalog.tools))
+    return ClientSurface(catalog, direct, bridge_tools(catalog, settings))

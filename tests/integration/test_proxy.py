@@ -1,0 +1,231 @@
+"""Proxy mode through real HTTP: a request with `tools` gets the client's tool calls back, never
+runs the lane's own tools, and the store tells calls returned to the client from calls the lane ran."""
+
+import json
+
+from tests.fakes.scripted_model import Reply, call, text
+from tests.integration.test_api_chat import running_lane, sse_events
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather for a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+TIME = {"type": "function", "function": {
+    "name": "get_time", "description": "Current local time in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                                                    "hours_ahead": {"type": "integer"}},
+                   "required": ["city"]}}}
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def offered(body):
+    return [t["function"]["name"] for t in body.get("tools") or []]
+
+
+def only_call(reply):
+    [returned] = reply["choices"][0]["message"]["tool_calls"]
+    return returned["function"]["name"], json.loads(returned["function"]["arguments"]), returned["id"]
+
+
+def test_two_call_task_returns_calls_and_continues_from_the_clients_history(tmp_path):
+    script = [call("get_weather", {"city": "Paris"}), call("get_time", {"city": "Paris"}),
+              text("Sunny, and it is noon in Paris.")]
+    with running_lane(tmp_path, script) as lane:
+        first = lane.chat(messages=ASK, tools=[WEATHER, TIME])
+        assert first.status_code == 200, first.text
+        reply = first.json()
+        assert reply["choices"][0]["finish_reason"] == "tool_calls"
+        assert reply["choices"][0]["message"]["content"] is None
+        name, arguments, call_id = only_call(reply)
+        assert (name, arguments) == ("get_weather", {"city": "Paris"})
+        session = first.headers["x-session-id"]
+        # The lane's own tools (add, ask_user) are neither offered nor run.
+        assert offered(lane.model.requests[0]) == ["get_weather", "get_time"]
+
+        history = ASK + [reply["choices"][0]["message"],
+                         {"role": "tool", "tool_call_id": call_id, "content": "sunny, 21 C"}]
+        second = lane.chat(messages=history, tools=[WEATHER, TIME])
+        name, arguments, time_id = only_call(second.json())
+        assert name == "get_time"
+        # Stateless client, one session: the results it sent back continue the session that
+        # returned the call.
+        assert second.headers["x-session-id"] == session
+        history += [second.json()["choices"][0]["message"],
+                    {"role": "tool", "tool_call_id": time_id, "content": "12:00"}]
+        third = lane.chat(messages=history, tools=[WEATHER, TIME])
+        assert third.json()["choices"][0]["message"] == {"role": "assistant",
+                                                         "content": "Sunny, and it is noon in Paris."}
+        assert third.json()["choices"][0]["finish_reason"] == "stop"
+        assert third.headers["x-session-id"] == session
+        # The model read the client's history, tool results included.
+        sent = lane.model.requests[2]["messages"]
+        assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "tool"]
+        assert sent[2]["content"] == "sunny, 21 C"
+
+        assert lane.rows("SELECT source FROM sessions") == [("proxy",)]
+        assert lane.rows("SELECT tool_name, arguments, via_bridge, origin, result FROM returned_calls"
+                         " WHERE session_id = ? ORDER BY id", session) == [
+            ("get_weather", '{"city": "Paris"}', 0, "native", "sunny, 21 C"),
+            ("get_time", '{"city": "Paris"}', 0, "native", "12:00")]
+        assert lane.rows("SELECT count(*) FROM tool_executions") == [(0,)]
+        assert [r for r, _ in lane.history(session)] == [
+            "user", "assistant", "tool", "assistant", "tool", "assistant"]
+        shown = lane.client.get(f"/v1/sessions/{session}").json()
+        assert [c["tool_name"] for c in shown["returned_calls"]] == ["get_weather", "get_time"]
+
+
+def test_streamed_reply_carries_tool_call_deltas(tmp_path):
+    with running_lane(tmp_path, [call("get_weather", {"city": "Rome"})]) as lane:
+        response = lane.chat(messages=ASK, tools=[WEATHER], stream=True)
+        events = sse_events(response.text)
+        deltas = [e["choices"][0]["delta"] for e in events[:-1] if e["choices"]]
+        calls = [d["tool_calls"][0] for d in deltas if d.get("tool_calls")]
+        assert [(c["index"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+                for c in calls] == [(0, "get_weather", {"city": "Rome"})]
+        assert not any(d.get("content") for d in deltas)
+        assert events[-2]["choices"][0]["finish_reason"] == "tool_calls"
+        assert events[-1] == "[DONE]"
+
+
+def test_a_call_written_as_text_is_returned_as_a_tool_call(tmp_path):
+    written = 'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    with running_lane(tmp_path, [text(written)]) as lane:
+        reply = lane.chat(messages=ASK, tools=[WEATHER]).json()
+        assert only_call(reply)[:2] == ("get_weather", {"city": "Oslo"})
+        assert reply["choices"][0]["message"]["content"] is None
+        assert lane.rows("SELECT origin FROM returned_calls") == [("content",)]
+
+
+def test_arguments_are_repaired_where_unambiguous_and_a_bad_call_is_corrected_inside(tmp_path):
+    script = [call("get_time", {"town": "Paris"}), call("get_time", {"city": "Paris", "hours_ahead": "3"})]
+    with running_lane(tmp_path, script) as lane:
+        reply = lane.chat(messages=ASK, tools=[TIME]).json()
+        # The client sees only the good call, its "3" repaired to the integer the schema wants.
+        assert only_call(reply)[:2] == ("get_time", {"city": "Paris", "hours_ahead": 3})
+        # The model was told what was wrong with the first.
+        told = lane.model.requests[1]["messages"][-1]
+        assert told["role"] == "tool" and "city" in told["content"] and "ERROR" in told["content"]
+        assert lane.rows("SELECT tool_name, status FROM tool_executions") == [("get_time", "error")]
+        assert lane.rows("SELECT arguments FROM returned_calls") == [('{"city": "Paris", "hours_ahead": 3}',)]
+
+
+def test_tool_choice_is_passed_to_the_model(tmp_path):
+    with running_lane(tmp_path, [call("get_time", {"city": "Oslo"}), call("get_weather", {"city": "Oslo"}),
+                                 text("No tools needed.")]) as lane:
+        named = {"type": "function", "function": {"name": "get_time"}}
+        lane.chat(messages=ASK, tools=[WEATHER, TIME], tool_choice=named)
+        lane.chat(messages=ASK, tools=[WEATHER, TIME], tool_choice="required")
+        reply = lane.chat(messages=ASK, tools=[WEATHER, TIME], tool_choice="none").json()
+        choices = [r.get("tool_choice") for r in lane.model.requests]
+        assert choices == [named, "required", None]
+        assert offered(lane.model.requests[2]) == []
+        assert reply["choices"][0]["message"]["content"] == "No tools needed."
+
+
+def test_parallel_tool_calls_false_returns_one_call(tmp_path):
+    both = Reply(tool_calls=[{"name": "get_weather", "arguments": {"city": "A"}},
+                             {"name": "get_weather", "arguments": {"city": "B"}}])
+    with running_lane(tmp_path, [both, both]) as lane:
+        one = lane.chat(messages=ASK, tools=[WEATHER], parallel_tool_calls=False).json()
+        two = lane.chat(messages=ASK, tools=[WEATHER]).json()
+        assert len(one["choices"][0]["message"]["tool_calls"]) == 1
+        assert len(two["choices"][0]["message"]["tool_calls"]) == 2
+
+
+def test_no_call_shaped_text_reaches_the_client(tmp_path):
+    guess = text('{"name": "weather_lookup", "arguments": {"city": "Paris"}}')
+    with running_lane(tmp_path, [guess, guess, guess, guess]) as lane:
+        reply = lane.chat(messages=ASK, tools=[WEATHER]).json()
+        content = reply["choices"][0]["message"]["content"]
+        assert "tool_calls" not in reply["choices"][0]["message"]
+        assert '"name"' not in content and "{" not in content
+        # The model was told there is no such tool, with the tools there are.
+        assert "no tool named 'weather_lookup'" in lane.model.requests[1]["messages"][-1]["content"]
+        assert ("weather_lookup", "refused") in lane.rows("SELECT tool_name, status FROM tool_executions")
+
+
+def test_an_answer_claiming_a_call_never_made_is_corrected(tmp_path):
+    script = [text("I called get_weather and it is sunny."), call("get_weather", {"city": "Paris"})]
+    with running_lane(tmp_path, script) as lane:
+        reply = lane.chat(messages=ASK, tools=[WEATHER]).json()
+        assert only_call(reply)[0] == "get_weather"
+        note = lane.model.requests[1]["messages"][-1]
+        assert note["role"] == "system" and "get_weather" in note["content"]
+
+
+def test_the_same_call_a_third_time_is_not_returned(tmp_path):
+    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"}), text("Sunny.")]) as lane:
+        history = list(ASK)
+        for index in range(2):
+            history += [{"role": "assistant", "content": None, "tool_calls": [{
+                "id": f"c{index}", "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+                {"role": "tool", "tool_call_id": f"c{index}", "content": "sunny"}]
+        reply = lane.chat(messages=history, tools=[WEATHER]).json()
+        assert reply["choices"][0]["message"]["content"] == "Sunny."
+        told = lane.model.requests[1]["messages"][-1]
+        assert told["role"] == "tool" and "sunny" in told["content"]
+
+
+def _many_tools(count):
+    return [{"type": "function", "function": {
+        "name": f"service_{i}_action", "description": f"Runs action number {i} of an unrelated service "
+                                                      "with a long description to take room." * 3,
+        "parameters": {"type": "object", "properties": {"value": {"type": "string"}}}}}
+        for i in range(count)]
+
+
+def test_many_client_tools_are_reached_through_search_and_returned_as_the_real_tool(tmp_path):
+    tools = _many_tools(60) + [WEATHER]
+    script = [call("tool_search", {"query": "weather for a city"}),
+              call("tool_call", {"name": "get_weather", "arguments": {"city": "Paris"}}),
+              text("Sunny in Paris.")]
+    with running_lane(tmp_path, script) as lane:
+        first = lane.chat(messages=ASK, tools=tools)
+        name, arguments, call_id = only_call(first.json())
+        assert (name, arguments) == ("get_weather", {"city": "Paris"})
+        seen = offered(lane.model.requests[0])
+        assert seen[:3] == ["tool_search", "tool_describe", "tool_call"]
+        assert len(seen) < 10
+        # The search ran inside the lane; the model read its answer.
+        assert "get_weather" in lane.model.requests[1]["messages"][-1]["content"]
+        assert lane.rows("SELECT tool_name, status FROM tool_executions") == [("tool_search", "ok")]
+        assert lane.rows("SELECT tool_name, via_bridge FROM returned_calls") == [("get_weather", 1)]
+
+        history = ASK + [first.json()["choices"][0]["message"],
+                         {"role": "tool", "tool_call_id": call_id, "content": "sunny"}]
+        lane.chat(messages=history, tools=tools)
+        # A tool the conversation used is offered directly from then on.
+        assert "get_weather" in offered(lane.model.requests[2])
+
+
+def test_two_thousand_tools_are_served_through_search(tmp_path):
+    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})]) as lane:
+        response = lane.chat(messages=ASK, tools=_many_tools(1999) + [WEATHER])
+        assert response.status_code == 200, response.text
+        assert len(offered(lane.model.requests[0])) < 10
+
+
+def test_a_client_tool_named_like_a_bridge_is_the_clients_own(tmp_path):
+    own = {"type": "function", "function": {"name": "tool_search", "description": "Search my tools.",
+                                            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+    with running_lane(tmp_path, [call("tool_search", {"q": "x"})]) as lane:
+        reply = lane.chat(messages=ASK, tools=_many_tools(60) + [own]).json()
+        assert only_call(reply)[:2] == ("tool_search", {"q": "x"})
+        assert "tool_call" not in offered(lane.model.requests[0])
+
+
+def test_missing_parameters_are_repaired_to_an_empty_object(tmp_path):
+    bare = {"type": "function", "function": {"name": "ping"}}
+    with running_lane(tmp_path, [call("ping", {})]) as lane:
+        reply = lane.chat(messages=ASK, tools=[bare]).json()
+        assert only_call(reply)[:2] == ("ping", {})
+        assert lane.model.requests[0]["tools"][0]["function"]["parameters"] == {"type": "object",
+                                                                                "properties": {}}
+
+
+def test_too_many_tools_is_a_clear_400(tmp_path):
+    with running_lane(tmp_path, [], proxy_max_tools=10) as lane:
+        response = lane.chat(messages=ASK, tools=_many_tools(11))
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "too_many_tools"
+        assert lane.model.requests == []
