@@ -44,6 +44,16 @@ def nested(depth: int):
     return value
 
 
+FUNCTION = {"name": "get_weather", "description": "Weather for a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+
+
+def tool(**changes):
+    """A client tool definition with some of its function's fields changed (None: left out)."""
+    function = {k: v for k, v in {**FUNCTION, **changes}.items() if v is not None}
+    return {"type": "function", "function": function}
+
+
 # 65 levels of arrays inside a message part: 70 in all, past the limit (64).
 NESTED_65 = nested(65)
 
@@ -123,6 +133,38 @@ CASES = [
      "invalid_json"),
     ("nesting past the depth limit in content", body(messages=[{"role": "user", "content": [
         {"type": "text", "text": "hi", "extra": NESTED_65}]}]), {}, 400, "invalid_json"),
+    # Proxy mode (a request with `tools`): the client's tool definitions and what refers to them.
+    ("tool without a function", body(tools=[{"type": "function"}]), {}, 400, "invalid_tools"),
+    ("tool of another type", body(tools=[{"type": "retrieval", "function": FUNCTION}]), {}, 400,
+     "invalid_tools"),
+    ("tool name missing", body(tools=[tool(name=None)]), {}, 400, "invalid_tools"),
+    ("tool name with a space", body(tools=[tool(name="get weather")]), {}, 400, "invalid_tools"),
+    ("tool name of 65 characters", body(tools=[tool(name="f" * 65)]), {}, 400, "invalid_tools"),
+    ("duplicate tool names", body(tools=[tool(), tool()]), {}, 400, "invalid_tools"),
+    ("tool description a number", body(tools=[tool(description=5)]), {}, 400, "invalid_tools"),
+    ("tool parameters a string", body(tools=[tool(parameters="city")]), {}, 400, "invalid_tools"),
+    ("tool parameters not an object schema", body(tools=[tool(parameters={"type": "string"})]), {},
+     400, "invalid_tools"),
+    ("tool parameters an invalid schema", body(tools=[tool(parameters={
+        "type": "object", "properties": {"city": {"type": "strng"}}})]), {}, 400, "invalid_tools"),
+    ("tool parameters with a bad required", body(tools=[tool(parameters={
+        "type": "object", "required": "city"})]), {}, 400, "invalid_tools"),
+    ("tool_choice an unknown word", body(tools=[tool()], tool_choice="sometimes"), {}, 400,
+     "invalid_tool_choice"),
+    ("tool_choice naming an unknown function", body(tools=[tool()], tool_choice={
+        "type": "function", "function": {"name": "get_time"}}), {}, 400, "invalid_tool_choice"),
+    ("tool_choice object without a name", body(tools=[tool()], tool_choice={"type": "function"}), {},
+     400, "invalid_tool_choice"),
+    ("tool_choice required without tools", body(tool_choice="required"), {}, 400,
+     "invalid_tool_choice"),
+    ("tool result answering no call", body(tools=[tool()], messages=OK_MESSAGES + [
+        {"role": "tool", "tool_call_id": "call_nobody_made", "content": "42"}]), {}, 400,
+     "invalid_messages"),
+    ("tool result before its call", body(tools=[tool()], messages=OK_MESSAGES + [
+        {"role": "tool", "tool_call_id": "c1", "content": "42"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]}]),
+     {}, 400, "invalid_messages"),
     ("X-Session-Id too long", body(), {"X-Session-Id": "a" * 129}, 400, "invalid_session_id"),
     ("X-Session-Id with a space", body(), {"X-Session-Id": "a b"}, 400, "invalid_session_id"),
     ("X-Session-Id with a slash", body(), {"X-Session-Id": "../etc"}, 400,
