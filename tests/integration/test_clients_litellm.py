@@ -200,3 +200,48 @@ def _session_with(lane, user_message: str) -> str:
                      " content = ?", user_message)
     assert len(rows) == 1, rows
     return rows[0][0]
+
+
+WEATHER_TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Current weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "get_time", "description": "Local time in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+]
+
+
+@pytest.mark.parametrize("failure", ["unreachable", "rate_limited"])
+def test_router_fallback_with_tools_completes_a_two_call_task(tmp_path, failure):
+    """LiteLLM passes the primary request's `tools` to the fallback unchanged: the lane answers
+    as a tool-calling model, and the caller's tool loop runs to the end through the gateway."""
+    script = [call("get_weather", {"city": "Paris"}), call("get_time", {"city": "Paris"}),
+              text("Sunny, and it is noon.")]
+    results = {"get_weather": "sunny", "get_time": "12:00"}
+    with running_lane(tmp_path, script, api_key=KEY) as lane, \
+            primary(failure) as (primary_url, server):
+        gateway = router(primary_url, lane_url(lane))
+        messages: list = [{"role": "user", "content": "Weather and time in Paris?"}]
+        ran = []
+        for _ in range(5):
+            reply = gateway.completion(model="main", messages=messages, tools=WEATHER_TOOLS)
+            message = reply.choices[0].message
+            if not message.tool_calls:
+                break
+            calls = [{"id": c.id, "type": "function",
+                      "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                     for c in message.tool_calls]
+            messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+            for c in calls:
+                ran.append(c["function"]["name"])
+                messages.append({"role": "tool", "tool_call_id": c["id"],
+                                 "content": results[c["function"]["name"]]})
+
+        assert message.content == "Sunny, and it is noon."
+        assert ran == ["get_weather", "get_time"]
+        if server is not None:
+            assert server.hits == 3, "the primary was not tried first each time"
+        assert lane.rows("SELECT tool_name, result FROM returned_calls ORDER BY id") == [
+            ("get_weather", "sunny"), ("get_time", "12:00")]
+        assert lane.rows("SELECT count(*) FROM tool_executions") == [(0,)]

@@ -2,6 +2,8 @@
 clients at it" shows: what a person switching to the lane actually runs. The shim is the in-test
 one in front of the scripted model (tests/integration/test_api_chat.py's `running_lane`)."""
 
+import json
+
 import httpx
 import pytest
 
@@ -134,3 +136,74 @@ def test_environment_configuration_works_without_arguments(tmp_path, monkeypatch
         reply = OpenAI(max_retries=0, http_client=httpx.Client(timeout=20)).chat.completions.create(
             model="fallback-lane", messages=[{"role": "user", "content": "hi"}])
         assert reply.choices[0].message.content == "From the environment."
+
+
+# Proxy mode: the SDK's own tool loop, the client running its tools, the lane returning calls.
+WEATHER_TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Current weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "get_time", "description": "Local time in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+]
+CLIENT_TOOLS = {"get_weather": lambda city: f"sunny in {city}", "get_time": lambda city: f"12:00 in {city}"}
+TWO_CALLS = [call("get_weather", {"city": "Paris"}), call("get_time", {"city": "Paris"}),
+             text("Sunny, and it is noon.")]
+
+
+def streamed_message(stream) -> dict:
+    """The assistant message an SDK user assembles from a stream's deltas."""
+    content, calls = "", {}
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        content += delta.content or ""
+        for piece in delta.tool_calls or []:
+            entry = calls.setdefault(piece.index, {"id": "", "type": "function",
+                                                   "function": {"name": "", "arguments": ""}})
+            entry["id"] = piece.id or entry["id"]
+            entry["function"]["name"] += piece.function.name or ""
+            entry["function"]["arguments"] += piece.function.arguments or ""
+    message: dict = {"role": "assistant", "content": content or None}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return message
+
+
+def tool_loop(client: OpenAI, *, stream: bool) -> tuple[str, list[str]]:
+    """The SDK's documented tool loop: call, run the tools the reply asks for, send the results."""
+    messages: list = [{"role": "user", "content": "Weather and time in Paris?"}]
+    ran = []
+    for _ in range(5):
+        if stream:
+            message = streamed_message(client.chat.completions.create(
+                model="fallback-lane", messages=messages, tools=WEATHER_TOOLS, stream=True))
+        else:
+            reply = client.chat.completions.create(model="fallback-lane", messages=messages,
+                                                   tools=WEATHER_TOOLS)
+            message = reply.choices[0].message.model_dump(exclude_none=True)
+        messages.append(message)
+        if not message.get("tool_calls"):
+            return message["content"], ran
+        for tool_call in message["tool_calls"]:
+            function = tool_call["function"]
+            ran.append(function["name"])
+            messages.append({"role": "tool", "tool_call_id": tool_call["id"],
+                             "content": CLIENT_TOOLS[function["name"]](**json.loads(function["arguments"]))})
+    raise AssertionError("the tool loop did not end")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_sdk_tool_loop_completes_a_two_call_task(tmp_path, stream):
+    with running_lane(tmp_path, TWO_CALLS, api_key=KEY) as lane:
+        answer, ran = tool_loop(sdk(lane), stream=stream)
+        assert answer == "Sunny, and it is noon."
+        assert ran == ["get_weather", "get_time"]
+        # One proxy session holds both returned calls with the results the SDK sent back, and the
+        # lane ran nothing itself.
+        assert lane.rows("SELECT source FROM sessions") == [("proxy",)]
+        assert lane.rows("SELECT tool_name, result FROM returned_calls ORDER BY id") == [
+            ("get_weather", "sunny in Paris"), ("get_time", "12:00 in Paris")]
+        assert lane.rows("SELECT count(*) FROM tool_executions") == [(0,)]
