@@ -144,7 +144,8 @@ def run_sessions(args: argparse.Namespace) -> int:
             return 1
         shown: dict[str, Any] = {"session": session, "messages": store.messages(args.session_id),
                                  "executions": store.executions(args.session_id),
-                                 "lane_calls": store.lane_calls(args.session_id)}
+                                 "lane_calls": store.lane_calls(args.session_id),
+                                 "returned_calls": store.returned_calls(args.session_id)}
         print(json.dumps(shown, indent=2) if args.json else format_session(**shown))
         return 0
     finally:
@@ -162,7 +163,8 @@ def format_list(sessions: list[dict[str, Any]]) -> str:
 
 
 def format_session(session: dict[str, Any], messages: list[dict[str, Any]],
-                   executions: list[dict[str, Any]], lane_calls: list[dict[str, Any]] | None = None) -> str:
+                   executions: list[dict[str, Any]], lane_calls: list[dict[str, Any]] | None = None,
+                   returned_calls: list[dict[str, Any]] | None = None) -> str:
     lines = [f"session {session['id']}  created {_when(session['created_at'])}  "
              f"source {session.get('source') or '-'}  model {session.get('model') or '-'}"]
     if session.get("title"):
@@ -190,6 +192,14 @@ def format_session(session: dict[str, Any], messages: list[dict[str, Any]],
                      f"{e['duration_ms'] or 0:>8.1f}  {_clip(e['arguments'] or '', 80)}")
         if e["status"] != "ok" and e.get("error"):
             lines.append(f"  {'':<20} error: {_clip(e['error'], 100)}")
+    if returned_calls:
+        lines.append("")
+        lines.append(f"calls returned to the client, which runs them ({len(returned_calls)})")
+        for r in returned_calls:
+            via = "bridge" if r["via_bridge"] else "direct"
+            result = "no result yet" if r["result_message_id"] is None else f"result: {_clip(r['result'] or '', 60)}"
+            lines.append(f"  {r['tool_name']:<20} {via:<7} {r['origin']:<8} "
+                         f"{_clip(r['arguments'] or '', 60)}  {result}")
     if lane_calls:
         lines.append("")
         lines.append(f"the lane's own model calls ({len(lane_calls)})")

@@ -49,7 +49,7 @@ def ui_router(settings: Settings) -> APIRouter:
             return page("no such session", f"<p><a href='/ui'>← sessions</a></p>"
                         f"<h1>No session {esc(session_id)}</h1>", status=404)
         turns = session_trace(store.messages(session_id), store.executions(session_id),
-                              store.lane_calls(session_id))
+                              store.lane_calls(session_id), store.returned_calls(session_id))
         return page(f"session {session_id}", _session_page(found, turns))
 
     return router
@@ -123,6 +123,8 @@ _LEGEND = ("<p class=muted>Tool runs: <span class='tag ok'>ok</span><span class=
            "</span><span class='tag refused'>refused</span> · origin <span class='tag native'>"
            "native</span> (a tool call) or <span class='tag content'>recovered from text</span> · "
            "<span class='tag bridge'>via bridge</span> reached through <code>tool_call</code> · "
+           "<span class='tag returned'>returned to client</span> a call handed to a client that owns "
+           "its tools (proxy mode); the client runs it, never the lane · "
            "<span class='tag notrun'>NOT RUN</span> tool-call-shaped text with no execution."
            " A tool really ran when its row is ok and its result went back to the model.</p>")
 
@@ -171,7 +173,20 @@ def _model_call(call: ModelCall) -> str:
     what = f"model call for the lane: {call.purpose}" if call.purpose else "model call"
     return (f"<div class=call><b>{esc(what)}</b> <span class=muted>{tokens} · "
             f"{esc(message['created_at'])}</span>{content}{not_run}"
-            + "".join(map(_tool_run, call.runs)) + "</div>")
+            + "".join(map(_tool_run, call.runs)) + "".join(map(_returned_call, call.returned))
+            + "</div>")
+
+
+def _returned_call(row: dict[str, Any]) -> str:
+    """A call handed to a proxy-mode client: the client ran it (or will), never the lane."""
+    origin = ("<span class='tag content'>recovered from text</span>" if row["origin"] == "content"
+              else "<span class='tag native'>native</span>")
+    bridge = "<span class='tag bridge'>via bridge</span>" if row["via_bridge"] else ""
+    result = (f"<pre>client's result: {esc(clip(row['result'], SHOWN_CHARS))}</pre>"
+              if row["result_message_id"] is not None else "<pre class=muted>no result sent back yet</pre>")
+    return (f"<div class='tool returned'><span class='tag returned'>returned to client</span>"
+            f"{origin}{bridge}<b>{esc(row['tool_name'])}</b>"
+            f"<pre>arguments: {esc(clip(row['arguments'], SHOWN_CHARS))}</pre>{result}</div>")
 
 
 def _tool_run(run: ToolRun) -> str:

@@ -37,12 +37,14 @@ pre{white-space:pre-wrap;word-break:break-word;margin:2px 0;font:12px/1.35 ui-mo
 .tool{margin:4px 0 4px 12px;padding:3px 8px;border:1px solid #ddd;border-radius:4px}
 .ok{border-left:5px solid #2e7d32}.error{border-left:5px solid #c62828}
 .refused{border-left:5px solid #ef6c00}
+.returned{border-left:5px solid #1565c0}
 div.notrun{margin:4px 0 4px 12px;padding:3px 8px;border:2px dashed #8e24aa;background:#fbf3fd}
 .tag{display:inline-block;border-radius:3px;padding:0 5px;margin-right:4px;font-size:12px;
  background:#eee}
 .tag.ok{background:#c8e6c9;border:0}.tag.error{background:#ffcdd2;border:0}
 .tag.refused{background:#ffe0b2;border:0}.tag.notrun{background:#e1bee7}
 .tag.content{background:#fff59d}.tag.bridge{background:#b3e5fc}.tag.native{background:#e0e0e0}
+.tag.returned{background:#bbdefb}
 .pass{color:#2e7d32;font-weight:600}.fail{color:#c62828;font-weight:600}
 .muted{color:#666;font-size:12px}.nowrap{white-space:nowrap}
 """

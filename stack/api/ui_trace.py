@@ -45,6 +45,8 @@ class ModelCall:
     runs: list[ToolRun] = field(default_factory=list)
     # Names of tool calls written as text in its content that did not run.
     unexecuted: list[str] = field(default_factory=list)
+    # Proxy mode: returned_calls rows, the calls this reply handed to the client to run.
+    returned: list[dict[str, Any]] = field(default_factory=list)
     # From the row stored before it to this one: the model call's wall time, give or take the
     # lane's own few milliseconds (the store keeps no separate timing for model calls).
     wall_s: float | None = None
@@ -74,7 +76,8 @@ class Turn:
 
 
 def session_trace(messages: list[dict[str, Any]], executions: list[dict[str, Any]],
-                  lane_calls: Sequence[dict[str, Any]] = ()) -> list[Turn]:
+                  lane_calls: Sequence[dict[str, Any]] = (),
+                  returned: Sequence[dict[str, Any]] = ()) -> list[Turn]:
     """The session's turns, oldest first. The lane's own system prompt is left out (it is the same
     for every session); tool messages show through the executions they report; the lane's own
     model calls show where they were made (after the message their after_message_id names)."""
@@ -83,6 +86,9 @@ def session_trace(messages: list[dict[str, Any]], executions: list[dict[str, Any
     for row in executions:
         run = ToolRun(row, row["tool_call_id"] in reported)
         runs_by_message.setdefault(row["message_id"], []).append(run)
+    returned_by_message: dict[int, list[dict[str, Any]]] = {}
+    for row in returned:
+        returned_by_message.setdefault(row["message_id"], []).append(row)
 
     turns: list[Turn] = []
     calls: list[ModelCall] = []
@@ -110,7 +116,8 @@ def session_trace(messages: list[dict[str, Any]], executions: list[dict[str, Any
             continue
         if _is_model_call(message):
             call = ModelCall(message, runs_by_message.get(message["id"], []),
-                             wall_s=_seconds(stored_before, message["created_at"]))
+                             wall_s=_seconds(stored_before, message["created_at"]),
+                             returned=returned_by_message.get(message["id"], []))
             calls.append(call)
             turn.steps.append(call)
         else:
@@ -151,7 +158,8 @@ def _mark_unexecuted(calls: list[ModelCall], seen_tools: set[str]) -> None:
     """The check's rule (verdicts.unexecuted_tool_text) per model call: call-shaped text in a
     message from which no salvaged call really ran."""
     ran_from_text = {c.message["id"] for c in calls
-                     if any(r.recovered and r.really_ran for r in c.runs)}
+                     if any(r.recovered and r.really_ran for r in c.runs)
+                     or any(row["origin"] == "content" for row in c.returned)}
     found = unexecuted_text_calls(((c.message["id"], c.message["content"] or "") for c in calls),
                                   ran_from_text, BUILTIN_TOOLS | seen_tools)
     for call in calls:

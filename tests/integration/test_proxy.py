@@ -2,6 +2,8 @@
 runs the lane's own tools, and the store tells calls returned to the client from calls the lane ran."""
 
 import json
+import subprocess
+import sys
 
 from tests.fakes.scripted_model import Reply, call, text
 from tests.integration.test_api_chat import running_lane, sse_events
@@ -71,6 +73,13 @@ def test_two_call_task_returns_calls_and_continues_from_the_clients_history(tmp_
             "user", "assistant", "tool", "assistant", "tool", "assistant"]
         shown = lane.client.get(f"/v1/sessions/{session}").json()
         assert [c["tool_name"] for c in shown["returned_calls"]] == ["get_weather", "get_time"]
+        page = lane.client.get(f"/ui/sessions/{session}").text
+        assert page.count("returned to client") == 2 + 1  # two calls, and the legend
+        assert "client&#x27;s result: sunny, 21 C" in page or "client's result: sunny, 21 C" in page
+        listed = subprocess.run([sys.executable, "-m", "stack.cli", "sessions", "--db",
+                                 str(lane.settings.db_path), session], capture_output=True, text=True)
+        assert "calls returned to the client, which runs them (2)" in listed.stdout, listed.stderr
+        assert "result: sunny, 21 C" in listed.stdout
 
 
 def test_streamed_reply_carries_tool_call_deltas(tmp_path):
