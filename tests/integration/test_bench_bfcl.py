@@ -1,0 +1,89 @@
+"""BFCL's own generation and scorers through proxy mode, with a scripted model that replays BFCL's
+ground truth: every entry must score, so a failure is the plumbing (proxy mode, the harness in
+scripts/bench/bfcl.py, bfcl-eval in its throwaway venv), never a model.
+
+The bfcl venv is made on first use from PyPI (about a minute; LANE_BFCL_VENV, default
+~/.cache/fallback-lane/bfcl-venv) and reused after. Entries come from the tuning split (even ids).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from stack.config import Settings
+from tests.fakes.bfcl_replay import replay, turn_truths
+from tests.fakes.scripted_model import ScriptedModel
+from tests.integration.shim_server import ShimServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "bench"))
+import bfcl  # noqa: E402  (scripts/bench/bfcl.py)
+
+PER_CATEGORY = {"live_multiple_7plus": 2, "live_multiple_strat": 2, "live_irrelevance": 2,
+                "simple_python": 2, "multi_turn_base": 1, "multi_turn_miss_param": 1}
+
+
+@pytest.fixture(scope="module")
+def bfcl_python() -> Path:
+    return bfcl.venv_python()
+
+
+def plan_and_truths() -> tuple[dict[str, list[str]], dict[str, list[str]], dict]:
+    data = bfcl.data_dir()
+    plan = {label: bfcl.select(label, "tuning", size, data) for label, size in PER_CATEGORY.items()}
+    ids = bfcl.by_category(plan)
+    truths: dict = {}
+    for category, category_ids in ids.items():
+        truths.update(turn_truths(data, category, category_ids))
+    return plan, ids, truths
+
+
+def scores(out: Path, arm: str, plan: dict[str, list[str]], summary: dict) -> dict[str, tuple[int, int, int]]:
+    """Per report label: (entries, passed, call-shaped text replies), as the report counts them."""
+    bfcl.save(out, arm, plan, summary, "tuning", {})
+    rows = {}
+    for label in plan:
+        record = json.loads((out / arm / f"{label}.json").read_text())
+        entries = record["entries"]
+        rows[label] = (len(entries), sum(e["passed"] for e in entries), sum(e["text_calls"] or 0 for e in entries))
+    return rows
+
+
+@pytest.mark.parametrize("arm", ["D", "H"])
+def test_ground_truth_through_proxy_mode_scores_every_entry(tmp_path, bfcl_python, arm):
+    plan, ids, truths = plan_and_truths()
+    with ScriptedModel(replay(truths)) as model:
+        settings = Settings(home=tmp_path, llm_url=model.url, proxy_tool_search=arm == "H")
+        with ShimServer(settings) as shim:
+            summary = bfcl.run_arm(bfcl.ARMS[arm], ids, f"{shim.url}/v1", tmp_path / "files", python=bfcl_python)
+    result = scores(tmp_path, arm, plan, summary)
+    assert result == {label: (len(plan[label]), len(plan[label]), 0) for label in plan}
+    multi = summary["multi_turn_base"]["entries"] + summary["multi_turn_miss_param"]["entries"]
+    assert all(e["turns_passed"] == e["turns"] > 0 for e in multi)
+
+
+def test_prompt_mode_harness_scores_ground_truth_text(tmp_path, bfcl_python):
+    """Arm P's path (BFCL's prompt mode, calls parsed from text) against the scripted model alone."""
+    plan, ids, truths = plan_and_truths()
+    with ScriptedModel(replay(truths)) as model:
+        summary = bfcl.run_arm(bfcl.ARMS["P"], ids, model.url, tmp_path / "files", python=bfcl_python)
+    result = scores(tmp_path, "P", plan, summary)
+    assert {label: (n, passed) for label, (n, passed, _) in result.items()} == {
+        label: (len(plan[label]), len(plan[label])) for label in plan}
+
+
+def test_split_is_by_entry_id_parity_and_samples_are_fixed(bfcl_python):
+    data = bfcl.data_dir()
+    for split, parity in (("test", 1), ("tuning", 0)):
+        for label in bfcl.LABELS:
+            picked = bfcl.select(label, split, 3, data)
+            assert picked and all(bfcl.entry_index(i) % 2 == parity for i in picked)
+            assert picked == bfcl.select(label, split, 3, data)
+    assert bfcl.entry_index("live_multiple_12-4-0") == 12
+    assert bfcl.text_calls("[get_weather(city='Paris')]") == 1
+    assert bfcl.text_calls('{"name": "get_weather", "arguments": {"city": "Paris"}}') == 1
+    assert bfcl.text_calls("The difference between a CPU and a GPU is parallelism.") == 0
+    assert bfcl.text_calls([[[{"cd": "{}"}], "Done."]]) == 0
