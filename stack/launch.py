@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from stack.llm.commands import STATE_FOLDER
+
 if TYPE_CHECKING:
     from stack.config import Settings
 
@@ -68,7 +70,8 @@ def handle(args: argparse.Namespace) -> int:
     children: list[tuple[str, subprocess.Popen[bytes]]] = []
     try:
         model = choose_model(args.model or settings.llm_model)
-        llm_args = ["llm", "--port", str(args.llm_port), "--max-tokens", str(settings.max_tokens)]
+        llm_args = ["llm", "--port", str(args.llm_port), "--max-tokens", str(settings.max_tokens),
+                    "--state-dir", str(settings.home / STATE_FOLDER)]
         llm_args += _flag("--model", model) + _flag("--ctx", args.ctx) + _flag("--threads", args.threads)
         children.append(("llm", _spawn(llm_args)))
         wait_healthy("llm", f"{llm_url}/health", children[-1][1], stop, args.startup_timeout)

@@ -20,6 +20,10 @@ from typing import Any
 MAX_JSON_DEPTH = 64
 SSE_DONE = "data: [DONE]\n\n"
 SSE_KEEPALIVE = ": keep-alive\n\n"
+# The lane's own llm route beside the OpenAI ones, under the same base URL (/v1): POST a chat
+# request's `messages` and `tools` to have their stable prefix evaluated (or restored) and kept;
+# GET lists what was warmed. Other OpenAI servers answer 404, and the shim then skips warming.
+WARM_ROUTE = "/lane/warm"
 
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKET = bytes(sorted(set(range(256)) - set(b"[]{}")))

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from ..token_estimate import estimate_tokens
+from ..wire import WARM_ROUTE
 from .toolcalls import ToolCall, new_call_id
 
 log = logging.getLogger("lane.llm_client")
@@ -28,6 +29,10 @@ class LlmError(Exception):
 
 class LlmTimeout(LlmError):
     """A model call ran past its time limit and was cancelled."""
+
+
+class LlmNotReady(LlmError):
+    """The llm service cannot be reached yet, or says its model is still loading: worth retrying."""
 
 
 @dataclass
@@ -90,6 +95,40 @@ class LlmClient:
             return response.status_code == 200
         except httpx.HTTPError:
             return False
+
+    async def warm_supported(self) -> bool | None:
+        """Whether the service has the lane's warm-up route: False for another OpenAI server,
+        None when it cannot tell yet (not up, or slow to answer)."""
+        try:
+            response = await self._http.get(f"{self.base_url}{WARM_ROUTE}", timeout=5.0)
+        except httpx.HTTPError:
+            return None
+        if response.status_code in (404, 405):
+            return False
+        return True if response.status_code == 200 else None
+
+    async def warm(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Have the lane's llm service evaluate, or restore from disk, the stable prefix of a
+        conversation opening with `messages` and `tools`, and keep it (stack/llm/prefix_state.py).
+        What it did (`prefix_tokens`, `source`, `seconds`, `saved`); None when the service has no
+        such route (another OpenAI server: nothing to warm). LlmNotReady when it is not up yet."""
+        body: dict[str, Any] = {"messages": messages, "max_tokens": 1}
+        if tools:
+            body["tools"] = tools
+        try:
+            response = await self._http.post(f"{self.base_url}{WARM_ROUTE}", json=body)
+        except (httpx.ConnectError, httpx.RemoteProtocolError) as exc:
+            raise LlmNotReady(f"llm service at {self.base_url} unreachable: {exc}") from None
+        except httpx.HTTPError as exc:
+            raise LlmError(f"llm service at {self.base_url} failed to warm: {type(exc).__name__} {exc}") from None
+        if response.status_code in (404, 405):
+            return None
+        if response.status_code == 503:
+            raise LlmNotReady(f"llm service not ready: {response.text[:200]}")
+        if response.status_code >= 400:
+            raise LlmError(f"llm service answered {response.status_code} to warming: {response.text[:500]}")
+        result = response.json()
+        return result if isinstance(result, dict) else {}
 
     async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                    max_tokens: int, temperature: float | None = None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -21,6 +21,7 @@ from ..agent.examples_writer import ExampleWriter
 from ..agent.llm_client import LlmClient, LlmError
 from ..agent.loop import Agent
 from ..agent.proxy import ProxyLane, continued_session
+from ..agent.warmup import WarmUp, openings
 from ..config import Settings
 from ..store import Store, new_session_id
 from ..tools.mcp_tools import open_lane_registry
@@ -88,9 +89,14 @@ def _lifespan(settings: Settings, registry: Registry | None, llm: LlmClient | No
                 client = LlmClient(settings.llm_url, model=settings.model,
                                    timeout_s=settings.llm_timeout_s)
                 stack.push_async_callback(client.aclose)
+            warm = WarmUp(client, lambda: openings(settings, tools))
+            await warm.probe()
+            if not warm.ready.is_set():
+                stack.push_async_callback(_stopped, asyncio.create_task(warm.run()))
             writer = _example_writer(settings, tools, client)
-            if writer is not None:
-                stack.push_async_callback(_stopped, asyncio.create_task(writer.run()))
+            if writer is not None:  # idle work starts once the prefixes are warm, never before
+                stack.push_async_callback(_stopped, asyncio.create_task(_after(warm.ready, writer.run)))
+            app.state.warm = warm
             app.state.store = store
             app.state.llm = client
             app.state.turns = TurnRunner(settings, store, Agent(settings, store, tools, client),
@@ -109,6 +115,11 @@ def _example_writer(settings: Settings, tools: Registry, llm: LlmClient) -> Exam
         return None
     return ExampleWriter(example_book(settings.examples_path), llm,
                          lambda: build_catalog(tools, settings)[1].docs())
+
+
+async def _after(event: asyncio.Event, work: Callable[[], Awaitable[None]]) -> None:
+    await event.wait()
+    await work()
 
 
 async def _stopped(task: asyncio.Task[None]) -> None:
@@ -171,6 +182,9 @@ async def models() -> dict[str, Any]:
 async def health(request: Request) -> JSONResponse:
     parts = {"store": _store_state(request.app.state.store),
              "llm": await _llm_state(request.app.state.llm)}
+    warm: WarmUp = request.app.state.warm
+    if all(state == "ok" for state in parts.values()) and not warm.ready.is_set():
+        parts["warm"] = warm.state  # the stable prefix is still being evaluated (agent/warmup.py)
     healthy = all(state == "ok" for state in parts.values())
     return JSONResponse({"status": "ok" if healthy else "unavailable", **parts},
                         status_code=200 if healthy else 503)

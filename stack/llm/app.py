@@ -15,7 +15,8 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from dataclasses import asdict
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -24,6 +25,7 @@ from stack.llm.engine import Cancelled, Engine, Generation, Job, PromptTooLong, 
 from stack.llm.protocol import parse_chat_request
 from stack.wire import (
     SSE_DONE,
+    WARM_ROUTE,
     ApiError,
     chunk_body,
     completion_body,
@@ -37,6 +39,7 @@ log = logging.getLogger("lane.llm")
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
 DISCONNECT_POLL_S = 0.1
+T = TypeVar("T")
 
 
 def create_app(engine: Engine, *, model_id: str, on_load_failure: Callable[[], None] | None = None) -> FastAPI:
@@ -81,7 +84,49 @@ def create_app(engine: Engine, *, model_id: str, on_load_failure: Callable[[], N
             return StreamingResponse(stream, media_type="text/event-stream")
         return await _complete(request, engine, job, completion_id, model_id)
 
+    _add_warm_routes(app, engine)
     return app
+
+
+def _add_warm_routes(app: FastAPI, engine: Engine) -> None:
+    @app.post("/v1" + WARM_ROUTE)
+    async def warm(request: Request) -> JSONResponse:
+        """Evaluate (or restore) and keep the stable prefix of these messages and tools; the shim
+        calls it at start and reports healthy only after (engine.Engine.warm)."""
+        try:
+            chat = parse_chat_request(await request.body(), engine.cap)
+        except ApiError as exc:
+            return JSONResponse(exc.body, status_code=exc.status)
+        if not engine.loaded:
+            message = engine.load_error or "the model is still loading"
+            return JSONResponse(error_body(message, "model_not_ready", "server_error"), status_code=503)
+        job = Job(chat)
+        try:
+            warmed = await _watched(request, job, lambda: engine.warm(job))
+        except Cancelled:
+            return JSONResponse(error_body("the client went away", "cancelled"), status_code=499)
+        except Exception as exc:
+            status, body = _failure(exc)
+            return JSONResponse(body, status_code=status)
+        return JSONResponse(asdict(warmed))
+
+    @app.get("/v1" + WARM_ROUTE)
+    async def warmed() -> dict[str, Any]:
+        return {"prefixes": [asdict(w) for w in engine.warmed]}
+
+
+async def _watched(request: Request, job: Job, work: Callable[[], T]) -> T:
+    """`work` in a worker thread; the job's cancel flag is set when the client leaves."""
+    done = asyncio.ensure_future(asyncio.to_thread(work))
+    try:
+        while not done.done():
+            await asyncio.wait({done}, timeout=DISCONNECT_POLL_S)
+            if not done.done() and not job.cancel.is_set() and await request.is_disconnected():
+                job.cancel.set()
+    finally:  # also when the server shuts down and cancels this handler
+        if not done.done():
+            job.cancel.set()
+    return done.result()
 
 
 def _loading_in_background(engine: Engine, on_load_failure: Callable[[], None] | None) -> Lifespan:

@@ -16,6 +16,8 @@ DEFAULT_PORT = 8081
 DEFAULT_CTX = 16384
 # On SIGTERM, requests still generating get this long before they are cancelled.
 SHUTDOWN_GRACE_S = 3
+# Under the lane's home: the warmed prefixes' KV states (stack/llm/prefix_store.py).
+STATE_FOLDER = "llm-state"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,6 +47,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cache-mb", dest="cache_mb", type=_non_negative, default=settings.llm_cache_mb,
                         help="RAM for the KV state of recent prompts, so alternating conversations stay "
                         f"cached; 0 turns it off (env LANE_LLM_CACHE_MB; default {Settings.llm_cache_mb})")
+    parser.add_argument("--state-dir", dest="state_dir", default=str(settings.home / STATE_FOLDER), metavar="DIR",
+                        help="folder for the saved KV state of warmed prompt prefixes, so that a restart "
+                        "restores them instead of evaluating them again; '' turns it off "
+                        f"(default $LANE_HOME/{STATE_FOLDER})")
     parser.add_argument("--chat-format", dest="chat_format", default=None, metavar="FILE",
                         help="a Jinja chat template file to use instead of the GGUF's own template")
     parser.set_defaults(func=handle)
@@ -64,7 +70,8 @@ def handle(args: argparse.Namespace) -> int:
         log.error("%s", exc)
         return 2
     engine = Engine(model_path, n_ctx=args.ctx, n_threads=args.threads, cap=args.max_tokens,
-                    chat_template=template, cache_bytes=args.cache_mb * 1024 * 1024)
+                    chat_template=template, cache_bytes=args.cache_mb * 1024 * 1024,
+                    state_dir=Path(args.state_dir) if args.state_dir else None)
 
     def stop_on_load_failure() -> None:
         server.should_exit = True

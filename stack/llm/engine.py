@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from stack.llm.prefix_state import Warmed, hold, stable_prefix
+from stack.llm.prefix_store import PrefixStore, model_key
 from stack.llm.prompt_cache import PromptCache, common_prefix, context_tokens, load_state, save_state
 from stack.llm.protocol import ChatRequest
 from stack.llm.template_quirks import single_braces, wants_object_arguments, with_object_arguments
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("lane.llm")
 
 LOCK_POLL_S = 0.1
+WARMED_KEPT = 16
 
 
 class PromptTooLong(ValueError):
@@ -76,7 +79,7 @@ class Engine:
 
     def __init__(
         self, model_path: Path, *, n_ctx: int, n_threads: int, cap: int, chat_template: str | None = None,
-        cache_bytes: int = 0,
+        cache_bytes: int = 0, state_dir: Path | None = None,
     ) -> None:
         self.model_path = model_path
         self.n_ctx = n_ctx
@@ -84,6 +87,10 @@ class Engine:
         self.cap = cap
         self._template_override = chat_template
         self.prompt_cache = PromptCache(cache_bytes)
+        self._state_dir = state_dir
+        self._prefix_store: PrefixStore | None = None
+        # The prefixes warmed since the start, newest last (GET /v1/lane/warm reports them).
+        self.warmed: list[Warmed] = []
         self._llm: Llama | None = None
         self._formatter: Jinja2ChatFormatter | None = None
         self._lock = threading.Lock()
@@ -106,7 +113,7 @@ class Engine:
             raise
 
     def _load(self) -> None:
-        from llama_cpp import Llama, llama_cpp
+        from llama_cpp import Llama, __version__, llama_cpp
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         started = time.monotonic()
@@ -131,6 +138,9 @@ class Engine:
         self._is_eog = llama_cpp.llama_vocab_is_eog
         self._install_abort_callback(llama_cpp, llm)
         self._object_arguments = wants_object_arguments(lambda m: self._render(m, None, None).prompt)
+        if self._state_dir is not None:
+            self._prefix_store = PrefixStore(self._state_dir,
+                                             model_key(self.model_path, f"llama-cpp-python {__version__}"))
         self._llm = llm
         log.info(
             "loaded %s in %.1fs (n_ctx=%d, threads=%d, cap=%d)",
@@ -152,15 +162,55 @@ class Engine:
         self._abort_callback = llama_cpp.ggml_abort_callback(should_abort)  # type: ignore[attr-defined]
         lib.llama_set_abort_callback(llm.ctx, self._abort_callback, None)
 
+    def _acquire(self, job: Job) -> None:
+        """The model's lock; Cancelled when the job's client leaves while it waits."""
+        while not self._lock.acquire(timeout=LOCK_POLL_S):
+            if job.cancel.is_set():
+                raise Cancelled()
+
+    def warm(self, job: Job) -> Warmed:
+        """Hold the stable prefix of `job.request`'s messages and tools (prefix_state.py) in the
+        context, pinned in the RAM cache and saved on disk, so that the next request that opens
+        with them evaluates only what follows. It queues for the model like any request: a
+        request that arrives meanwhile waits for it, and needs the same prefix anyway."""
+        started = time.monotonic()
+        self._acquire(job)
+        try:
+            llm = self._llm
+            if llm is None or self._formatter is None:
+                raise RuntimeError("the model is not loaded yet")
+            prefix = stable_prefix(job.request, lambda request: self._prompt(llm, request)[0])
+            if len(prefix) >= self.n_ctx:
+                raise PromptTooLong(f"the prefix has {len(prefix)} tokens; the context window holds {self.n_ctx}")
+            self._abort_flag = job.cancel
+            try:
+                source, state = hold(llm, prefix, self.prompt_cache, self._prefix_store)
+            except RuntimeError:
+                if job.cancel.is_set():  # llama_decode aborted: the client left mid-prefix
+                    raise Cancelled() from None
+                raise
+            if state is not None:
+                self.prompt_cache.put(prefix, state, pinned=True)
+        finally:
+            self._abort_flag = None
+            self._lock.release()
+        saved = state is not None and self._prefix_store is not None and not self._prefix_store.has(prefix)
+        if saved:  # after the lock: a request waiting for the model need not wait for the disk
+            assert self._prefix_store is not None and state is not None
+            self._prefix_store.save(prefix, state)
+        warmed = Warmed(len(prefix), source, round(time.monotonic() - started, 3), saved)
+        self.warmed = [*self.warmed[-(WARMED_KEPT - 1):], warmed]
+        log.info("warmed a %d-token prefix from %s in %.2fs%s", warmed.prefix_tokens, source,
+                 warmed.seconds, " (saved)" if saved else "")
+        return warmed
+
     def generate(self, job: Job, emit: Callable[[str], None]) -> Generation:
         """Wait for the model, then generate; `emit` receives text pieces as they are final.
 
         Raises Cancelled when the client left before the model was free, PromptTooLong when the
         prompt does not fit."""
         queued = time.monotonic()
-        while not self._lock.acquire(timeout=LOCK_POLL_S):
-            if job.cancel.is_set():
-                raise Cancelled()
+        self._acquire(job)
         try:
             if job.cancel.is_set():
                 raise Cancelled()

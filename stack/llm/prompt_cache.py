@@ -6,7 +6,9 @@ rest. One context holds one prefix, so a second client, the check's seed session
 taking turns would each throw the other's prefix away. This cache keeps the KV cells of recent
 prompts (llama.cpp's per-sequence state: only the cells in use, no logits), restores the entry that
 shares the longest prefix with a new prompt when it beats what the context already holds, and drops
-the least recently used entries to stay within its RAM budget.
+the least recently used entries to stay within its RAM budget. A pinned entry (a stable prefix the
+lane warmed at start, prefix_state.py) is never superseded by the conversations that grow from it
+and goes last when over budget: every new session starts from it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class CachedPrompt:
     tokens: tuple[int, ...]
     state: bytes
     last_used: float = field(default_factory=time.monotonic)
+    pinned: bool = False
 
     @property
     def size(self) -> int:
@@ -57,17 +60,23 @@ class PromptCache:
                 best, best_length = entry, length
         return best, best_length
 
-    def put(self, tokens: Sequence[int], state: bytes) -> None:
-        """Keep a state; the entries it supersedes are replaced, the oldest go when over budget."""
-        entry = CachedPrompt(tuple(tokens), state)
-        if entry.size > self.budget_bytes:
+    def put(self, tokens: Sequence[int], state: bytes, *, pinned: bool = False) -> None:
+        """Keep a state; the entries it supersedes are replaced, the oldest go when over budget
+        (unpinned ones first)."""
+        entry = CachedPrompt(tuple(tokens), state, pinned=pinned)
+        if entry.size > self.budget_bytes or (not pinned and self.pinned(entry.tokens)):
             return
-        self.entries = [e for e in self.entries
-                        if common_prefix(e.tokens, entry.tokens) < SUPERSEDED_SHARE * len(e.tokens)]
+        self.entries = [e for e in self.entries if e.tokens != entry.tokens and (
+            e.pinned or common_prefix(e.tokens, entry.tokens) < SUPERSEDED_SHARE * len(e.tokens))]
         self.entries.append(entry)
-        self.entries.sort(key=lambda e: e.last_used)
+        self.entries.sort(key=lambda e: (e.pinned, e.last_used))
         while self.used_bytes > self.budget_bytes:
             self.entries.pop(0)
+
+    def pinned(self, tokens: Sequence[int]) -> CachedPrompt | None:
+        """The pinned entry holding exactly `tokens`, if any."""
+        key = tuple(tokens)
+        return next((e for e in self.entries if e.pinned and e.tokens == key), None)
 
     def touch(self, entry: CachedPrompt) -> None:
         entry.last_used = time.monotonic()
@@ -96,6 +105,14 @@ def save_state(llm: Llama) -> bytes:
     buffer = (ctypes.c_uint8 * size)()
     written = llama_cpp.llama_state_seq_get_data(llm.ctx, buffer, size, SEQUENCE)
     return bytes(memoryview(buffer)[:written])
+
+
+def truncate(llm: Llama, n_tokens: int) -> None:
+    """Drop the context's cells after its first `n_tokens` (so that a saved state holds only those)."""
+    from llama_cpp import llama_cpp
+
+    llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), SEQUENCE, n_tokens, -1)
+    llm.n_tokens = min(llm.n_tokens, n_tokens)
 
 
 def load_state(llm: Llama, entry: CachedPrompt) -> bool:
