@@ -12,7 +12,9 @@ OpenAI is). Inside one request the lane still pulls its levers, for the client's
 * the repeat breaker, the generation cap, the iteration cap, and the answer check (a reply that
   claims or spells a call that was never made does not reach the client as it is).
 No tool call is ever returned as text content: a call-shaped reply is returned as tool_calls or
-corrected. The lane's own tools are not offered here (Settings.proxy_lane_tools).
+corrected. The lane's own tools are neither offered nor run here unless Settings.proxy_lane_tools
+(LANE_PROXY_LANE_TOOLS) says so; then its core tools join the client's (a client tool of the same
+name wins), run inside the lane and are recorded in tool_executions like the agent's.
 
 The store holds every model call (assistant rows), every bridge step and rejected call
 (tool_executions, as in the agent loop), every call returned to the client (returned_calls) and
@@ -30,8 +32,9 @@ from typing import Any, Literal
 from ..config import Settings
 from ..store import Store, new_session_id
 from ..store.claims import named_tools, text_tool_calls
-from ..tools.base import Tool, ToolContext
+from ..tools.base import RESERVED_NAMES, Tool, ToolContext
 from ..tools.execute import Outcome, refused, run_tool
+from ..tools.registry import Registry, granted_tools, split_core
 from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
 from ..toolsearch.client_tools import ClientSurface, client_surface, needs_search
 from ..toolsearch.surface import Profile, guessed_task
@@ -129,6 +132,7 @@ class ProxyTurn:
     query: str
     ctx: ToolContext
     opening: list[dict[str, Any]]  # the lane's note (when bridged) and the client's messages
+    lane_tools: dict[str, Tool] = field(default_factory=dict)  # run by the lane (proxy_lane_tools)
     scratch: list[dict[str, Any]] = field(default_factory=list)  # this request's own steps
     ledger: TurnLedger = field(default_factory=TurnLedger)
     outcomes: list[Outcome] = field(default_factory=list)
@@ -136,8 +140,8 @@ class ProxyTurn:
 
 
 class ProxyLane:
-    def __init__(self, settings: Settings, store: Store, llm: LlmClient):
-        self.settings, self.store, self.llm = settings, store, llm
+    def __init__(self, settings: Settings, store: Store, llm: LlmClient, registry: Registry | None = None):
+        self.settings, self.store, self.llm, self.registry = settings, store, llm, registry
 
     async def run_turn(self, session_id: str, new_messages: list[dict[str, Any]],
                        request: ProxyRequest, profile: Profile = "search") -> ProxyResult:
@@ -152,7 +156,7 @@ class ProxyLane:
                     prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
                     cached_tokens=reply.cached_tokens)
                 if calls:
-                    self._take_calls(turn, reply, calls, message_id)
+                    await self._take_calls(turn, reply, calls, message_id)
                 else:
                     self._answer_or_correct(turn, reply)
         except CallsReturned as done:
@@ -177,7 +181,15 @@ class ProxyLane:
         result = ProxyResult(session_id, "", "stop")
         return ProxyTurn(result, replace(request, temperature=temperature), surface, history, query,
                          ToolContext(self.settings, self.store, session_id),
-                         _model_messages(request.messages, surface.bridged))
+                         _model_messages(request.messages, surface.bridged), self._lane_tools(surface))
+
+    def _lane_tools(self, surface: ClientSurface) -> dict[str, Tool]:
+        """The lane's core tools, only where configured, and never under a name the client uses."""
+        if not self.settings.proxy_lane_tools or self.registry is None:
+            return {}
+        core, _ = split_core(granted_tools(self.registry, self.settings), self.settings)
+        return {name: tool for name, tool in core.items()
+                if surface.parameters_of(name) is None and name not in RESERVED_NAMES}
 
     def _store_incoming(self, session_id: str, new_messages: list[dict[str, Any]],
                         conversation: list[dict[str, Any]]) -> None:
@@ -193,7 +205,8 @@ class ProxyLane:
 
     async def _ask(self, turn: ProxyTurn) -> ModelReply:
         choice = turn.request.tool_choice
-        tools = [] if choice.mode == "none" else turn.surface.offered
+        tools = [] if choice.mode == "none" else \
+            turn.surface.offered + [tool.openai_schema() for tool in turn.lane_tools.values()]
         if turn.force:
             forced: dict[str, Any] | str | None = _forced(turn.force)
         elif choice.mode == "function":
@@ -206,20 +219,20 @@ class ProxyLane:
         _count(turn.result, reply)
         return reply
 
-    def _take_calls(self, turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall],
-                    message_id: int) -> None:
+    async def _take_calls(self, turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall],
+                          message_id: int) -> None:
         """Calls to client tools that fit their schemas go to the client (CallsReturned); when a
         reply has none, its bridge steps run here and every call's outcome is told to the model."""
         if turn.request.tool_choice.mode == "none":
             if self._note(turn, "No tool can be called for this request: answer in words.", "none"):
                 return
             raise TurnEnded("I could not answer that without a tool call, and none was allowed.", "stop")
-        decided = [self._decide(turn, call) for call in calls]
+        decided = [await self._decide(turn, call) for call in calls]
         returned = [d for d in decided if isinstance(d, ClientCall)]
         if returned:
             for call, outcome in zip(calls, decided, strict=True):
                 if isinstance(outcome, Outcome) and outcome.tool_name not in (SEARCH, DESCRIBE):
-                    self._record(turn, message_id, call, outcome)  # rejected, kept as evidence
+                    self._record(turn, message_id, call, outcome)  # kept as evidence
             raise CallsReturned(returned if turn.request.parallel_tool_calls else returned[:1], message_id)
         turn.scratch.append(_assistant(reply, calls))
         for call, outcome in zip(calls, decided, strict=True):
@@ -229,7 +242,7 @@ class ProxyLane:
                 raise TurnEnded(fallback_answer(turn.outcomes), "repeated_call")
             if earlier is not None:
                 outcome = repeated(call.name, call.arguments, earlier)
-            elif outcome.tool_name in (SEARCH, DESCRIBE) and outcome.status == "ok":
+            else:
                 turn.ledger.outcomes[key] = outcome
             turn.outcomes.append(outcome)
             self._record(turn, message_id, call, outcome)
@@ -237,9 +250,10 @@ class ProxyLane:
             if outcome.status == "ok":
                 turn.result.tools_executed.append(outcome.tool_name)
 
-    def _decide(self, turn: ProxyTurn, call: ToolCall) -> ClientCall | Outcome:
-        """A call to return, or the outcome the model is told instead. A bridge search runs now
-        (it is cheap; it is dropped if another call of the reply goes to the client)."""
+    async def _decide(self, turn: ProxyTurn, call: ToolCall) -> ClientCall | Outcome:
+        """A call to return, or the outcome the model is told instead. A bridge search (or a lane
+        tool, where configured) runs now; its outcome is dropped if another call of the reply goes
+        to the client."""
         surface = turn.surface
         if surface.bridged and call.name == CALL:
             target = bridge_target(surface.catalog, surface.direct, call.arguments)
@@ -249,9 +263,9 @@ class ProxyLane:
             return self._checked(turn, call, tool, arguments, via_bridge=True)
         if surface.is_client_tool(call.name):
             return self._checked(turn, call, surface.catalog.tools[call.name], call.arguments)
-        bridge = surface.bridges.get(call.name)
+        bridge = surface.bridges.get(call.name) or turn.lane_tools.get(call.name)
         if bridge is not None:
-            return run_tool(bridge, call.arguments, turn.ctx)
+            return await asyncio.to_thread(run_tool, bridge, call.arguments, turn.ctx)
         return refused(call.name, self._unknown(turn, call), call.arguments)
 
     def _checked(self, turn: ProxyTurn, call: ToolCall, tool: Tool, arguments: Any, *,

@@ -100,7 +100,7 @@ def _lifespan(settings: Settings, registry: Registry | None, llm: LlmClient | No
             app.state.store = store
             app.state.llm = client
             app.state.turns = TurnRunner(settings, store, Agent(settings, store, tools, client),
-                                         keepalive_s, writer, ProxyLane(settings, store, client))
+                                         keepalive_s, writer, ProxyLane(settings, store, client, tools))
             log.info("shim ready: store %s, llm %s, %s", settings.db_path, settings.llm_url,
                      await _index_tools(tools, settings))
             yield

@@ -11,7 +11,9 @@ client's tools, and tool_call, which the proxy turns back into a call to the rea
 The offered list starts with what stays put within a conversation (the bridges, then the called
 tools in the order first called) and ends with what changes per request (promoted ones), so the
 rendered tools block keeps its prefix as a conversation grows. The catalog of one tool list is
-kept across requests (a client sends the same list each time), with its index.
+kept across requests (a client sends the same list each time), with its index. It is searched with
+BM25 alone: the list arrives with the request, and embedding it (about 2 s per 100 new tools on two
+cores) would take the CPU the model needs, for a list that may never come again.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ..config import Settings
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES, Tool
 from .bridges import CALL, CALL_SCHEMA, bridge_tools
-from .catalog import Catalog, catalog_of, installed_method
+from .catalog import Catalog, catalog_of
 from .promotion import promoted_tools
 from .retrieval import ToolDoc
 
@@ -73,8 +75,7 @@ class ClientSurface:
 def client_catalog(tools: Sequence[dict[str, Any]]) -> Catalog:
     """The catalog of a client's tool list (validated OpenAI definitions), shared by the requests
     that send the same list."""
-    method = installed_method()
-    key = hashlib.sha256(json.dumps([method, list(tools)], sort_keys=True).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps(list(tools), sort_keys=True).encode()).hexdigest()
     with _CATALOGS_LOCK:
         catalog = _CATALOGS.get(key)
         if catalog is not None:
@@ -82,7 +83,7 @@ def client_catalog(tools: Sequence[dict[str, Any]]) -> Catalog:
             return catalog
     docs = [ToolDoc(t["function"]["name"], t["function"].get("description") or "",
                     t["function"]["parameters"], CLIENT_SOURCE) for t in tools]
-    catalog = catalog_of(docs, method)
+    catalog = catalog_of(docs, "bm25")
     with _CATALOGS_LOCK:
         _CATALOGS[key] = catalog
         while len(_CATALOGS) > CATALOGS_KEPT:

@@ -238,3 +238,25 @@ def test_too_many_tools_is_a_clear_400(tmp_path):
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "too_many_tools"
         assert lane.model.requests == []
+
+
+def test_the_lanes_own_tools_never_run_for_a_client_by_default(tmp_path):
+    with running_lane(tmp_path, [call("add", {"a": 1, "b": 2}), text("Done.")]) as lane:
+        reply = lane.chat(messages=ASK, tools=[WEATHER]).json()
+        assert reply["choices"][0]["message"]["content"] == "Done."
+        assert offered(lane.model.requests[0]) == ["get_weather"]
+        assert lane.rows("SELECT tool_name, status FROM tool_executions") == [("add", "refused")]
+        assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
+
+
+def test_the_lanes_own_tools_run_inside_the_lane_where_configured(tmp_path):
+    script = [call("add", {"a": 1, "b": 2}), call("get_weather", {"city": "Paris"})]
+    with running_lane(tmp_path, script, proxy_lane_tools=True) as lane:
+        reply = lane.chat(messages=ASK, tools=[WEATHER]).json()
+        assert only_call(reply)[0] == "get_weather"
+        assert offered(lane.model.requests[0]) == ["get_weather", "add", "ask_user"]
+        assert lane.model.requests[1]["messages"][-1] == {
+            "role": "tool", "tool_call_id": lane.model.requests[1]["messages"][-2]["tool_calls"][0]["id"],
+            "content": "3"}
+        assert lane.rows("SELECT tool_name, status FROM tool_executions") == [("add", "ok")]
+        assert reply["usage"]["lane"]["tools_executed"] == ["add"]
