@@ -5,8 +5,11 @@ import json
 import subprocess
 import sys
 
+import httpx
+import pytest
+
 from tests.fakes.scripted_model import Reply, call, text
-from tests.integration.test_api_chat import running_lane, sse_events
+from tests.integration.test_api_chat import running_lane, sse_events, wait_for
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Current weather for a city.",
@@ -260,3 +263,22 @@ def test_the_lanes_own_tools_run_inside_the_lane_where_configured(tmp_path):
             "content": "3"}
         assert lane.rows("SELECT tool_name, status FROM tool_executions") == [("add", "ok")]
         assert reply["usage"]["lane"]["tools_executed"] == ["add"]
+
+
+def test_client_disconnect_cancels_a_proxy_turn(tmp_path):
+    with running_lane(tmp_path, [Reply(hang=True)], llm_timeout_s=60) as lane:
+        with pytest.raises(httpx.ReadTimeout):
+            lane.client.post("/v1/chat/completions", timeout=0.5,
+                             json={"messages": ASK, "tools": [WEATHER]})
+        assert wait_for(lambda: lane.model.disconnects >= 1), "upstream call outlived its client"
+
+
+def test_generation_and_iterations_are_capped(tmp_path):
+    search = call("tool_search", {"query": "weather"})
+    with running_lane(tmp_path, lambda body: search, max_tokens=256, max_iterations=3) as lane:
+        reply = lane.chat(messages=ASK, tools=_many_tools(60) + [WEATHER], max_tokens=100_000).json()
+        assert [r["max_tokens"] for r in lane.model.requests] == [256] * 3
+        # The same search a third time ends the turn; its answer says what ran, and is no call.
+        assert reply["choices"][0]["finish_reason"] in ("stop", "length")
+        assert "tool_calls" not in reply["choices"][0]["message"]
+        assert reply["usage"]["lane"]["model_calls"] == 3
