@@ -396,6 +396,17 @@ def print_table(out: Path, split: str) -> None:
                                                                       "multi_turn_base")))
     print("turns: leading turns BFCL's multi-turn checker accepts; text calls: replies whose content is "
           "call-shaped (FC arms only)")
+    print_runs(out, split)
+
+
+def print_runs(out: Path, split: str) -> None:
+    """Which lane commit, when and on how many threads each arm's saved rows were measured."""
+    for arm_key in ARMS:
+        records = [json.loads(path.read_text()) for path in sorted((out / arm_key).glob("*.json"))]
+        runs = sorted({f"{r.get('lane_commit', '?')[:7]} {r.get('when', '?')} {r.get('threads', '?')} threads"
+                       for r in records if r["split"] == split})
+        if runs:
+            print(f"arm {arm_key} runs: " + "; ".join(runs))
 
 
 def print_plan(plan: dict[str, list[str]], split: str) -> None:
@@ -491,7 +502,7 @@ def main() -> int:
     for name in ("ids", "run", "report"):
         command = sub.add_parser(name)
         command.add_argument("--split", choices=("test", "tuning"), default="test")
-        command.add_argument("--out", default=str(DEFAULT_OUT), help="where summaries are saved and read")
+        command.add_argument("--out", help=f"where summaries are saved and read (default {DEFAULT_OUT}/SPLIT)")
         command.add_argument("--categories", type=lambda s: s.split(","), default=list(LABELS),
                              help=f"comma-separated, of {', '.join(LABELS)}")
         command.add_argument("--n", action="append", default=[], metavar="CATEGORY=N",
@@ -507,6 +518,7 @@ def main() -> int:
     run_parser.add_argument("--base-url", help="an OpenAI-compatible endpoint to use for every arm "
                             "instead of starting `lane llm` and `lane shim`")
     args = parser.parse_args()
+    args.out = args.out or str(DEFAULT_OUT / args.split)
     if args.command == "ids":
         print_plan(plan_of(args), args.split)
         return 0
