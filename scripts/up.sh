@@ -9,9 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+[ -x .venv/bin/python ] || python3 -m venv .venv
+# llama-cpp-python built for this CPU, its wheel cached per CPU kind (scripts/llama_wheel.sh): once
+# about 5 minutes, then nothing to do; an older portable install is replaced by it.
+bash scripts/llama_wheel.sh .venv/bin/python
 if [ ! -x .venv/bin/lane ] || ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
-  [ -x .venv/bin/python ] || python3 -m venv .venv
-  export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e '.[llm,mcp,embed]'
 fi
