@@ -107,11 +107,19 @@ class History:
 
     calls: list[tuple[str, str, str]]  # (id, name, arguments) of every assistant tool call
     results: dict[str, str]  # tool_call_id -> the result the client sent
-    since_user: set[str]  # names called after the latest user message
+    before_user: int  # how many of the calls came before the latest user message
 
     @property
-    def used(self) -> list[str]:
-        return list(dict.fromkeys(name for _, name, _ in self.calls))
+    def used_before(self) -> list[str]:
+        return list(dict.fromkeys(name for _, name, _ in self.calls[:self.before_user]))
+
+    @property
+    def used_since(self) -> list[str]:
+        return list(dict.fromkeys(name for _, name, _ in self.calls[self.before_user:]))
+
+    @property
+    def since_user(self) -> set[str]:
+        return set(self.used_since)
 
     def times_called(self, name: str, arguments: str) -> int:
         keys = Counter(call_key(n, a) for _, n, a in self.calls)
@@ -173,8 +181,8 @@ class ProxyLane:
                       await self.llm.context_window() or self.settings.context_tokens)
         search = profile == "search" and needs_search(request.tools, self.settings, context)
         surface = await asyncio.to_thread(
-            client_surface, request.tools, self.settings, search=search, used=history.used,
-            query=query, pinned=request.tool_choice.name)
+            client_surface, request.tools, self.settings, search=search, used_before=history.used_before,
+            used_since=history.used_since, query=query, pinned=request.tool_choice.name)
         if surface.bridged and self.store.last_lane_prompt(session_id) != BRIDGE:
             self.store.add_message(session_id, "system", BRIDGE, lane_prompt=True)
         temperature = self.settings.temperature if request.temperature is None else request.temperature
@@ -412,17 +420,16 @@ def _calls_of(reply: ModelReply, surface: ClientSurface) -> list[ToolCall]:
 def _history(messages: list[dict[str, Any]]) -> History:
     calls: list[tuple[str, str, str]] = []
     results: dict[str, str] = {}
-    since_user: set[str] = set()
+    before_user = 0
     for message in messages:
         if message["role"] == "user":
-            since_user = set()
+            before_user = len(calls)
         for call in message.get("tool_calls") or []:
             function = call["function"]
             calls.append((call["id"], function["name"], function.get("arguments") or ""))
-            since_user.add(function["name"])
         if message["role"] == "tool":
             results[message["tool_call_id"]] = message.get("content") or ""
-    return History(calls, results, since_user)
+    return History(calls, results, before_user)
 
 
 def _model_messages(messages: list[dict[str, Any]], bridged: bool) -> list[dict[str, Any]]:

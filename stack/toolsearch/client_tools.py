@@ -8,9 +8,11 @@ tools), the ones promotion finds for the latest user message, and a tool `tool_c
 reaches the rest through tool_search/tool_describe, answered by the lane over a Catalog of the
 client's tools, and tool_call, which the proxy turns back into a call to the real tool.
 
-The offered list starts with what stays put within a conversation (the bridges, then the called
-tools in the order first called) and ends with what changes per request (promoted ones), so the
-rendered tools block keeps its prefix as a conversation grows. The catalog of one tool list is
+The offered list is ordered so that the rendered tools block only grows at its end while a user's
+request is being worked on (the prompt cache keeps everything before the first change): the
+bridges, the tools called before the latest user message (in the order first called), the tools
+promoted for that message (the same for each request of that user turn), then the tools called
+since, and a tool tool_choice names. The catalog of one tool list is
 kept across requests (a client sends the same list each time), with its index. It is searched with
 BM25 alone: the list arrives with the request, and embedding it (about 2 s per 100 new tools on two
 cores) would take the CPU the model needs, for a list that may never come again.
@@ -102,13 +104,15 @@ def needs_search(tools: Sequence[dict[str, Any]], settings: Settings, context_to
 
 
 def client_surface(tools: Sequence[dict[str, Any]], settings: Settings, *, search: bool,
-                   used: Sequence[str] = (), query: str = "", pinned: str | None = None) -> ClientSurface:
+                   used_before: Sequence[str] = (), used_since: Sequence[str] = (), query: str = "",
+                   pinned: str | None = None) -> ClientSurface:
     """All the client's tools when `search` is off; else the bridges, the tools the conversation
-    used, promotion's picks for `query`, and `pinned` (a tool tool_choice names)."""
+    called before the latest user message (`query`), promotion's picks for it, the tools called
+    since, and `pinned` (a tool tool_choice names)."""
     catalog = client_catalog(tools)
     if not search:
         return ClientSurface(catalog, list(catalog.tools))
     promoted = promoted_tools(catalog, query, settings)
-    wanted = [*used, *promoted, *([pinned] if pinned else [])]
+    wanted = [*used_before, *promoted, *used_since, *([pinned] if pinned else [])]
     direct = list(dict.fromkeys(name for name in wanted if name in catalog.tools))
     return ClientSurface(catalog, direct, bridge_tools(catalog, settings))

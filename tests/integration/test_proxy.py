@@ -282,3 +282,26 @@ def test_generation_and_iterations_are_capped(tmp_path):
         assert reply["choices"][0]["finish_reason"] in ("stop", "length")
         assert "tool_calls" not in reply["choices"][0]["message"]
         assert reply["usage"]["lane"]["model_calls"] == 3
+
+
+def test_the_offered_tools_only_grow_at_the_end_within_a_users_request(tmp_path):
+    tools = _many_tools(60) + [WEATHER, TIME]
+    script = [call("tool_call", {"name": "get_time", "arguments": {"city": "Paris"}}),
+              call("get_weather", {"city": "Paris"}), text("Noon and sunny."), text("Bye.")]
+    with running_lane(tmp_path, script) as lane:
+        ask = [{"role": "user", "content": "What is the weather in Paris, and the local time there?"}]
+        first = lane.chat(messages=ask, tools=tools).json()["choices"][0]["message"]
+        history = ask + [first, {"role": "tool", "tool_call_id": first["tool_calls"][0]["id"],
+                                 "content": "12:00"}]
+        second = lane.chat(messages=history, tools=tools).json()["choices"][0]["message"]
+        history += [second, {"role": "tool", "tool_call_id": second["tool_calls"][0]["id"],
+                             "content": "sunny"}]
+        lane.chat(messages=history, tools=tools)
+        lane.chat(messages=history + [{"role": "assistant", "content": "Noon and sunny."},
+                                      {"role": "user", "content": "Thanks!"}], tools=tools)
+        seen = [offered(r) for r in lane.model.requests]
+        assert "get_time" not in seen[0]
+        assert seen[1][:len(seen[0])] == seen[0] and seen[1][-1] == "get_time"
+        assert seen[2][:len(seen[1])] == seen[1]
+        # A new user message: what was called before it comes first, in the order first called.
+        assert seen[3][3:5] == ["get_time", "get_weather"]
