@@ -385,8 +385,9 @@ def gives_nothing(answer: str | None, user: str, *, question_expected: bool = Fa
     if _APOLOGY.search(text) and _STOCK.search(text) and not (question_expected and "?" in text):
         return "stock apology"
     said, asked = _words(text), _words(user)
-    if said and (said == asked or (len(said) <= 1.2 * len(asked)
-                                   and difflib.SequenceMatcher(None, said, asked).ratio() >= 0.8)):
+    close = len(said) <= 1.2 * len(asked) and difflib.SequenceMatcher(None, said, asked).ratio() >= 0.8
+    # A clarifying question may reuse the request's words ("Change what to which one?").
+    if said and (said == asked or (close and not question_expected)):
         return "the request echoed back"
     if _CALL_SHAPED.search(text) or _json_call(text):
         return "call-shaped text"

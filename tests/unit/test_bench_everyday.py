@@ -149,7 +149,11 @@ def test_a_clarifying_question_may_open_with_an_apology(ev, names):
     passed, reasons, _ = judge(ev, names, spec, "Sorry, I need more details: which one do you mean?",
                                [execution("clarify")])
     assert passed, reasons
+    passed, reasons, _ = judge(ev, names, spec, "Change what to which other one?", [execution("clarify")])
+    assert passed, reasons
     passed, _, _ = judge(ev, names, spec, "Sure.")
+    assert not passed
+    passed, _, _ = judge(ev, names, spec, "change it to the other one", [execution("clarify")])
     assert not passed
 
 
@@ -261,3 +265,40 @@ def test_web_pages_and_placeholders(ev, benches):
                 page = re.search(r"\{web_url\}/(\S+?)(?=[\s?]|$)", t["user"]).group(1)
                 assert page in bench["web_pages"], page
         json.dumps(bench)
+
+
+# --- the runner against a shim with a scripted model --------------------------------------------
+
+
+def test_run_file_drives_the_shim_and_judges_from_its_store(ev, names, tmp_path):
+    from stack.config import Settings
+    from stack.tools.registry import build_registry
+    from tests.fakes.scripted_model import ScriptedModel, call, text
+    from tests.integration.shim_server import ShimServer
+
+    def script(body):
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return text("Saved: your favourite colour is teal.")
+        if "teal" in (last.get("content") or ""):
+            return call("memory", {"action": "add", "content": "favourite colour: teal"})
+        return text("Hello! How can I help?")
+
+    bench = {"path": "inline.json", "heldout": True, "sessions": [{"id": "s1", "voice": "terse", "turns": [
+        {"user": "hi there", "family": "chitchat", "expect": {"tools": []}},
+        {"user": "please keep in mind that my favourite colour is teal", "family": "memory_save",
+         "setup": {"files": {"a.txt": "x\n"}},
+         "expect": {"tools": ["memory"], "ran_with": {"memory": ["teal"]}}},
+    ]}]}
+    with ScriptedModel(script) as model:
+        settings = Settings(home=tmp_path, llm_url=model.url)
+        with ShimServer(settings, registry=build_registry()) as shim:
+            lane = ev.Lane(shim.url, key=None, profile="search", timeout_s=30)
+            verdicts = ev.run_file(lane, bench, run_id="t", web_url="http://127.0.0.1:9", home=tmp_path,
+                                   limit=None, tool_names=names, progress=lambda line: None)
+    assert [(v.passed, v.ran) for v in verdicts] == [(True, []), (True, ["memory"])], verdicts
+    assert all(isinstance(v.model_calls, int) and v.model_calls >= 1 for v in verdicts)
+    assert (tmp_path / "workspace" / "a.txt").read_text() == "x\n"
+    result = ev.summary(verdicts)
+    assert (result["passed"], result["total"], result["false_claims"]) == (2, 2, 0)
+    assert result["files"]["inline.json"]["heldout"] is True
