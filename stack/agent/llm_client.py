@@ -17,13 +17,14 @@ from typing import Any
 import httpx
 
 from ..token_estimate import estimate_tokens
+from ..toolsearch.asking import ModelFailed
 from ..wire import WARM_ROUTE
 from .toolcalls import ToolCall, new_call_id
 
 log = logging.getLogger("lane.llm_client")
 
 
-class LlmError(Exception):
+class LlmError(ModelFailed):
     """The llm service is unreachable or answered something that is not a chat completion."""
 
 

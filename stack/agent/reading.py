@@ -5,10 +5,11 @@ Before the turn's first model call, the lane's model may restate the request as 
 one by one (toolsearch/judge.py); promotion (toolsearch/promotion.py) then decides what to offer
 from both. The agent loop only takes the result: `turn.restated, turn.judged = await read_request(...)`.
 
-This module lives in agent/, not toolsearch/, because it asks the model through `LlmClient`
-(agent/llm_client.py) and imports flow api -> agent -> toolsearch: toolsearch words the questions
-and reads the answers, agent asks them. `lane restate` and `lane judge` ask the same questions
-through `ask_restatement` and `judge_each`, so the offline files and the live turn never differ.
+Tool search words, asks and reads those questions (restate.py, judge.py) with whatever model it is
+given; this module is the turn's side of them: which requests are read, how long the turn waits,
+and where the calls are recorded (lane_calls) and counted (the turn's usage). `lane restate` and
+`lane judge` ask the same questions through the same functions, so the offline files and the live
+turn never differ.
 """
 
 from __future__ import annotations
@@ -22,15 +23,9 @@ from ..config import Settings
 from ..store import Store
 from ..tools.registry import Registry
 from ..toolsearch.catalog import Catalog
-from ..toolsearch.judge import (
-    JUDGE_ALTERNATIVES,
-    JUDGE_MAX_TOKENS,
-    judge_messages,
-    judged_hits,
-    yes_probability,
-)
+from ..toolsearch.judge import judge_each, judged_hits, judgement
 from ..toolsearch.promotion import worth_judging
-from ..toolsearch.restate import RESTATE_MAX_TOKENS, parse_restatement, restate_messages
+from ..toolsearch.restate import ask_restatement, parse_restatement
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .corrections import named_in
 from .llm_client import LlmClient, LlmError, ModelReply
@@ -129,30 +124,3 @@ async def _judge(reading: _Reading, catalog: Catalog) -> None:
                      + (f" (yes {yes:.2f})" if yes is not None else ""))
     if answers:
         reading.record("judge", "\n".join(lines), [reply for _, reply in answers])
-
-
-async def ask_restatement(llm: LlmClient, request: str) -> ModelReply:
-    """The model's restatement of a request (toolsearch/restate.py words the question), as the
-    agent asks at the start of a turn and `lane restate` for a query file."""
-    return await llm.chat(restate_messages(request), [], max_tokens=RESTATE_MAX_TOKENS,
-                          temperature=0.0)
-
-
-async def ask_judgement(llm: LlmClient, request: str, name: str, description: str) -> ModelReply:
-    """The model's answer whether one tool does what the request asks (toolsearch/judge.py words
-    the question), with the first token's likeliest alternatives."""
-    return await llm.chat(judge_messages(request, name, description), [], max_tokens=JUDGE_MAX_TOKENS,
-                          temperature=0.0, top_logprobs=JUDGE_ALTERNATIVES)
-
-
-async def judge_each(llm: LlmClient, request: str, candidates: list[tuple[str, str]],
-                     answers: list[tuple[str, ModelReply]]) -> None:
-    """Asks about each (name, description) in turn, adding (name, reply) to `answers` as each
-    comes, so a caller that stops waiting keeps the answers it had."""
-    for name, description in candidates:
-        answers.append((name, await ask_judgement(llm, request, name, description)))
-
-
-def judgement(reply: ModelReply) -> float | None:
-    """The yes-probability of a judgement's reply (None: the model said neither)."""
-    return yes_probability(reply.content, reply.logprobs[0] if reply.logprobs else None)

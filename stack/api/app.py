@@ -17,7 +17,6 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from ..agent.examples_writer import ExampleWriter
 from ..agent.llm_client import LlmClient, LlmError
 from ..agent.loop import Agent
 from ..agent.proxy import ProxyLane, continued_session
@@ -27,6 +26,7 @@ from ..store import Store, new_session_id
 from ..tools.mcp_tools import open_lane_registry
 from ..tools.registry import Registry, describe_selection
 from ..toolsearch.catalog import build_catalog, example_book, warm_up
+from ..toolsearch.examples_writer import ExampleWriter
 from ..wire import ApiError, new_completion_id
 from .chat_request import (
     check_session_id,

@@ -18,12 +18,12 @@ from typing import Any, AsyncIterator
 
 from starlette.requests import Request
 
-from ..agent.examples_writer import ExampleWriter
 from ..agent.llm_client import LlmError, LlmTimeout
 from ..agent.loop import Agent, TurnResult
 from ..agent.proxy import ProxyLane
 from ..config import Settings
 from ..store import Store
+from ..toolsearch.examples_writer import ExampleWriter
 from ..toolsearch.surface import Profile
 from ..wire import SSE_DONE, SSE_KEEPALIVE, ApiError, sse
 from .chat_request import ChatRequest

@@ -10,7 +10,7 @@ only (retrieval.py). They are kept in `$LANE_HOME/tool_examples.json` by the has
 definition, so a changed tool gets new ones and an unchanged one is never asked about again.
 
 This module only words the question and reads the answer; the shim's background writer
-(agent/examples_writer.py) asks the model when it is idle, and `lane examples` asks from the shell.
+(examples_writer.py) asks the model when it is idle, and `lane examples` asks from the shell.
 """
 
 from __future__ import annotations

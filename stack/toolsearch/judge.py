@@ -10,8 +10,9 @@ answer itself: a plain yes or no, which helps less.
 
 Every question about a request begins with the same instruction and request, and only the tool's
 line differs, so a server that keeps its context (the lane's llm does) evaluates a few dozen new
-tokens per candidate. This module only words the question and reads the answer; the agent asks
-(agent/loop.py), and `lane judge` (agent/commands.py) for a file of queries.
+tokens per candidate. This module words the question, asks it of whichever model it is given
+(asking.py) and reads the answer; the agent asks at the start of a turn (agent/reading.py), and
+`lane judge` (model_commands.py) for a file of queries.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+from .asking import A, Answer, ChatModel
 from .catalog import Catalog, one_line
 from .retrieval import Hit
 
@@ -52,6 +54,27 @@ def judge_messages(request: str, name: str, description: str) -> list[dict[str, 
     text = (f"Message: {request.strip()[:MAX_REQUEST_CHARS]}\n\n"
             f"Tool: {label}: {one_line(description)}\n\n{QUESTION}")
     return [{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": text}]
+
+
+async def ask_judgement(model: ChatModel[A], request: str, name: str, description: str) -> A:
+    """The model's answer whether one tool does what the request asks, with the first token's
+    likeliest alternatives."""
+    return await model.chat(judge_messages(request, name, description), [],
+                            max_tokens=JUDGE_MAX_TOKENS, temperature=0.0,
+                            top_logprobs=JUDGE_ALTERNATIVES)
+
+
+async def judge_each(model: ChatModel[A], request: str, candidates: list[tuple[str, str]],
+                     answers: list[tuple[str, A]]) -> None:
+    """Asks about each (name, description) in turn, adding (name, answer) to `answers` as each
+    comes, so a caller that stops waiting keeps the answers it had."""
+    for name, description in candidates:
+        answers.append((name, await ask_judgement(model, request, name, description)))
+
+
+def judgement(answer: Answer) -> float | None:
+    """The yes-probability of a judgement's answer (None: the model said neither)."""
+    return yes_probability(answer.content, answer.logprobs[0] if answer.logprobs else None)
 
 
 def yes_probability(answer: str, alternatives: Mapping[str, float] | None = None) -> float | None:

@@ -8,12 +8,14 @@ must do ("cancel a customer's subscription in Stripe"), one line per task. Searc
 request and its restatement together (retrieval.py), so a restatement that loses a detail the
 request had costs little, and a request the model cannot read is searched as it was.
 
-This module only words the question and reads the answer; the agent asks the model at the start of
-a turn (agent/loop.py), and `lane restate` (agent/commands.py) for a file of queries.
+This module words the question, asks it of whichever model it is given (asking.py) and reads the
+answer; the agent asks at the start of a turn (agent/reading.py), and `lane restate`
+(model_commands.py) for a file of queries.
 """
 
 from __future__ import annotations
 
+from .asking import A, ChatModel
 from .examples import answer_lines
 
 # One line per task, each a short tool description: 40 tokens hold three.
@@ -46,6 +48,13 @@ def restate_messages(request: str) -> list[dict[str, str]]:
     for user, answer in SHOTS:
         messages += [{"role": "user", "content": user}, {"role": "assistant", "content": answer}]
     return [*messages, {"role": "user", "content": request.strip()[:MAX_REQUEST_CHARS]}]
+
+
+async def ask_restatement(model: ChatModel[A], request: str) -> A:
+    """The model's restatement of a request, as the agent asks at the start of a turn and
+    `lane restate` for a query file."""
+    return await model.chat(restate_messages(request), [], max_tokens=RESTATE_MAX_TOKENS,
+                            temperature=0.0)
 
 
 def parse_restatement(text: str) -> tuple[str, ...]:

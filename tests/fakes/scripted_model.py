@@ -29,6 +29,8 @@ class Reply:
     tool_calls: list[dict[str, Any]] | None = None
     # stream tokens forever (one every 20 ms) until the client goes away
     hang: bool = False
+    # wait this long before answering, as a model reading a long prompt does; a client that leaves
+    # meanwhile is counted in `disconnects` and its call dropped, as the lane's llm service does
     delay_s: float = 0.0
     finish_reason: str | None = None
     # The first token's likeliest alternatives ({token: log-probability}), sent as OpenAI's
@@ -111,8 +113,9 @@ class ScriptedModel:
                 self.requests.append(body)
                 self.authorizations.append(request.headers.get("authorization"))
                 reply = self.next_reply(body)
-            if reply.delay_s:
-                await asyncio.sleep(reply.delay_s)
+            if reply.delay_s and await _left_within(request, reply.delay_s):
+                self.disconnects += 1
+                return JSONResponse({})
             usage = _usage(body, reply)
             logprobs = _logprobs(reply) if body.get("logprobs") else None
             if body.get("stream"):
@@ -181,6 +184,16 @@ class ScriptedModel:
     def __exit__(self, *exc: object) -> None:
         assert self._server
         self._server.stop()
+
+
+async def _left_within(request: Request, seconds: float) -> bool:
+    """Whether the client went away before `seconds` passed (checked every 20 ms)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if await request.is_disconnected():
+            return True
+        await asyncio.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
+    return False
 
 
 def _raw_arguments(item: dict[str, Any]) -> str:

@@ -4,19 +4,21 @@ steps aside (its request cancelled upstream) the moment a turn starts."""
 import asyncio
 import json
 import logging
+import time
 
 import httpx
 
-from stack.agent.examples_writer import ExampleWriter
 from stack.agent.llm_client import LlmClient
 from stack.cli import main
 from stack.config import Settings
 from stack.tools.base import Tool, object_schema
 from stack.tools.registry import Registry
 from stack.toolsearch.examples import DIRECT, EXAMPLE_MAX_TOKENS, SITUATION, ExampleBook
+from stack.toolsearch.examples_writer import ExampleWriter
 from stack.toolsearch.retrieval import ToolDoc
 from tests.fakes.scripted_model import Reply, ScriptedModel, text
 from tests.integration.shim_server import ShimServer
+from tests.integration.test_api_chat import wait_for
 
 DOCS = [ToolDoc("grafana__get_current_oncall_users", "Get the users currently on-call.", {}),
         ToolDoc("slack__post_message", "Post a message to a channel.", {})]
@@ -140,7 +142,7 @@ def deferred_tool(name, description):
 
 
 def test_the_shim_writes_examples_for_its_deferred_tools_while_idle(tmp_path, monkeypatch):
-    monkeypatch.setattr("stack.agent.examples_writer.IDLE_S", 0.2)
+    monkeypatch.setattr("stack.toolsearch.examples_writer.IDLE_S", 0.2)
     registry = Registry([deferred_tool("memory", "Save a note.")], providers=[lambda: [
         deferred_tool("srv__get_oncall", "Get the users currently on-call."),
         deferred_tool("srv__post_message", "Post a message to a channel.")]])
@@ -168,8 +170,47 @@ def test_the_shim_writes_examples_for_its_deferred_tools_while_idle(tmp_path, mo
     assert sorted(asked) == ["srv__get_oncall"] * 2 + ["srv__post_message"] * 2
 
 
+def test_a_turn_that_starts_while_the_writer_waits_on_a_slow_model_drops_that_call_at_once(
+        tmp_path, monkeypatch):
+    """The writer's call is still being read by the model (5 s, as a long prompt on two cores);
+    the user's request must not wait for it: the shim's turn makes the writer drop the call at
+    once (its connection closed, nothing kept), and the tool is asked again once the lane is idle."""
+    slow_s = 5.0
+    monkeypatch.setattr("stack.toolsearch.examples_writer.IDLE_S", 0.2)
+    registry = Registry([deferred_tool("memory", "Save a note.")], providers=[lambda: [
+        deferred_tool("srv__get_oncall", "Get the users currently on-call.")]])
+    writer_calls = []
+
+    def reply(body):
+        if "find software tools" not in body["messages"][0]["content"]:
+            return text("Hello.")
+        writer_calls.append(body)
+        return Reply(content=ANSWER, delay_s=slow_s) if len(writer_calls) == 1 else by_style(body)
+
+    with ScriptedModel(reply) as model:
+        settings = Settings(home=tmp_path, llm_url=model.url, core_tools=("memory",))
+        with ShimServer(settings, registry=registry) as shim:
+            assert wait_for(lambda: writer_calls, 10.0), "the writer never asked"
+            started = time.monotonic()
+            response = httpx.post(f"{shim.url}/v1/chat/completions", timeout=20,
+                                  json={"messages": [{"role": "user", "content": "hi"}]})
+            answered_s = time.monotonic() - started
+            assert wait_for(lambda: model.disconnects == 1, slow_s / 2), \
+                "the writer's call was not dropped when the turn started"
+            dropped_s = time.monotonic() - started
+            assert wait_for(lambda: len(writer_calls) >= 3, 10.0), "the tool was not asked again"
+        book = json.loads(settings.examples_path.read_text())
+    assert response.status_code == 200
+    assert response.json()["choices"][0]["message"]["content"] == "Hello."
+    assert answered_s < slow_s / 2 and dropped_s < slow_s / 2
+    assert [asked_about(body) for body in writer_calls[:2]] == ["srv__get_oncall"] * 2
+    # from the second call: the first kept nothing
+    assert [(e["tool"], e["style"], e["requests"]) for e in book.values()][:1] == [
+        ("srv__get_oncall", "direct", list(REQUESTS))]
+
+
 def test_the_shim_writes_no_examples_when_switched_off(tmp_path, monkeypatch):
-    monkeypatch.setattr("stack.agent.examples_writer.IDLE_S", 0.05)
+    monkeypatch.setattr("stack.toolsearch.examples_writer.IDLE_S", 0.05)
     registry = Registry([deferred_tool("memory", "Save a note.")],
                         providers=[lambda: [deferred_tool("srv__get_oncall", "Get on-call.")]])
     with ScriptedModel(lambda body: text(ANSWER)) as model:

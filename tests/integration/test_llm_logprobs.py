@@ -11,8 +11,7 @@ import httpx
 import pytest
 
 from stack.agent.llm_client import LlmClient
-from stack.agent.reading import ask_judgement, judgement
-from stack.toolsearch.judge import JUDGE_ALTERNATIVES
+from stack.toolsearch.judge import JUDGE_ALTERNATIVES, ask_judgement, judgement
 from tests.integration.llm_server import lane_llm
 
 pytestmark = pytest.mark.real_model

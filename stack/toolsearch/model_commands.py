@@ -8,6 +8,10 @@ turn; `lane restate` asks the same question for a file of queries, so that `lane
 --restatements` ranks them as the lane would (an evaluation on one's own queries). Then it judges
 the best hits; `lane judge` does that for a file of queries over a catalog, for `lane search
 --judgements`.
+
+They live beside the tool search whose files they write, not with the agent: what they need of the
+agent's side is a model client, and tool search may not import agent/ (asking.py says why). `lane`
+(cli.py), which sits above every layer, hands them a `connect` that makes one.
 """
 
 from __future__ import annotations
@@ -17,23 +21,27 @@ import asyncio
 import logging
 import os
 import sys
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable, Collection, Sequence, TypeVar
 
-from ..toolsearch.judge import JUDGE_CANDIDATES
+from .judge import JUDGE_CANDIDATES
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..toolsearch.examples import ExampleBook, RequestStyle
-    from ..toolsearch.retrieval import ToolDoc
-    from .llm_client import LlmClient
+    from .asking import Answer, ChatModel
+    from .examples import ExampleBook, RequestStyle
+    from .retrieval import ToolDoc
 
 Item = TypeVar("Item")
+# Makes the client of the model to ask: (settings with the command's --llm-url and --model, the
+# bearer key --key-env names) -> client.
+Connect = Callable[["Settings", "str | None"], "ChatModel[Answer]"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    _register_restate(subparsers)
-    _register_judge(subparsers)
+def register(subparsers: argparse._SubParsersAction, *, connect: Connect) -> None:
+    _register_restate(subparsers, connect)
+    _register_judge(subparsers, connect)
     parser = subparsers.add_parser(
         "examples", help="write example requests for tool search now",
         description="Ask a model for example requests of every tool that has none yet, and keep "
@@ -48,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--again", action="store_true",
                         help="ask about tools that have examples too, replacing them (say, with "
                              "a better model than the one that wrote them)")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=partial(run, connect=connect))
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -70,18 +78,11 @@ def _model_settings(args: argparse.Namespace) -> tuple[Settings, str | None]:
     return settings, key
 
 
-def _client(settings: Settings, key: str | None) -> LlmClient:
-    from .llm_client import LlmClient
-
-    return LlmClient(settings.llm_url, model=settings.model, timeout_s=settings.llm_timeout_s,
-                     api_key=key)
-
-
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, *, connect: Connect) -> int:
     from ..config import ConfigError
-    from ..toolsearch.catalog import example_book
-    from ..toolsearch.commands import lane_docs, load_catalog_file
-    from ..toolsearch.examples import STYLES
+    from .catalog import example_book
+    from .commands import lane_docs, load_catalog_file
+    from .examples import STYLES
 
     try:
         settings, key = _model_settings(args)
@@ -98,11 +99,11 @@ def run(args: argparse.Namespace) -> int:
           f"asking {settings.llm_url} {len(todo)} times", file=sys.stderr)
     for chatty in ("httpx", "lane.examples"):  # each tool is one printed line already
         logging.getLogger(chatty).setLevel(logging.WARNING)
-    return asyncio.run(_write_all(book, todo, _client(settings, key)))
+    return asyncio.run(_write_all(book, todo, connect(settings, key)))
 
 
 async def _write_all(book: ExampleBook, todo: list[tuple[ToolDoc, RequestStyle]],
-                     llm: LlmClient) -> int:
+                     llm: ChatModel[Answer]) -> int:
     from .examples_writer import write_examples
 
     async def ask(item: tuple[ToolDoc, RequestStyle]) -> str:
@@ -113,16 +114,16 @@ async def _write_all(book: ExampleBook, todo: list[tuple[ToolDoc, RequestStyle]]
     return await _ask_each("examples", llm, todo, ask)
 
 
-async def _ask_each(command: str, llm: LlmClient, todo: Sequence[Item],
+async def _ask_each(command: str, llm: ChatModel[Answer], todo: Sequence[Item],
                     ask: Callable[[Item], Awaitable[str]]) -> int:
     """Asks about each item in turn, printing one numbered line per answer; a model that fails
     ends the run with its error (what was written before stays written)."""
-    from .llm_client import LlmError
+    from .asking import ModelFailed
 
     try:
         for number, item in enumerate(todo, 1):
             print(f"[{number}/{len(todo)}] {await ask(item)}")
-    except LlmError as exc:
+    except ModelFailed as exc:
         print(f"lane {command}: {exc}", file=sys.stderr)
         return 2
     finally:
@@ -130,14 +131,14 @@ async def _ask_each(command: str, llm: LlmClient, todo: Sequence[Item],
     return 0
 
 
-def _register_restate(subparsers: argparse._SubParsersAction) -> None:
+def _register_restate(subparsers: argparse._SubParsersAction, connect: Connect) -> None:
     parser = subparsers.add_parser(
         "restate", help="write the model's restatements of queries for lane search",
         description="Ask a model to restate each query of a JSONL file as the agent does at the "
                     "start of a turn, and keep the task lines in a JSON file that `lane search "
                     "--restatements` reads. Queries already in the file are not asked again.")
     _query_file_options(parser, '{"query": ["task line", ...]}')
-    parser.set_defaults(func=run_restate)
+    parser.set_defaults(func=partial(run_restate, connect=connect))
 
 
 def _query_file_options(parser: argparse.ArgumentParser, written: str) -> None:
@@ -149,9 +150,9 @@ def _query_file_options(parser: argparse.ArgumentParser, written: str) -> None:
     parser.add_argument("--again", action="store_true", help="ask about every query again")
 
 
-def run_restate(args: argparse.Namespace) -> int:
+def run_restate(args: argparse.Namespace, *, connect: Connect) -> int:
     from ..config import ConfigError
-    from ..toolsearch.commands import query_texts, read_restatements
+    from .commands import query_texts, read_restatements
 
     try:
         written = read_restatements(args.out) if args.out.exists() else {}
@@ -161,7 +162,7 @@ def run_restate(args: argparse.Namespace) -> int:
         print(f"lane restate: {exc}", file=sys.stderr)
         return 2
     todo = _still_to_ask(queries, written, args.again, "restated")
-    return asyncio.run(_restate_all(todo, written, args.out, _client(settings, key)))
+    return asyncio.run(_restate_all(todo, written, args.out, connect(settings, key)))
 
 
 def _still_to_ask(queries: Sequence[str], written: Collection[str], again: bool, done: str) -> list[str]:
@@ -174,12 +175,11 @@ def _still_to_ask(queries: Sequence[str], written: Collection[str], again: bool,
 
 
 async def _restate_all(todo: list[str], written: dict[str, tuple[str, ...]], out: Path,
-                       llm: LlmClient) -> int:
+                       llm: ChatModel[Answer]) -> int:
     """Asks about each query in turn; the file is rewritten after each answer (whole, then
     renamed), so an interrupted run keeps what it was told."""
-    from ..toolsearch.commands import write_restatements
-    from ..toolsearch.restate import parse_restatement
-    from .reading import ask_restatement
+    from .commands import write_restatements
+    from .restate import ask_restatement, parse_restatement
 
     async def ask(query: str) -> str:
         written[query] = parse_restatement((await ask_restatement(llm, query)).content)
@@ -190,7 +190,7 @@ async def _restate_all(todo: list[str], written: dict[str, tuple[str, ...]], out
 
 
 
-def _register_judge(subparsers: argparse._SubParsersAction) -> None:
+def _register_judge(subparsers: argparse._SubParsersAction, connect: Connect) -> None:
     parser = subparsers.add_parser(
         "judge", help="write the model's judgements of each query's best hits for lane search",
         description="Search a catalog for each query of a JSONL file, ask a model of each of the "
@@ -206,15 +206,15 @@ def _register_judge(subparsers: argparse._SubParsersAction) -> None:
                         help=f"how many of each query's best hits to judge (default {JUDGE_CANDIDATES}, "
                              "as the agent does)")
     _query_file_options(parser, '{"query": {"tool": yes-probability, ...}}')
-    parser.set_defaults(func=run_judge)
+    parser.set_defaults(func=partial(run_judge, connect=connect))
 
 
-def run_judge(args: argparse.Namespace) -> int:
+def run_judge(args: argparse.Namespace, *, connect: Connect) -> int:
     from ..config import ConfigError
-    from ..toolsearch.catalog import catalog_of, installed_method
-    from ..toolsearch.commands import load_catalog_file, query_texts, read_judgements, read_restatements
-    from ..toolsearch.examples import ExampleBook
-    from ..toolsearch.judge import judged_hits
+    from .catalog import catalog_of, installed_method
+    from .commands import load_catalog_file, query_texts, read_judgements, read_restatements
+    from .examples import ExampleBook
+    from .judge import judged_hits
 
     if args.candidates < 1:
         print("lane judge: --candidates must be at least 1", file=sys.stderr)
@@ -236,18 +236,17 @@ def run_judge(args: argparse.Namespace) -> int:
         return [(hit.name, catalog.tools[hit.name].description)
                 for hit in judged_hits(catalog, query, restated.get(query, ()), args.candidates)]
 
-    return asyncio.run(_judge_all(todo, candidates, written, args.out, _client(settings, key)))
+    return asyncio.run(_judge_all(todo, candidates, written, args.out, connect(settings, key)))
 
 
 async def _judge_all(todo: list[str], candidates: Callable[[str], list[tuple[str, str]]],
-                     written: dict[str, dict[str, float]], out: Path, llm: LlmClient) -> int:
+                     written: dict[str, dict[str, float]], out: Path, llm: ChatModel[Answer]) -> int:
     """Asks about each query's best hits in turn; the file is rewritten after each query."""
-    from ..toolsearch.commands import write_judgements
-    from .llm_client import ModelReply
-    from .reading import judge_each, judgement
+    from .commands import write_judgements
+    from .judge import judge_each, judgement
 
     async def ask(query: str) -> str:
-        answers: list[tuple[str, ModelReply]] = []
+        answers: list[tuple[str, Answer]] = []
         await judge_each(llm, query, candidates(query), answers)
         judged = {name: judgement(reply) for name, reply in answers}
         written[query] = {name: yes for name, yes in judged.items() if yes is not None}

@@ -2,9 +2,13 @@
 
 The lane's model is the only writer a laptop has, and the user's turns come first: the writer asks
 about one tool (one style of request) at a time, only after the lane has been idle for `idle_s`,
-and a turn that starts meanwhile cancels its request (the llm service stops generating at once, see
-llm_client.py) and the same tool is asked again at the next quiet moment. Answers go to the shared
-ExampleBook, so the next catalog indexes them.
+and a turn that starts meanwhile cancels its request at once, whether the model is still reading
+the prompt or already writing (the client closes the connection and the llm service drops the
+call, see agent/llm_client.py); the same tool is asked again at the next quiet moment. Answers go
+to the shared ExampleBook, so the next catalog indexes them.
+
+It lives beside the examples it writes (examples.py words the question and keeps the answers) and
+asks whatever model it is given (asking.py): the shim passes it the lane's client.
 """
 
 from __future__ import annotations
@@ -15,15 +19,15 @@ import logging
 import time
 from typing import Callable, Iterator
 
-from ..toolsearch.examples import (
+from .asking import Answer, ChatModel, ModelFailed
+from .examples import (
     EXAMPLE_MAX_TOKENS,
     ExampleBook,
     RequestStyle,
     parse_requests,
     request_messages,
 )
-from ..toolsearch.retrieval import ToolDoc
-from .llm_client import LlmClient, LlmError
+from .retrieval import ToolDoc
 
 log = logging.getLogger("lane.examples")
 
@@ -33,7 +37,7 @@ RETRY_S = 60.0
 
 
 class ExampleWriter:
-    def __init__(self, book: ExampleBook, llm: LlmClient, docs: Callable[[], list[ToolDoc]], *,
+    def __init__(self, book: ExampleBook, llm: ChatModel[Answer], docs: Callable[[], list[ToolDoc]], *,
                  idle_s: float | None = None, retry_s: float = RETRY_S):
         self.book, self.llm, self.docs = book, llm, docs
         self.idle_s = IDLE_S if idle_s is None else idle_s
@@ -63,7 +67,7 @@ class ExampleWriter:
                     await asyncio.sleep(self.idle_s)  # new tools may arrive (MCP list_changed)
                 elif await self.write(*todo[0]) is None:
                     log.info("a turn started; example requests for %s wait", todo[0][0].name)
-            except LlmError as exc:
+            except ModelFailed as exc:
                 log.warning("example requests for %s not written: %s", todo[0][0].name, exc)
                 await asyncio.sleep(self.retry_s)
             except Exception:  # a tool source failing now must not end the writer for good
@@ -92,7 +96,7 @@ class ExampleWriter:
             await asyncio.sleep(max(0.05, self.idle_s - (time.monotonic() - self._last_turn)))
 
 
-async def write_examples(book: ExampleBook, llm: LlmClient, doc: ToolDoc,
+async def write_examples(book: ExampleBook, llm: ChatModel[Answer], doc: ToolDoc,
                          style: RequestStyle) -> tuple[str, ...]:
     """Asks the model for one style of a tool's example requests and keeps them in the book (an
     answer with none usable is kept too: that tool is not asked again)."""
