@@ -22,6 +22,9 @@ from tests.integration.shim_server import ShimServer
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "bench"))
 import bfcl  # noqa: E402  (scripts/bench/bfcl.py)
 
+# About 18 s with the bfcl venv made, 45 s when this run makes it (a fresh CI machine).
+pytestmark = pytest.mark.slow
+
 PER_CATEGORY = {"live_multiple_7plus": 2, "live_multiple_strat": 2, "live_irrelevance": 2,
                 "simple_python": 2, "multi_turn_base": 1, "multi_turn_miss_param": 1}
 
