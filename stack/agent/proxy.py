@@ -50,7 +50,7 @@ from .corrections import (
 from .llm_client import LlmClient, ModelReply
 from .loop import TurnEnded, TurnResult, _count, _forced, _stored
 from .prompt import BRIDGE
-from .toolcalls import ToolCall, extract_calls, guessed_call
+from .toolcalls import ToolCall, extract_calls, unmistakable_calls
 
 ChoiceMode = Literal["auto", "none", "required", "function"]
 
@@ -406,15 +406,12 @@ def _as_validated(arguments: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def _calls_of(reply: ModelReply, surface: ClientSurface) -> list[ToolCall]:
-    """Native calls, else calls written as text; a text call to a tool no one has is a guess,
-    answered like any unknown call."""
+    """Native calls, else calls written as text; else calls made unmistakably (tagged, fenced or
+    the whole reply) whose arguments do not fit, or to a tool no one has: each is answered with
+    what is wrong (the arguments' error, or the tools that fit the guess) and corrected."""
     if reply.tool_calls:
         return reply.tool_calls
-    calls = extract_calls(reply.content, surface.parameters_of)
-    if calls:
-        return calls
-    guess = guessed_call(reply.content, surface.parameters_of)
-    return [guess] if guess else []
+    return extract_calls(reply.content, surface.parameters_of) or unmistakable_calls(reply.content)
 
 
 def _history(messages: list[dict[str, Any]]) -> History:

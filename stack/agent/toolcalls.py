@@ -93,16 +93,19 @@ def guessed_call(text: str, parameters_of: SchemaLookup) -> ToolCall | None:
     Small models guess names (`calendar` for a hidden `create-event`); the lane answers the guess
     like any unknown call (with the hidden tools that fit) instead of passing the JSON on as the
     answer. Prose that merely contains such JSON is not a guess."""
+    return next((c for c in unmistakable_calls(text) if parameters_of(c.name) is None), None)
+
+
+def unmistakable_calls(text: str) -> list[ToolCall]:
+    """Calls made unmistakably (tagged, fenced, or the whole reply is the JSON), whatever their
+    name and however their arguments fit: proxy mode corrects a fenced call whose arguments do not
+    fit its tool rather than let call-shaped text through as the answer."""
     whole = text.strip()
     sources = [m.group(1) for m in _TAGGED.finditer(text)] or \
         [m.group(1) for m in _FENCED.finditer(text)] or \
         ([whole] if whole.startswith("{") and whole.endswith("}") else [])
-    for source in sources:
-        for value in _json_values(source):
-            shape = _call_shape(value)
-            if shape and parameters_of(shape[0]) is None:
-                return ToolCall(new_call_id(), shape[0], shape[1], "content")
-    return None
+    return [ToolCall(new_call_id(), shape[0], shape[1], "content")
+            for source in sources for value in _json_values(source) if (shape := _call_shape(value))]
 
 
 def described_call(text: str, parameters_of: SchemaLookup) -> ToolCall | None:

@@ -305,3 +305,15 @@ def test_the_offered_tools_only_grow_at_the_end_within_a_users_request(tmp_path)
         assert seen[2][:len(seen[1])] == seen[1]
         # A new user message: what was called before it comes first, in the order first called.
         assert seen[3][3:5] == ["get_time", "get_weather"]
+
+
+def test_a_fenced_call_that_does_not_fit_is_corrected_not_answered(tmp_path):
+    fenced = text('```json\n{"name": "get_time", "arguments": {"town": "Paris"}}\n```')
+    with running_lane(tmp_path, [fenced, call("get_time", {"city": "Paris"})]) as lane:
+        reply = lane.chat(messages=ASK, tools=[TIME]).json()
+        assert only_call(reply)[:2] == ("get_time", {"city": "Paris"})
+        assert lane.rows("SELECT tool_name, status, origin FROM tool_executions") == [
+            ("get_time", "error", "content")]
+        told = lane.model.requests[1]["messages"]
+        assert told[-2]["content"] == "" and told[-2]["tool_calls"][0]["function"]["name"] == "get_time"
+        assert "city" in told[-1]["content"]
