@@ -25,6 +25,7 @@ litellm = pytest.importorskip("litellm", reason="the clients extra is not instal
 from tests.fakes.scripted_model import call, text  # noqa: E402
 from tests.fakes.threaded_server import ThreadedServer  # noqa: E402
 from tests.integration.test_api_chat import running_lane  # noqa: E402
+from tests.integration.test_clients_openai import WEATHER_TOOLS  # noqa: E402
 
 KEY = "lane-test-key"
 # The primary's timeout: long enough for a loopback answer, short enough to keep the test fast.
@@ -201,15 +202,6 @@ def _session_with(lane, user_message: str) -> str:
     assert len(rows) == 1, rows
     return rows[0][0]
 
-
-WEATHER_TOOLS = [
-    {"type": "function", "function": {
-        "name": "get_weather", "description": "Current weather for a city.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-    {"type": "function", "function": {
-        "name": "get_time", "description": "Local time in a city.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-]
 
 
 @pytest.mark.parametrize("failure", ["unreachable", "rate_limited"])
