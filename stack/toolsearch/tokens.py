@@ -12,79 +12,17 @@ from __future__ import annotations
 import functools
 import re
 
+from .wordlists import entries
+
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[^\W_]+")
 # "on-call" / "on call" is one word in tool names (`get_current_oncall_users`).
 _ONCALL = re.compile(r"\bon[\s-]call\b", re.IGNORECASE)
 
-STOPWORDS = frozenset(
-    """a an the and or but if then of to in on at by for from with without into onto as is are was
-    were be been being it its this that these those there here i me my mine we us our you your
-    yours he she they them their what which who whom whose how when where why do does did can
-    could would should will shall may might must please want wanted need needs some any all each
-    every via using use so just also very too not no yes than like about up out over under again
-    let lets thing things something stuff tool tools""".split()
-)
-
-# Verbs that a tool name or a query may put in any of these words. Expansion is weighted below
-# the words the user typed, so it widens recall without burying an exact match. No word is in two
-# groups (tests/unit/test_toolsearch_wordlists.py): "start" both creating and running, or "move"
-# meaning "reschedule", pulled unrelated tools in.
-_SYNONYM_GROUPS = (
-    "create make new add open generate build compose write insert register",
-    "delete remove erase destroy drop discard trash purge",
-    "update edit modify change alter rename patch set",
-    "list enumerate browse show display",
-    "get fetch retrieve read obtain view look",
-    "search find query locate lookup seek grep filter",
-    "send post publish message notify dm",
-    "close resolve finish complete done",
-    "run execute invoke trigger launch start",
-    "stop cancel abort halt kill terminate",
-    "comment reply respond",
-    "issue ticket bug task",
-    "repository repo project codebase",
-    "pull pr merge",
-    "file document doc",
-    "folder directory dir",
-    "user member person people account",
-    "channel room conversation chat",
-    "email mail inbox",
-    "schedule calendar event meeting appointment diary agenda",
-    "payment charge invoice bill",
-    "customer client",
-    "page website site web",
-    "screenshot capture snapshot",
-    "click press tap",
-    "download save export",
-    "upload attach import",
-    "log logs trace",
-    "error exception crash failure",
-    "deploy release ship rollout",
-    "pod container",
-    "image picture photo",
-    "table database db sql",
-    "note memo",
-    "label tag",
-    "remember memorize memory recall forget",
-    "draw paint sketch illustrate",
-    "tell inform announce",
-    "bookmark star favorite favourite",
-    "vulnerable vulnerability security advisory cve",
-    "secret password credential token leak",
-    "priority urgent urgency importance",
-    "reschedule postpone",
-    "watcher follower follow subscribe watch",
-    "scale replica resize",
-    "sprint cycle iteration",
-    "oncall pager rota",
-    "popup dialog modal",
-    "url link address",
-    "directions route distance travel drive",
-    "geocode coordinates location place",
-    "stats statistics metrics numbers",
-    "history audit activity",
-)
+# Filler words (data/stopwords.txt) and groups of words for the same thing (data/synonyms.txt;
+# no word is in two groups).
+STOPWORDS = frozenset(word for line in entries("stopwords.txt") for word in line.split())
+_SYNONYM_GROUPS = tuple(entries("synonyms.txt"))
 
 # Where one request holds several tasks: "find the page and leave a comment on it".
 _CLAUSE_BREAK = re.compile(

@@ -1,6 +1,11 @@
 """The hand-kept word lists, tested as data: they may only add readings, never take a task word
 away or rewrite an English one, and no word may mean two things."""
 
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
+
+from stack.toolsearch import wordlists
 from stack.toolsearch.glossary import GLOSSARY, english
 from stack.toolsearch.retrieval import ToolDoc, ToolIndex
 from stack.toolsearch.tokens import _SYNONYM_GROUPS, STOPWORDS, split_words, stem, tokens
@@ -78,3 +83,13 @@ def test_inflected_real_words_are_not_typos_of_catalog_words():
         assert speller.correct(word) is None, word
     assert not is_real("acess") and speller.correct("acess") == "access"
     assert speller.correct("calender") == "calendar"
+
+
+def test_the_lists_are_data_files_the_package_ships():
+    shipped = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    patterns = shipped["tool"]["setuptools"]["package-data"]["stack.toolsearch"]
+    for name in ("stopwords.txt", "synonyms.txt", "glossary.txt"):
+        assert wordlists.entries(name), name
+        assert any(fnmatch(f"data/{name}", pattern) for pattern in patterns), name
+    # an indented line goes on with the entry above it; a comment is no word
+    assert english("novo") == ("create",) and "#" not in " ".join(GLOSSARY)
