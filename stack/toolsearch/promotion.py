@@ -8,11 +8,10 @@ source the request singles out gets its two best confident hits: a source the re
 ("what's on my plate in asana?"), or else the one whose tools are the two best hits ("turn the
 page open in the browser into a PDF": `browser_pdf_save` just ahead of `browser_snapshot`). Which
 product is then settled, which of its tools the model decides from their schemas; a small model
-that sees none of them turns to a core tool instead (measured: `todo` for Asana and Linear
-requests, `terminal` for Stripe and for that PDF). When the lane's model judged the hits
+that sees none of them turns to a core tool instead. When the lane's model judged the hits
 (judge.py) and neither rule fired, a best hit it all but said yes to is offered alone ("add a
-sub-issue to parent issue #17 on github": `sub_issue_write`, 0.93). The promoted schemas together
-stay under `promote_budget_tokens`.
+sub-issue to parent issue #17 on github": `sub_issue_write`). The promoted schemas together stay
+under `promote_budget_tokens`. What these rules measured is in docs/measurements.md.
 """
 
 from __future__ import annotations
@@ -28,13 +27,10 @@ from .retrieval import Hit
 # score.
 MARGIN = 0.10
 CANDIDATES = 3
-# For a source singled out: how many of its tools are offered; one search this deep serves every
-# rule (a named source's tools may rank well below the first few). With these rules and a budget
-# of 1,200 tokens (was: clear winners only, 600) scripts/bench/promotion.py finds a gold tool
-# offered for 54/45/58/44% of the queries of scripts/bench/data (tuning, held-out, third, fourth;
-# was 37/29/38/30%) and only wrong ones for 11/10/10/14% (was 5/6/5/10%); ranked with the
-# requests' restatements, 55/50/59/44% and 10/8/9/13%. scripts/bench/deferred_tools.py measures
-# what the real model makes of it (README, "Hidden tools").
+# For a source singled out: how many of its tools are offered (the product is settled; two of its
+# tools leave the model a choice and fit the token budget); one search this deep serves every rule
+# (a named source's tools may rank well below the first few). scripts/bench/promotion.py measures
+# how often a right tool is offered, scripts/bench/deferred_tools.py what the real model makes of it.
 SOURCE_TOOLS = 2
 SEARCH_DEPTH = 30
 # The yes-probability at which the judged best hit is offered when neither rule above fired. Chosen
@@ -55,10 +51,9 @@ def promoted_tools(catalog: Catalog, query: str, settings: Settings,
 
 def worth_judging(catalog: Catalog, query: str, settings: Settings, restated: tuple[str, ...] = ()) -> bool:
     """Whether the model's judgement of the best hits can change what is offered: not when the
-    request's own words already single out one tool (a judgement would only add its cost), but
-    when two tools are offered (it can narrow them to the one it says yes to) or none (it can vouch
-    for one). On the real model this ran more hidden tools than judging every request (62/96
-    against 60/96) in 4% less time (README, "Small models"). Costs no search of its own: promotion
+    request's own words already single out one tool (that tool is offered either way, so a
+    judgement would only add its cost), but when two tools are offered (it can narrow them to the
+    one it says yes to) or none (it can vouch for one). Costs no search of its own: promotion
     memoises this unjudged answer and reuses it."""
     return len(promoted_tools(catalog, query, settings, restated)) != 1
 
