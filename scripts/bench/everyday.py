@@ -359,7 +359,8 @@ def false_claims(answer: str, ran: Iterable[str], tool_names: Iterable[str]) -> 
 
 _APOLOGY = re.compile(r"\b(?:sorry|apologi[sz]e)\b", re.IGNORECASE)
 _STOCK = re.compile(r"\b(?:need|require)s?\s+(?:a\s+bit\s+|some\s+)?more\s+(?:information|details|context)\b"
-                    r"|\bcan(?:no|')t\s+(?:help|assist)\s+with\s+that\b"
+                    r"|\bcan(?:no|['’])t\s+(?:help|assist)\s+(?:you\b|with\s+that\b)"
+                    r"|\b(?:don['’]t|do\s+not)\s+have\s+access\s+to\b"
                     r"|\b(?:unable|not\s+able)\s+to\s+(?:help|assist|answer|fulfil|fulfill|complete)\b",
                     re.IGNORECASE)
 _CALL_SHAPED = re.compile(r"\"name\"\s*:\s*\"[^\"]*\"\s*,\s*\"(?:arguments|parameters)\"\s*:"

@@ -119,6 +119,8 @@ def test_a_question_about_the_session_is_held_to_the_session(ev, names):
 
 @pytest.mark.parametrize("answer, why", [
     ("I'm sorry, but I need more information to answer your question.", "stock apology"),
+    ("I'm sorry, but I don't have access to your previous sessions or messages. I can't help you.",
+     "stock apology"),
     ("", "empty answer"),
     ("   ", "empty answer"),
     ("Are you up?", "the request echoed back"),
