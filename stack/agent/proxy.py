@@ -121,9 +121,14 @@ class History:
     def since_user(self) -> set[str]:
         return set(self.used_since)
 
-    def times_called(self, name: str, arguments: str) -> int:
-        keys = Counter(call_key(n, a) for _, n, a in self.calls)
-        return keys[call_key(name, arguments)]
+    def repeats(self, name: str, arguments: str) -> bool:
+        """Whether this call, made again now, would repeat itself: it is the call just answered
+        (nothing happened in between that could change its result), or it was made
+        MAX_IDENTICAL_CALLS times for this user message already. A call from an earlier user
+        message may be made again: the world it reads may have changed."""
+        key = call_key(name, arguments)
+        since = [call_key(n, a) for _, n, a in self.calls[self.before_user:]]
+        return bool(since) and (since[-1] == key or Counter(since)[key] >= MAX_IDENTICAL_CALLS)
 
     def result_of(self, name: str, arguments: str) -> str:
         key = call_key(name, arguments)
@@ -278,12 +283,12 @@ class ProxyLane:
 
     def _checked(self, turn: ProxyTurn, call: ToolCall, tool: Tool, arguments: Any, *,
                  via_bridge: bool = False) -> ClientCall | Outcome:
-        """The call with its arguments validated and repaired, or the error the model is told;
-        a third identical call in the conversation is refused with the result it already got."""
+        """The call with its arguments validated and repaired, or the error the model is told; a
+        repeated call (History.repeats) is not returned: the model is told the result it got."""
         outcome = run_tool(replace(tool, run=_as_validated), arguments, turn.ctx, via_bridge=via_bridge)
         if outcome.status != "ok":
             return outcome
-        if turn.history.times_called(tool.name, outcome.arguments) >= MAX_IDENTICAL_CALLS:
+        if turn.history.repeats(tool.name, outcome.arguments):
             earlier = replace(outcome, output=turn.history.result_of(tool.name, outcome.arguments))
             return repeated(tool.name, outcome.arguments, earlier)
         return ClientCall(call.id, tool.name, outcome.arguments, via_bridge, call.origin)

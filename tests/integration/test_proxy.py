@@ -164,18 +164,24 @@ def test_an_answer_claiming_a_call_never_made_is_corrected(tmp_path):
         assert note["role"] == "system" and "get_weather" in note["content"]
 
 
-def test_the_same_call_a_third_time_is_not_returned(tmp_path):
-    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"}), text("Sunny.")]) as lane:
-        history = list(ASK)
-        for index in range(2):
-            history += [{"role": "assistant", "content": None, "tool_calls": [{
-                "id": f"c{index}", "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
-                {"role": "tool", "tool_call_id": f"c{index}", "content": "sunny"}]
-        reply = lane.chat(messages=history, tools=[WEATHER]).json()
+def _answered(call_id, arguments='{"city": "Paris"}', result="sunny"):
+    return [{"role": "assistant", "content": None, "tool_calls": [{
+        "id": call_id, "type": "function", "function": {"name": "get_weather", "arguments": arguments}}]},
+        {"role": "tool", "tool_call_id": call_id, "content": result}]
+
+
+def test_the_call_just_answered_is_not_returned_again(tmp_path):
+    again = call("get_weather", {"city": "Paris"})
+    with running_lane(tmp_path, [again, text("Sunny."), again]) as lane:
+        reply = lane.chat(messages=ASK + _answered("c0"), tools=[WEATHER]).json()
         assert reply["choices"][0]["message"]["content"] == "Sunny."
         told = lane.model.requests[1]["messages"][-1]
-        assert told["role"] == "tool" and "sunny" in told["content"]
+        assert told["role"] == "tool" and "Already done" in told["content"] and "sunny" in told["content"]
+        assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
+        # Asked again in a later user message, the same call is a new question: it is returned.
+        later = ASK + _answered("c0") + [{"role": "assistant", "content": "Sunny."},
+                                         {"role": "user", "content": "And now?"}]
+        assert only_call(lane.chat(messages=later, tools=[WEATHER]).json())[0] == "get_weather"
 
 
 def _many_tools(count):
