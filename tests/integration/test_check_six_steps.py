@@ -151,7 +151,9 @@ def test_a_model_that_never_answers_times_out_every_step(tmp_path: Path) -> None
         run = lane.check("--timeout", "1")
         elapsed = time.monotonic() - started
     assert run.code == 1
-    assert elapsed < 30
+    # Measured median 8.8 s for the whole test (three runs, two shared cores, 2026-11-26); 10x that
+    # is still far below seven steps waiting out the default 300 s.
+    assert elapsed < 90
     assert all(s["timed_out"] and s["verdict"] == "fail" for s in run.report["steps"])
     assert all("timed out after 1s" in s["reason"] for s in run.report["steps"])
     assert run.out.count("FAIL (timeout)") == 6

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.real_model
 RUNAWAY = {"messages": [{"role": "user", "content": "write the numbers from 1 to 2000 in words"}], "temperature": 0}
 SHORT = {"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 8}
 ABORT_AFTER_S = 1.5
-FREE_WITHIN_S = 5.0
+# The next request after a cancel took a median 0.37-0.49 s here (three runs of each case, two
+# shared cores, 2026-11-26); 10x that, still far below a runaway that fills the cap (tens of s).
+FREE_WITHIN_S = 6.0
 
 
 @pytest.fixture(scope="module")

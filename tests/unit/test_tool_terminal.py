@@ -73,7 +73,7 @@ def test_timeout_is_an_error_kills_the_group_and_keeps_partial_output(ctx):
     assert outcome.status == "error"
     assert "timed out after 1 s" in outcome.output
     assert "started" in outcome.output
-    assert elapsed < 4
+    assert elapsed < 10  # measured median 1.0 s (five runs, two shared cores); the sleeps take 30
     assert gone_within(int((ws / "child.pid").read_text()), 2)
 
 
@@ -120,9 +120,9 @@ def test_timeout_above_the_maximum_is_lowered(tmp_path):
 def test_default_timeout_comes_from_settings_and_zero_means_the_default(tmp_path, given):
     context = make_tool_context(tmp_path / "home", terminal_timeout_s=0.5)
     started = time.monotonic()
-    outcome = run("sleep 5", context, **given)
+    outcome = run("sleep 30", context, **given)
     assert outcome.status == "error" and "timed out after 0.5 s" in outcome.output
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 6  # measured median 0.51 s (five runs, two shared cores)
     context.store.close()
 
 
