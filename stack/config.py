@@ -78,7 +78,7 @@ class Settings:
     # Then, unless the request's own words single out one tool, it judges the best hits one by one
     # (toolsearch/judge.py), and promotion ranks with that. Off by default for now: on two cores it
     # adds 2-4 s to a request with deferred tools; it ran 62 of 96 hidden-tool requests against 58
-    # without, the same evening, none lost (README, "Small models").
+    # without, the same evening, none lost (docs/measurements.md, "Hidden tools").
     judge_tools: bool = False
     # The same 16384 as `lane llm --ctx`, `lane up`, compose and scripts/up.sh; the shim uses the
     # smaller of this and the n_ctx the llm service reports.
