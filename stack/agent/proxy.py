@@ -32,12 +32,14 @@ from typing import Any, Literal
 from ..config import Settings
 from ..store import Store, new_session_id
 from ..store.claims import named_tools, text_tool_calls
+from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES, Tool, ToolContext
 from ..tools.execute import Outcome, refused, run_tool
 from ..tools.registry import Registry, granted_tools, split_core
 from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
 from ..toolsearch.client_tools import ClientSurface, client_surface, needs_search
 from ..toolsearch.surface import Profile, guessed_task
+from ..wire import ApiError
 from .corrections import (
     MAX_IDENTICAL_CALLS,
     TurnFacts,
@@ -158,8 +160,8 @@ class ProxyLane:
 
     async def run_turn(self, session_id: str, new_messages: list[dict[str, Any]],
                        request: ProxyRequest, profile: Profile = "search") -> ProxyResult:
-        self._store_incoming(session_id, new_messages, request.messages)
         turn = await self._new_turn(session_id, request, profile)
+        self._store_incoming(session_id, new_messages, request.messages)
         try:
             for _ in range(self.settings.max_iterations):
                 reply = await self._ask(turn)
@@ -188,6 +190,12 @@ class ProxyLane:
         surface = await asyncio.to_thread(
             client_surface, request.tools, self.settings, search=search, used_before=history.used_before,
             used_since=history.used_since, query=query, pinned=request.tool_choice.name)
+        room = context - min(request.max_tokens, context // 4)
+        if estimate_tokens(surface.offered) > room:
+            raise ApiError(400, f"the request's tools take about {estimate_tokens(surface.offered)} tokens, "
+                                f"more than the model's context of {context} leaves for them; send fewer "
+                                "tools, or let the lane search them (without X-Lane-Tools: full, with "
+                                "LANE_PROXY_TOOL_SEARCH on)", code="tools_too_large")
         if surface.bridged and self.store.last_lane_prompt(session_id) != BRIDGE:
             self.store.add_message(session_id, "system", BRIDGE, lane_prompt=True)
         temperature = self.settings.temperature if request.temperature is None else request.temperature

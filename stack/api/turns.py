@@ -127,8 +127,8 @@ class TurnRunner:
                     last_sent = time.monotonic()
             try:
                 result = task.result()
-            except LlmError as exc:
-                error = upstream_error(exc)
+            except (LlmError, ApiError) as exc:
+                error = upstream_error(exc) if isinstance(exc, LlmError) else exc
                 yield sse(error.body)
                 yield SSE_DONE
                 return

@@ -223,6 +223,18 @@ def test_two_thousand_tools_are_served_through_search(tmp_path):
         assert len(offered(lane.model.requests[0])) < 10
 
 
+def test_two_thousand_tools_without_search_are_a_clear_400(tmp_path):
+    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})]) as lane:
+        tools = _many_tools(1999) + [WEATHER]
+        response = lane.chat(messages=ASK, tools=tools, headers={"X-Lane-Tools": "full"})
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["code"] == "tools_too_large"
+        streamed = lane.chat(messages=ASK, tools=tools, headers={"X-Lane-Tools": "full"}, stream=True)
+        errors = [e for e in sse_events(streamed.text) if isinstance(e, dict) and "error" in e]
+        assert [e["error"]["code"] for e in errors] == ["tools_too_large"]
+        assert lane.model.requests == []
+
+
 def test_a_client_tool_named_like_a_bridge_is_the_clients_own(tmp_path):
     own = {"type": "function", "function": {"name": "tool_search", "description": "Search my tools.",
                                             "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
