@@ -1,5 +1,5 @@
 """LiteLLM as the gateway in front of a cloud model, with the lane as its fallback: the lane's
-reason to exist. A `litellm.Router` configured as the README's "Point clients at it" shows, whose
+reason to exist. A `litellm.Router` configured as the README's "LiteLLM: the lane as the fallback" shows, whose
 primary fails the three ways a cloud model does (unreachable, rate-limited, too slow); the answer
 must come from the lane, and the lane's store must hold the session it ran."""
 
@@ -86,7 +86,7 @@ def primary(failure: str):
 
 
 def readme_config() -> dict:
-    """The LiteLLM `config.yaml` of the README's "Point clients at it", as people copy it."""
+    """The LiteLLM `config.yaml` of the README's "LiteLLM: the lane as the fallback", as people copy it."""
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^ *```yaml\n(.*?)^ *```", readme, re.S | re.M)
     [config] = [yaml.safe_load(textwrap.dedent(b)) for b in blocks if "fallback-lane" in b]

@@ -1,5 +1,5 @@
-"""The official OpenAI Python SDK against the shim, configured exactly as the README's "Point
-clients at it" shows: what a person switching to the lane actually runs. The shim is the in-test
+"""The official OpenAI Python SDK against the shim, configured exactly as the README's "Two ways to
+use it" shows: what a person switching to the lane actually runs. The shim is the in-test
 one in front of the scripted model (tests/integration/test_api_chat.py's `running_lane`)."""
 
 import json
