@@ -125,7 +125,7 @@ def _tool_choice(value: Any, tools: list[dict[str, Any]]) -> ToolChoice:
                               "invalid_tool_choice")
         if value == "required" and not tools:
             raise bad_request("tool_choice is required, but the request has no tools", "invalid_tool_choice")
-        return ToolChoice(value)  # type: ignore[arg-type]
+        return ToolChoice("none") if value == "none" else ToolChoice("required")
     function = value.get("function")
     name = function.get("name") if isinstance(function, dict) else None
     if value.get("type", "function") != "function" or not isinstance(name, str):
