@@ -52,7 +52,7 @@ from .corrections import (
 from .llm_client import LlmClient, ModelReply
 from .loop import TurnEnded, TurnResult, _count, _forced, _stored
 from .prompt import BRIDGE
-from .toolcalls import ToolCall, extract_calls, unmistakable_calls
+from .toolcalls import ToolCall, extract_calls, python_calls, unmistakable_calls
 
 ChoiceMode = Literal["auto", "none", "required", "function"]
 
@@ -419,12 +419,13 @@ def _as_validated(arguments: dict[str, Any], ctx: ToolContext) -> str:
 
 
 def _calls_of(reply: ModelReply, surface: ClientSurface) -> list[ToolCall]:
-    """Native calls, else calls written as text; else calls made unmistakably (tagged, fenced or
+    """Native calls, else calls written as text (JSON, or Python-style); else calls made unmistakably (tagged, fenced or
     the whole reply) whose arguments do not fit, or to a tool no one has: each is answered with
     what is wrong (the arguments' error, or the tools that fit the guess) and corrected."""
     if reply.tool_calls:
         return reply.tool_calls
-    return extract_calls(reply.content, surface.parameters_of) or unmistakable_calls(reply.content)
+    return (extract_calls(reply.content, surface.parameters_of) or python_calls(reply.content, surface.parameters_of)
+            or unmistakable_calls(reply.content))
 
 
 def _history(messages: list[dict[str, Any]]) -> History:

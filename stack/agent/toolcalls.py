@@ -11,6 +11,7 @@ explaining JSON is not calling anything).
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import uuid
@@ -86,6 +87,46 @@ def _json_calls(text: str, parameters_of: SchemaLookup) -> list[ToolCall]:
                 continue
             calls.append(ToolCall(new_call_id(), name, arguments, "content"))
     return calls
+
+
+_PYTHON_CALL = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\s*\(")
+
+
+def python_calls(text: str, parameters_of: SchemaLookup) -> list[ToolCall]:
+    """Calls written as Python (`get_weather(city="Paris")`, `[f(a=1), g(b=2)]`), the shape small
+    models copy from function-calling prompts: only an offered tool's name, keyword arguments with
+    literal values, and arguments that pass the tool's schema (like untagged JSON, prose that
+    merely shows such a call in passing must fit to count)."""
+    calls = []
+    for match in _PYTHON_CALL.finditer(text):
+        schema = parameters_of(match.group(1))
+        if schema is None:
+            continue
+        arguments = _python_arguments(text, match.start(), match.group(1))
+        if arguments is None:
+            continue
+        try:
+            arguments = validate_arguments(match.group(1), schema, arguments)
+        except ToolError:
+            continue
+        calls.append(ToolCall(new_call_id(), match.group(1), arguments, "content"))
+    return calls
+
+
+def _python_arguments(text: str, start: int, name: str) -> dict[str, Any] | None:
+    """The keyword arguments of the call that starts at `start`, if it parses as one."""
+    for end in (i + 1 for i, char in enumerate(text) if i > start and char == ")"):
+        try:
+            node = ast.parse(text[start:end].replace(name, "f", 1), mode="eval").body
+        except SyntaxError:
+            continue
+        if not isinstance(node, ast.Call) or node.args:
+            return None
+        try:
+            return {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg is not None}
+        except ValueError:
+            return None
+    return None
 
 
 def guessed_call(text: str, parameters_of: SchemaLookup) -> ToolCall | None:

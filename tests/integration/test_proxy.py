@@ -335,3 +335,10 @@ def test_a_fenced_call_that_does_not_fit_is_corrected_not_answered(tmp_path):
         told = lane.model.requests[1]["messages"]
         assert told[-2]["content"] == "" and told[-2]["tool_calls"][0]["function"]["name"] == "get_time"
         assert "city" in told[-1]["content"]
+
+
+def test_a_python_style_call_is_returned_as_a_tool_call(tmp_path):
+    with running_lane(tmp_path, [text('[get_time(city="Paris", hours_ahead="2")]')]) as lane:
+        reply = lane.chat(messages=ASK, tools=[TIME]).json()
+        assert only_call(reply)[:2] == ("get_time", {"city": "Paris", "hours_ahead": 2})
+        assert reply["choices"][0]["message"]["content"] is None

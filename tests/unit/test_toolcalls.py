@@ -1,6 +1,6 @@
 """Recovering tool calls that a small model wrote as text."""
 
-from stack.agent.toolcalls import extract_calls, guessed_call
+from stack.agent.toolcalls import extract_calls, guessed_call, python_calls, unmistakable_calls
 
 SCHEMAS = {
     "memory": {
@@ -143,3 +143,22 @@ def test_function_named_as_a_string_beside_the_arguments():
     """Measured on Qwen2.5-Coder-1.5B: {"function": NAME, "arguments": {...}}."""
     text = '{"function": "memory", "arguments": {"action": "add", "content": "ORCHID-4349"}}'
     assert names_and_args(text) == [("memory", {"action": "add", "content": "ORCHID-4349"})]
+
+
+def test_python_style_calls_to_offered_tools_are_recovered():
+    calls = python_calls('[terminal(command="ls (all)", timeout="5"), memory(action="read")]', SCHEMAS.get)
+    assert [(c.name, c.arguments, c.origin) for c in calls] == [
+        ("terminal", {"command": "ls (all)", "timeout": 5}, "content"),
+        ("memory", {"action": "read"}, "content")]
+
+
+def test_python_style_text_that_is_no_call_of_an_offered_tool_is_left_alone():
+    for text in ('terminal("ls")', "terminal(command=ls)", 'shell.terminal(command="ls")',
+                 'memory(action="forget")', 'weather(city="Paris")', "terminal(command="):
+        assert python_calls(text, SCHEMAS.get) == [], text
+
+
+def test_unmistakable_calls_keep_any_name_and_arguments():
+    calls = unmistakable_calls('```json\n{"name": "memory", "arguments": {"action": "forget"}}\n```')
+    assert [(c.name, c.arguments) for c in calls] == [("memory", {"action": "forget"})]
+    assert unmistakable_calls('I would use {"name": "memory", "arguments": {}} here.') == []
