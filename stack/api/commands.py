@@ -155,10 +155,11 @@ def run_sessions(args: argparse.Namespace) -> int:
 def format_list(sessions: list[dict[str, Any]]) -> str:
     if not sessions:
         return "no sessions yet"
-    lines = [f"{'ID':<26} {'CREATED':<19} {'MSGS':>5} {'OK TOOLS':>8}  TITLE"]
+    lines = [f"{'ID':<26} {'CREATED':<19} {'SOURCE':<6} {'MSGS':>5} {'OK TOOLS':>8} {'RETURNED':>8}  TITLE"]
     for s in sessions:
-        lines.append(f"{s['id']:<26} {_when(s['created_at']):<19} {s['messages']:>5} "
-                     f"{s['ok_executions']:>8}  {_clip(s.get('title') or '', 60)}")
+        lines.append(f"{s['id']:<26} {_when(s['created_at']):<19} {s.get('source') or '-':<6} "
+                     f"{s['messages']:>5} {s['ok_executions']:>8} {s['returned_calls']:>8}  "
+                     f"{_clip(s.get('title') or '', 60)}")
     return "\n".join(lines)
 
 

@@ -61,12 +61,14 @@ def _sessions_table(sessions: list[dict[str, Any]]) -> str:
     rows = "".join(
         f"<tr><td><a href='/ui/sessions/{esc(s['id'])}'>{esc(s['id'])}</a></td>"
         f"<td class=nowrap>{esc(_when(s['created_at']))}</td><td>{esc(s['title'])}</td>"
-        f"<td class=num>{esc(s['messages'])}</td><td class=num>{esc(s['ok_executions'])}</td></tr>"
+        f"<td class=num>{esc(s['messages'])}</td><td class=num>{esc(s['ok_executions'])}</td>"
+        f"<td class=num>{esc(s['returned_calls'])}</td></tr>"
         for s in sessions)
     if not rows:
         return "<h2>Recent sessions</h2><p class=muted>No sessions yet.</p>"
     return ("<h2>Recent sessions</h2><table><tr><th>session</th><th>created (UTC)</th>"
-            "<th>title</th><th>messages</th><th>tools ran ok</th></tr>" + rows + "</table>")
+            "<th>title</th><th>messages</th><th>tools ran ok</th><th>calls returned to the client</th>"
+            "</tr>" + rows + "</table>")
 
 
 def _checks_section(folder: Path) -> str:

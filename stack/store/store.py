@@ -119,7 +119,9 @@ class Store:
             """SELECT s.*,
                       (SELECT count(*) FROM messages m WHERE m.session_id = s.id) AS messages,
                       (SELECT count(*) FROM tool_executions e
-                        WHERE e.session_id = s.id AND e.status = 'ok') AS ok_executions
+                        WHERE e.session_id = s.id AND e.status = 'ok') AS ok_executions,
+                      (SELECT count(*) FROM returned_calls r
+                        WHERE r.session_id = s.id) AS returned_calls
                FROM sessions s ORDER BY s.created_at DESC, s.rowid DESC LIMIT ?""",
             (limit,),
         )

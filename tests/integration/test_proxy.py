@@ -83,6 +83,9 @@ def test_two_call_task_returns_calls_and_continues_from_the_clients_history(tmp_
                                  str(lane.settings.db_path), session], capture_output=True, text=True)
         assert "calls returned to the client, which runs them (2)" in listed.stdout, listed.stderr
         assert "result: sunny, 21 C" in listed.stdout
+        listing = subprocess.run([sys.executable, "-m", "stack.cli", "sessions", "--db",
+                                  str(lane.settings.db_path)], capture_output=True, text=True).stdout
+        assert listing.splitlines()[1].split()[3:7] == ["proxy", "6", "0", "2"], listing
 
 
 def test_streamed_reply_carries_tool_call_deltas(tmp_path):
