@@ -94,8 +94,9 @@ def _lifespan(settings: Settings, registry: Registry | None, llm: LlmClient | No
             if not warm.ready.is_set():
                 stack.push_async_callback(_stopped, asyncio.create_task(warm.run()))
             writer = _example_writer(settings, tools, client)
-            if writer is not None:  # idle work starts once the prefixes are warm, never before
-                stack.push_async_callback(_stopped, asyncio.create_task(_after(warm.ready, writer.run)))
+            if writer is not None:  # idle work starts once the lane is warm and then idle, never before
+                stack.push_async_callback(_stopped, asyncio.create_task(
+                    _after(warm.ready, writer.idle_s, writer.run)))
             app.state.warm = warm
             app.state.store = store
             app.state.llm = client
@@ -117,8 +118,11 @@ def _example_writer(settings: Settings, tools: Registry, llm: LlmClient) -> Exam
                          lambda: build_catalog(tools, settings)[1].docs())
 
 
-async def _after(event: asyncio.Event, work: Callable[[], Awaitable[None]]) -> None:
+async def _after(event: asyncio.Event, delay_s: float, work: Callable[[], Awaitable[None]]) -> None:
+    """`work` once `event` is set and `delay_s` more have passed (the first user, told the lane is
+    healthy, should not find the model busy with idle work)."""
     await event.wait()
+    await asyncio.sleep(delay_s)
     await work()
 
 
