@@ -46,7 +46,6 @@ from .corrections import (
     TurnLedger,
     call_key,
     correction,
-    fallback_answer,
     repeated,
 )
 from .llm_client import LlmClient, ModelReply
@@ -178,7 +177,7 @@ class ProxyLane:
             return self._returned(turn, done.calls, done.message_id)
         except TurnEnded as end:
             return self._finish(turn, end)
-        return self._finish(turn, TurnEnded(fallback_answer(turn.outcomes), "iteration_limit"))
+        return self._finish(turn, TurnEnded(_no_answer(turn.outcomes), "iteration_limit"))
 
     async def _new_turn(self, session_id: str, request: ProxyRequest, profile: Profile) -> ProxyTurn:
         history = _history(request.messages)
@@ -260,7 +259,7 @@ class ProxyLane:
             assert isinstance(outcome, Outcome)
             key, earlier = turn.ledger.attempt(call.name, call.arguments)
             if turn.ledger.too_many(key):
-                raise TurnEnded(fallback_answer(turn.outcomes), "repeated_call")
+                raise TurnEnded(_no_answer(turn.outcomes), "repeated_call")
             if earlier is not None:
                 outcome = repeated(call.name, call.arguments, earlier)
             else:
@@ -331,7 +330,7 @@ class ProxyLane:
                 return
             raise TurnEnded("I could not make a valid tool call for that request.", "stop")
         if not content.strip():
-            raise TurnEnded(fallback_answer(turn.outcomes), "stop")
+            raise TurnEnded(_no_answer(turn.outcomes), "stop")
         called = {name for _, name, _ in turn.history.calls}
         claimed = sorted(n for n in named_tools(content, vocabulary) - called
                          if n in vocabulary and ("_" in n or f"`{n}`" in content))
@@ -410,6 +409,16 @@ def unanswerable_results(messages: list[dict[str, Any]]) -> list[str]:
         if message["role"] == "tool" and message["tool_call_id"] not in made:
             stray.append(message["tool_call_id"])
     return stray
+
+
+def _no_answer(outcomes: list[Outcome]) -> str:
+    """The answer the lane writes when the model gave none: what ran inside the lane, by name and
+    status only (the agent's fallback quotes results and errors, whose schema examples are
+    call-shaped JSON, and no call may reach a client as text)."""
+    if not outcomes:
+        return "The model gave no answer to that, and made no tool call."
+    steps = ", ".join(f"{o.tool_name} ({o.status})" for o in outcomes)
+    return f"The model gave no final answer. Steps it took inside the lane: {steps}."
 
 
 def _as_validated(arguments: dict[str, Any], ctx: ToolContext) -> str:

@@ -2,6 +2,7 @@
 runs the lane's own tools, and the store tells calls returned to the client from calls the lane ran."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -345,3 +346,14 @@ def test_a_python_style_call_is_returned_as_a_tool_call(tmp_path):
         reply = lane.chat(messages=ASK, tools=[TIME]).json()
         assert only_call(reply)[:2] == ("get_time", {"city": "Paris", "hours_ahead": 2})
         assert reply["choices"][0]["message"]["content"] is None
+
+
+def test_the_lanes_own_answer_quotes_no_call(tmp_path):
+    """A model that repeats a bad call until the breaker ends the turn: the answer the lane writes
+    names what happened without the error's schema example (call-shaped JSON)."""
+    with running_lane(tmp_path, lambda body: call("get_time", {"town": "Paris"})) as lane:
+        reply = lane.chat(messages=ASK, tools=[TIME]).json()
+        content = reply["choices"][0]["message"]["content"]
+        assert "get_time (error)" in content
+        assert not re.search(r'"name"\s*:|\w\(\s*\w+\s*=|<tool_call>', content), content
+        assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
