@@ -141,6 +141,8 @@ class Engine:
         if self._state_dir is not None:
             self._prefix_store = PrefixStore(self._state_dir,
                                              model_key(self.model_path, f"llama-cpp-python {__version__}"))
+            for tokens, state in reversed(self._prefix_store.saved()):  # the newest ends up newest
+                self.prompt_cache.put(tokens, state)
         self._llm = llm
         log.info(
             "loaded %s in %.1fs (n_ctx=%d, threads=%d, cap=%d)",

@@ -63,13 +63,27 @@ class PrefixStore:
             raw = path.read_bytes()
         except OSError:
             return None
-        state = _parse(raw, self.model, tokens)
+        found = _parse(raw, self.model)
+        state = found[1] if found is not None and found[0] == tuple(tokens) else None
         if state is None:
             log.warning("ignoring %s: it does not hold this model's state for this prefix", path)
             path.unlink(missing_ok=True)
             return None
         os.utime(path)  # recently used states are the ones kept
         return state
+
+    def saved(self) -> list[tuple[tuple[int, ...], bytes]]:
+        """This model's saved prefixes, newest first (the llm service restores them at start, so
+        that a restart of the llm alone, under a running shim, keeps the first answer fast)."""
+        found = []
+        for path in sorted(self.directory.glob(f"{self.model}-*{SUFFIX}"), key=_mtime, reverse=True):
+            try:
+                parsed = _parse(path.read_bytes(), self.model)
+            except OSError:
+                continue
+            if parsed is not None and path == self.path_for(parsed[0]):
+                found.append(parsed)
+        return found
 
     def save(self, tokens: Sequence[int], state: bytes) -> Path:
         """Write atomically (a crash leaves the old file or none), then keep only the newest KEEP."""
@@ -94,7 +108,8 @@ class PrefixStore:
             old.unlink(missing_ok=True)
 
 
-def _parse(raw: bytes, model: str, tokens: Sequence[int]) -> bytes | None:
+def _parse(raw: bytes, model: str) -> tuple[tuple[int, ...], bytes] | None:
+    """The tokens and state a file holds, when it is a state file of `model`."""
     if not raw.startswith(MAGIC) or len(raw) < len(MAGIC) + 4:
         return None
     start = len(MAGIC) + 4
@@ -103,14 +118,18 @@ def _parse(raw: bytes, model: str, tokens: Sequence[int]) -> bytes | None:
         header = json.loads(raw[start:start + header_size])
     except ValueError:
         return None
-    if not isinstance(header, dict) or header.get("model") != model or header.get("n_tokens") != len(tokens):
+    if not isinstance(header, dict) or header.get("model") != model or not isinstance(header.get("n_tokens"), int):
         return None
-    packed = _packed(tokens)
     body = start + header_size
-    if raw[body:body + len(packed)] != packed:
+    end = body + 4 * header["n_tokens"]
+    if len(raw) <= end:  # cut short: no state after the tokens
         return None
-    state = raw[body + len(packed):]
-    return state or None
+    packed = array("i")
+    packed.frombytes(raw[body:end])
+    state = raw[end:]
+    if len(packed) != header["n_tokens"] or not state:
+        return None
+    return tuple(packed), state
 
 
 def _packed(tokens: Sequence[int]) -> bytes:

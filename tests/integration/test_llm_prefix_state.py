@@ -25,11 +25,11 @@ TOOLS = [{"type": "function", "function": {
 
 
 @contextmanager
-def serve(folder: Path, state: Path, model: str | Path = SMOLLM2) -> Iterator[str]:
+def serve(folder: Path, state: Path, model: str | Path = SMOLLM2, cache_mb: int = 64) -> Iterator[str]:
     port = free_port()
     log = folder / f"llm-{port}.log"
     proc = start_lane(["llm", "--model", str(model), "--port", str(port), "--max-tokens", "8", "--ctx", "2048",
-                       "--threads", TEST_THREADS, "--cache-mb", "64", "--state-dir", str(state)], log)
+                       "--threads", TEST_THREADS, "--cache-mb", str(cache_mb), "--state-dir", str(state)], log)
     try:
         wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
         yield f"http://127.0.0.1:{port}"
@@ -67,13 +67,17 @@ def test_a_restart_restores_the_saved_prefix_instead_of_evaluating_it(tmp_path: 
         assert httpx.get(f"{url}/v1/lane/warm").json()["prefixes"] == [first, again]
     saved = list(state.glob("*.kv"))
     assert len(saved) == 1
-    with serve(tmp_path, state) as url:
-        restored = warm(url)
-        assert (restored["source"], restored["saved"]) == ("disk", False)
-        assert restored["prefix_tokens"] == first["prefix_tokens"]
+    with serve(tmp_path, state) as url:  # the llm restarted alone: it restores what it saved at start
         restarted_answer, cached = ask(url, "hello")
         assert cached >= first["prefix_tokens"]
         assert restarted_answer == answer, "a restored prefix must answer as the evaluated one did"
+        rewarmed = warm(url)
+        assert (rewarmed["source"], rewarmed["saved"]) == ("context", False)  # the ask left it there
+    with serve(tmp_path, state, cache_mb=0) as url:  # no RAM cache: warming reads the file itself
+        restored = warm(url)
+        assert (restored["source"], restored["saved"]) == ("disk", False)
+        assert restored["prefix_tokens"] == first["prefix_tokens"]
+        assert ask(url, "hello") == (answer, cached)
     assert list(state.glob("*.kv")) == saved
 
 

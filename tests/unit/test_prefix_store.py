@@ -20,6 +20,15 @@ def test_a_state_is_found_by_its_model_and_exact_tokens(tmp_path: Path) -> None:
     assert PrefixStore(tmp_path, "model-b").load([1, 2, 3]) is None
 
 
+def test_the_saved_states_of_a_model_are_listed_newest_first(tmp_path: Path) -> None:
+    store = PrefixStore(tmp_path, "model-a")
+    os.utime(store.save([1, 2], b"old"), (1000, 1000))
+    store.save([3, 4, 5], b"new")
+    PrefixStore(tmp_path, "model-b").save([6], b"other model")
+    os.replace(store.save([7], b"renamed"), store.path_for([8]))  # its name promises other tokens
+    assert store.saved() == [((3, 4, 5), b"new"), ((1, 2), b"old")]
+
+
 def test_a_file_that_does_not_hold_its_prefix_is_refused_and_removed(tmp_path: Path) -> None:
     store = PrefixStore(tmp_path, "model-a")
     path = store.save([1, 2, 3], b"state")
