@@ -357,3 +357,15 @@ def test_the_lanes_own_answer_quotes_no_call(tmp_path):
         assert "get_time (error)" in content
         assert not re.search(r'"name"\s*:|\w\(\s*\w+\s*=|<tool_call>', content), content
         assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
+
+
+def test_a_session_header_keeps_one_stored_session_without_duplicates(tmp_path):
+    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"}), text("Sunny.")]) as lane:
+        first = lane.chat(messages=ASK, tools=[WEATHER], session="px-1").json()["choices"][0]["message"]
+        history = ASK + [first, {"role": "tool", "tool_call_id": first["tool_calls"][0]["id"],
+                                 "content": "sunny"}]
+        second = lane.chat(messages=history, tools=[WEATHER], session="px-1")
+        assert second.headers["x-session-id"] == "px-1"
+        assert lane.history("px-1") == [("user", "What is the weather in Paris?"), ("assistant", ""),
+                                        ("tool", "sunny"), ("assistant", "Sunny.")]
+        assert lane.rows("SELECT result FROM returned_calls WHERE session_id = 'px-1'") == [("sunny",)]
