@@ -1,15 +1,12 @@
-"""What the lane tells a small model when its turn goes wrong, decided from plain data.
+"""What the lane does when a small model's turn goes wrong, decided from plain data: every lever of
+the loop is a Correction, and LEVERS lists them all.
 
-Measured on Qwen2.5-Coder-1.5B through the lane: the model describes a call in prose ("you can call
-the memory function") instead of making it, writes call-shaped JSON that does not fit the tool,
-repeats one call with the same arguments until the iterations run out, and ends turns with an
-empty answer that later turns then imitate. Each has a remedy here:
-* one corrective message per turn when a reply makes no call but names a tool that has not run in
-  this session or spells a call that did not parse, one when a reply is empty, and one when it
-  answers before a tool the user's request names has run ("run X, then save it to memory");
-* a repeated identical call is not run again: the model is told the earlier result (or error);
-  a third identical call ends the turn;
-* a final answer is never empty: when the model gives none, the lane says what ran and what failed.
+Measured on Qwen2.5-Coder-1.5B through the lane: the model describes a call in prose instead of
+making it, writes call-shaped JSON that does not fit the tool, says it saved or ran something that
+never ran, answers from its own head where a tool was needed (a note "saved", the machine's Python
+version invented), repeats one call until the iterations run out, and ends turns with an empty
+answer or a stock apology that later turns then imitate. The store knows what ran; these levers
+make the answer agree with it.
 """
 
 from __future__ import annotations
@@ -17,18 +14,58 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
-from ..store.claims import named_tools
+from ..store.claims import text_tool_calls, unbacked_claims
 from ..tools.execute import Outcome, refused
 from ..tools.validation import example_arguments
+from ..toolsearch.bridges import CALL
 from .toolcalls import described_call
+
+# Every lever of the agent loop: the Correction kind, and when it fires. Each is given at most once
+# per turn (per tool for "claim" and "decide"); the loop applies them all the same way.
+LEVERS: dict[str, str] = {
+    "call": "a reply told or spelled a call it did not make: shown the call, that tool forced",
+    "claim": "an answer says a tool did something no ok execution of this turn shows: that tool "
+             "forced once (the model's own stated intent)",
+    "decide": "an answer the model's own constrained choice (agent/decide.py) says still needs a "
+              "tool that has not run in this turn: that tool forced once",
+    "guess": "a call to a tool that does not exist, which search answers confidently: the next "
+             "call is tool_call",
+    "compose": "an answer that gives the user nothing (empty, a stock apology, the request echoed, "
+               "call-shaped text, the lane's own note) or still claims what did not run: rewritten "
+               "from the request and the tool results; if that fails too, the lane says what ran",
+    "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
+}
 
 # Asking twice makes a third identical call the end of the turn.
 MAX_IDENTICAL_CALLS = 2
 RESULT_PREVIEW_CHARS = 300
 
 _CALL_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
+# Replies that give the user nothing, seen as answers on the 1.5B model: a stock apology, and the
+# lane's own notes copied back.
+_STOCK = re.compile(r"^\W*(?:i'?m sorry|i apologi[sz]e|sorry|unfortunately)\b.{0,80}\b(?:need more "
+                    r"(?:information|context|details)|provide more|(?:do not|don't) have access|"
+                    r"can(?:'t|not) (?:help|assist))", re.IGNORECASE | re.DOTALL)
+_LANE_WORDS = ("Do not call it again", "Already done: this exact call", "Not run: this exact call",
+               "reply with only:", "a tool only runs when")
+
+
+@dataclass(frozen=True)
+class Correction:
+    """The note the model reads next (None: no note), and the tool its next reply must call (None:
+    a free reply). `kind` is one of LEVERS."""
+
+    note: str | None
+    force: str | None = None
+    kind: str = "call"
+
+    @property
+    def once_per(self) -> str:
+        """What the correction is given once per turn for: its kind, and for a claim or a
+        decision each tool ("run X, then save it to memory" may need both forced)."""
+        return f"{self.kind}:{self.force}" if self.kind in ("claim", "decide") else self.kind
 
 
 @dataclass
@@ -37,9 +74,7 @@ class TurnLedger:
 
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
-    # Correction.once_per of those given, and "guess" once a call to a tool that does not exist
-    # has forced tool_call
-    corrected: set[str] = field(default_factory=set)
+    corrected: set[str] = field(default_factory=set)  # Correction.once_per of those given
 
     def attempt(self, name: str, arguments: Any) -> tuple[str, Outcome | None]:
         """Count a call; its key and the outcome of the same call made earlier in the turn."""
@@ -49,6 +84,13 @@ class TurnLedger:
 
     def too_many(self, key: str) -> bool:
         return self.attempts.get(key, 0) > MAX_IDENTICAL_CALLS
+
+    def take(self, fix: Correction | None) -> bool:
+        """Whether `fix` is to be applied now: it exists and was not given before in this turn."""
+        if fix is None or fix.once_per in self.corrected:
+            return False
+        self.corrected.add(fix.once_per)
+        return True
 
 
 def call_key(name: str, arguments: Any) -> str:
@@ -72,51 +114,33 @@ def repeated(name: str, arguments: Any, earlier: Outcome) -> Outcome:
 
 
 @dataclass(frozen=True)
-class Correction:
-    """The note the model reads next, and the tool its next reply must call (None: free reply)."""
-
-    note: str
-    force: str | None = None
-    kind: str = "call"  # "call": a call told, spelled or named but not made; "empty": no reply;
-    # "unfinished": an answer while a tool the user's request names has not run in this turn
-
-    @property
-    def once_per(self) -> str:
-        """What the correction is given once per turn for: its kind, and for an unfinished request
-        each tool the user named ("run X, then save it to memory" may need both forced)."""
-        return f"{self.kind}:{self.force}" if self.kind == "unfinished" else self.kind
-
-
-@dataclass(frozen=True)
 class TurnFacts:
     """What a correction is decided from, besides the reply."""
 
     request: str  # the user's message of this turn
-    offered: dict[str, dict[str, Any]]  # each offered tool's argument schema
+    offered: dict[str, dict[str, Any]]  # each callable tool's argument schema
     ran_in_session: set[str]
     ran_in_turn: set[str]
     last_result: str | None = None  # the latest result of a tool that ran ok in this turn
+    about_session: bool = False  # the request asks what happened earlier in the session
 
 
 def correction(content: str, facts: TurnFacts) -> Correction | None:
-    """The correction for a reply that made no call, or None when it is a real answer.
-
-    A call is forced (the llm decodes under a grammar) only where the reply told the call in full,
-    or the user's own words named the tool: a tool named in a summary is a claim, not a task."""
+    """The correction for a reply that made no call, or None when nothing in its words earns one:
+    a call it told or spelled without making it, or a claim that a tool did something when no
+    execution shows it (held to the session's executions when the request asks about the session).
+    A tool merely mentioned, as in "I can save notes or run commands", is not a call to force."""
     text = content.strip()
-    asked = requested_tools(facts.request, facts.offered, exclude=facts.ran_in_turn)
     if not text:
-        return Correction("Your reply was empty. Answer the user now in one or two sentences, using the "
-                          "tool results above; or call a tool if the task still needs one.",
-                          asked[0] if asked else None, "empty")
-    return _unmade_call(text, facts, asked) or _unfinished(facts, asked)
+        return None
+    return _unmade_call(text, facts) or _claimed(text, facts)
 
 
-def _unmade_call(text: str, facts: TurnFacts, asked: list[str]) -> Correction | None:
-    """A call the reply told, spelled or named without making it."""
+def _unmade_call(text: str, facts: TurnFacts) -> Correction | None:
+    """A call the reply told or spelled without making it."""
     offered = facts.offered
     described = described_call(text, offered.get)
-    if described is not None and described.name not in facts.ran_in_session:
+    if described is not None and described.name not in facts.ran_in_turn:
         arguments = json.dumps(described.arguments, ensure_ascii=False)
         return Correction(f"You described a call to {described.name} but did not make it, so nothing ran. "
                           f'To run it, reply with only:\n<tool_call>\n{{"name": "{described.name}", '
@@ -125,41 +149,75 @@ def _unmade_call(text: str, facts: TurnFacts, asked: list[str]) -> Correction | 
     if spelled:
         return Correction(f"That was not a valid call, so {spelled[0]} did not run. To call a tool, reply "
                           f"with only:\n{call_example(spelled[0], offered[spelled[0]])}", spelled[0])
-    mentioned = named_tools(text, frozenset(offered))
-    named = [n for n in offered if n not in facts.ran_in_session and n in mentioned]
-    if not named:
+    return None
+
+
+def _claimed(text: str, facts: TurnFacts) -> Correction | None:
+    """The model said a tool did something that no execution shows: it meant to call it, so that
+    call is forced (a tool it cannot call is left to the answer check)."""
+    ran = facts.ran_in_turn | (facts.ran_in_session if facts.about_session else set())
+    for sentence, tools in unbacked_claims(text, ran, frozenset(facts.offered)):
+        tool = next((t for t in sorted(tools) if t in facts.offered), None)
+        if tool is not None:
+            return Correction(f'You wrote "{_preview(sentence)}", but {tool} has not run for this request, '
+                              f"so nothing happened. Call {tool} now with the arguments the request needs.",
+                              tool, "claim")
+    return None
+
+
+def decided(tool: str | None, facts: TurnFacts) -> Correction | None:
+    """The model's own choice (agent/decide.py) of a tool the request still needs, unless that
+    tool already ran in this turn."""
+    if tool is None or tool in facts.ran_in_turn:
         return None
-    tool = next((n for n in asked if n in named), None)
-    if tool is not None:
-        return Correction(f"The user asked for {tool}, and writing about it does not run it. Call it "
-                          f"now:\n{call_example(tool, offered[tool])}", tool)
-    return Correction(f"You mentioned {named[0]}, but it has not run in this session: a tool only runs when "
-                      f"you call it. If the request needs it, call it now:\n"
-                      f"{call_example(named[0], offered[named[0]])}")
+    return Correction(f"The request still needs {tool}, which has not run for it yet. Call {tool} now "
+                      "with the arguments the request needs.", tool, "decide")
 
 
-def _unfinished(facts: TurnFacts, asked: list[str]) -> Correction | None:
-    """An answer while a tool the user's request names has not run in this turn."""
-    if not asked:
-        return None
-    tool = asked[0]
-    latest = f" The latest tool result was: {_preview(facts.last_result)}" if facts.last_result else ""
-    return Correction(f"The user also asked for {tool}, which has not run yet.{latest} Call {tool} now, "
-                      f"with the arguments the user's request needs.", tool, "unfinished")
+def guessed(found_confidently: bool) -> Correction | None:
+    """A call to a tool that does not exist was answered with the hidden tools its guess finds:
+    the next call runs one of them through tool_call."""
+    return Correction(None, CALL, "guess") if found_confidently else None
 
 
-def requested_tools(request: str, offered: dict[str, Any], *, exclude: set[str]) -> list[str]:
-    """The offered tools the user's words name, in the order the request names them."""
-    lowered = request.lower()
-    named = [n for n in offered if n not in exclude and named_in(n, request)]
-    return sorted(named, key=lambda n: min(lowered.find(p.rstrip("s")) for p in re.findall(r"[a-z]+", n.lower())))
+def faults(content: str, facts: TurnFacts) -> list[str]:
+    """Why an answer may not reach the user as it is (empty when it may): it gives nothing, it is
+    call-shaped, or it claims what did not run."""
+    text = content.strip()
+    if not text:
+        return ["the model gave no answer"]
+    problems = []
+    if _STOCK.search(text):
+        problems.append("a stock apology")
+    if _echoes(text, facts.request):
+        problems.append("the request echoed back")
+    if any(words in text for words in _LANE_WORDS):
+        problems.append("the lane's own note copied")
+    if text_tool_calls(text, frozenset(facts.offered)) or text.startswith("{") and '"name"' in text:
+        problems.append("a tool call written as text")
+    ran = facts.ran_in_turn | (facts.ran_in_session if facts.about_session else set())
+    problems += [f"it says {'/'.join(sorted(tools))} did something that did not run"
+                 for _, tools in unbacked_claims(text, ran, frozenset(facts.offered))]
+    return problems
 
 
-def named_in(tool: str, request: str) -> bool:
-    """Whether every word of a tool's name is in the request ("search my past sessions" names
-    session_search), plurals included."""
-    words = {w.rstrip("s") for w in re.findall(r"[a-z]+", request.lower())}
-    return all(part.rstrip("s") in words for part in re.findall(r"[a-z]+", tool.lower()))
+_ABOUT_SESSION = re.compile(r"\b(?:did you|have you|so far|(?:this|our) (?:conversation|session|chat)|"
+                            r"earlier|before|previously|you (?:used|ran|did))\b", re.IGNORECASE)
+
+
+def asks_about_session(request: str) -> bool:
+    """Whether the request asks what happened earlier in the session ("which tools did you run?"):
+    then an answer's claims are held to the session's executions, not only the turn's."""
+    return bool(_ABOUT_SESSION.search(request))
+
+
+def _echoes(text: str, request: str) -> bool:
+    said, asked = _plain(text), _plain(request)
+    return bool(said) and (said == asked or (len(said) >= 12 and said in asked))
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def call_example(name: str, schema: dict[str, Any]) -> str:
@@ -167,13 +225,23 @@ def call_example(name: str, schema: dict[str, Any]) -> str:
     return f'<tool_call>\n{{"name": "{name}", "arguments": {arguments}}}\n</tool_call>'
 
 
-def fallback_answer(outcomes: list[Outcome]) -> str:
-    """A final answer the lane writes when the model wrote none: what ran and what failed."""
-    if not outcomes:
-        return "I could not produce an answer to that. No tool ran."
+def named_in(tool: str, request: str) -> bool:
+    """Whether every word of a tool's name is in the request ("search my past sessions" names
+    session_search), plurals included: the user chose the tool, so promotion offers none beside it."""
+    words = {w.rstrip("s") for w in re.findall(r"[a-z]+", request.lower())}
+    return all(part.rstrip("s") in words for part in re.findall(r"[a-z]+", tool.lower()))
+
+
+def fallback_answer(outcomes: list[Outcome], unsure: Sequence[str] = ()) -> str:
+    """The answer the lane writes, in its own words, when the model wrote none it could pass on:
+    what ran with its result, and what failed; never a claim."""
     lines = [f"- {o.tool_name} {'returned' if o.status == 'ok' else o.status + ':'} {_preview(o.output)}"
              for o in outcomes]
-    return "The model gave no final answer. What happened in this turn:\n" + "\n".join(lines)
+    if not lines:
+        text = "No tool ran for this request, so I have no checked answer to give."
+    else:
+        text = "I could not write a reliable answer. What ran for this request:\n" + "\n".join(lines)
+    return text + ("\n(The model's reply was not passed on: " + "; ".join(unsure) + ".)" if unsure else "")
 
 
 def _preview(text: str) -> str:

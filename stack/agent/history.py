@@ -88,3 +88,29 @@ def _noise(row: dict[str, Any], failed_calls: frozenset[str] | set[str]) -> bool
         return row.get("tool_call_id") in failed_calls
     calls = row.get("tool_calls") or []
     return bool(calls) and all(call.get("id") in failed_calls for call in calls)
+
+
+FACT_CHARS = 160
+
+
+def earlier_facts(rows: list[dict[str, Any]], turns: int = 3) -> str:
+    """The last few finished turns as facts (what was asked, what ran and returned, what was
+    answered), for the lane's own questions: a small model reads them as context rather than as
+    replies to copy."""
+    rows = [row for row in rows if not (row.get("lane_prompt") or row.get("lane_note"))]
+    starts = [i for i, row in enumerate(rows) if row["role"] == "user"]
+    lines = []
+    for start, end in list(pairwise([*starts, len(rows)]))[-turns - 1:-1]:
+        turn = rows[start:end]
+        lines.append(f"- The user said: {_short(turn[0]['content'])}")
+        lines += [f"  {row.get('tool_name') or 'a tool'} returned: {_short(row['content'])}"
+                  for row in turn if row["role"] == "tool"]
+        answers = [row for row in turn if row["role"] == "assistant" and not row.get("tool_calls")]
+        if answers and (answers[-1]["content"] or "").strip():
+            lines.append(f"  The assistant answered: {_short(answers[-1]['content'])}")
+    return "\n".join(lines)
+
+
+def _short(text: str | None) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= FACT_CHARS else flat[:FACT_CHARS] + "…"

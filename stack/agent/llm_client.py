@@ -134,7 +134,8 @@ class LlmClient:
     async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                    max_tokens: int, temperature: float | None = None,
                    tool_choice: dict[str, Any] | str | None = None,
-                   top_logprobs: int | None = None) -> ModelReply:
+                   top_logprobs: int | None = None,
+                   response_schema: dict[str, Any] | None = None) -> ModelReply:
         body: dict[str, Any] = {
             "model": await self.model_name(),
             "messages": messages,
@@ -150,6 +151,9 @@ class LlmClient:
             body["temperature"] = temperature
         if top_logprobs is not None:
             body |= {"logprobs": True, "top_logprobs": top_logprobs}
+        if response_schema is not None:
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "reply", "schema": response_schema}}
         try:
             async with asyncio.timeout(self.timeout_s):
                 reply = await self._stream(body)

@@ -22,14 +22,28 @@ from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Profile, Toolset, assemble
-from .corrections import TurnFacts, TurnLedger, correction, fallback_answer, repeated
-from .history import conversation
-from .llm_client import LlmClient, ModelReply
-from .prompt import memory_note, promoted_tools_note, system_prompt
+from .corrections import (
+    Correction,
+    TurnFacts,
+    TurnLedger,
+    asks_about_session,
+    correction,
+    decided,
+    fallback_answer,
+    faults,
+    guessed,
+    repeated,
+)
+from .decide import ask_decision, parse_decision
+from .history import conversation, earlier_facts
+from .llm_client import LlmClient, LlmError, ModelReply
+from .prompt import compose_messages, memory_note, promoted_tools_note, system_prompt
 from .reading import names_an_offered_tool, read_request
 from .toolcalls import ToolCall, extract_calls, guessed_call
 
 log = logging.getLogger("lane.agent")
+# The decision question lists the direct tools and at most this many hidden ones (search's best).
+DECIDE_HIDDEN = 5
 
 
 @dataclass
@@ -67,6 +81,7 @@ class Turn:
     restated: tuple[str, ...] = ()  # the request as the tools it needs (toolsearch/restate.py)
     judged: dict[str, float] = field(default_factory=dict)  # best hits' yes-probability (judge.py)
     outcomes: list[Outcome] = field(default_factory=list)
+    decided: bool = False  # the decision question was asked (agent/decide.py)
 
 
 class Agent:
@@ -89,7 +104,7 @@ class Agent:
                 calls = _calls_of(reply, toolset)
                 message_id = self._store_reply(turn, reply, calls)
                 if not calls:
-                    self._answer_or_correct(turn, reply, toolset)
+                    await self._answer_or_correct(turn, reply, toolset)
                 for call in calls:
                     await self._execute(call, toolset, turn, message_id)
         except TurnEnded as end:
@@ -130,8 +145,11 @@ class Agent:
     async def _ask(self, turn: Turn, toolset: Toolset) -> ModelReply:
         messages = self._request_messages(turn.result.session_id, toolset, turn.cap,
                                           await self.llm.context_window())
+        in_tools = turn.force in {t["function"]["name"] for t in toolset.offered}
         reply = await self.llm.chat(messages, toolset.offered, max_tokens=turn.cap,
-                                    temperature=turn.temperature, tool_choice=_forced(turn.force))
+                                    temperature=turn.temperature,
+                                    tool_choice=_forced(turn.force) if in_tools else None,
+                                    response_schema=None if in_tools else _bridged(turn.force, toolset))
         turn.force = None
         _count(turn.result, reply)
         return reply
@@ -142,25 +160,91 @@ class Agent:
             prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
             cached_tokens=reply.cached_tokens)
 
-    def _answer_or_correct(self, turn: Turn, reply: ModelReply, toolset: Toolset) -> None:
-        """A reply without calls ends the turn, unless it earns a correction (one of each kind)."""
-        ran = [o for o in turn.outcomes if o.status == "ok"]
-        facts = TurnFacts(turn.query, {t["function"]["name"]: t["function"].get("parameters") or {}
-                                       for t in toolset.offered + toolset.promoted_schemas},
-                          self.store.tools_that_ran(turn.result.session_id), {o.tool_name for o in ran},
-                          ran[-1].output if ran else None)
+    async def _answer_or_correct(self, turn: Turn, reply: ModelReply, toolset: Toolset) -> None:
+        """A reply without calls ends the turn, unless a lever (corrections.LEVERS) earns another
+        model call; what ends it is held to the store first (_checked)."""
+        facts = self._facts(turn, toolset)
         fix = correction(reply.content, facts)
-        if fix and fix.once_per not in turn.ledger.corrected:
-            # Only a tool in `tools` can be forced: a promoted one would change the prompt's prefix.
-            in_tools = {t["function"]["name"] for t in toolset.offered}
-            turn.ledger.corrected.add(fix.once_per)
-            turn.force = fix.force if fix.force in in_tools else None
-            self.store.add_message(turn.result.session_id, "system", fix.note, lane_note=True)
+        if fix is None and not facts.ran_in_turn and not turn.decided:
+            # An answer from the model's own head: does the request need a tool after all?
+            turn.decided = True
+            fix = decided(await self._decide(turn, toolset), facts)
+        if self._apply(turn, fix, toolset):
             return
-        if reply.content.strip():
-            raise TurnEnded(reply.content, "length" if reply.finish_reason == "length" else "stop",
-                            lane_written=False)
-        raise TurnEnded(fallback_answer(turn.outcomes), "stop")
+        raise await self._checked(turn, reply, facts)
+
+    def _apply(self, turn: Turn, fix: Correction | None, toolset: Toolset) -> bool:
+        """Every lever goes through here: once per kind (and tool), a note the model reads next,
+        and the tool its next reply must call, when that tool can be called at all."""
+        if not turn.ledger.take(fix) or fix is None:
+            return False
+        reachable = fix.force is not None and (toolset.parameters_of(fix.force) is not None
+                                               or (toolset.bridged and fix.force in toolset.catalog))
+        turn.force = fix.force if reachable else None
+        if fix.note:
+            self.store.add_message(turn.result.session_id, "system", fix.note, lane_note=True)
+        return True
+
+    def _facts(self, turn: Turn, toolset: Toolset) -> TurnFacts:
+        ran = [o for o in turn.outcomes if o.status == "ok"]
+        schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
+                   for t in toolset.offered + toolset.promoted_schemas}
+        schemas |= {name: tool.parameters for name, tool in toolset.catalog.tools.items()}
+        return TurnFacts(turn.query, schemas, self.store.tools_that_ran(turn.result.session_id),
+                         {o.tool_name for o in ran}, ran[-1].output if ran else None,
+                         asks_about_session(turn.query))
+
+    async def _decide(self, turn: Turn, toolset: Toolset) -> str | None:
+        """The model's constrained choice of the tool the request still needs (agent/decide.py),
+        kept with the lane's own model calls; None for "answer" or when asking fails."""
+        tools = [(t["function"]["name"], t["function"].get("description") or "")
+                 for t in toolset.offered if t["function"]["name"] not in toolset.bridges
+                 and t["function"]["name"] != CALL]
+        if toolset.bridged and turn.query.strip():
+            hits, _ = toolset.catalog.search(turn.query, DECIDE_HIDDEN)
+            tools += [(h.name, toolset.catalog.tools[h.name].description) for h in hits]
+        ran = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
+        try:
+            reply = await ask_decision(self.llm, turn.query, tools, ran, self._earlier(turn))
+        except LlmError as exc:
+            log.warning("no decision: %s", exc)
+            return None
+        _count(turn.result, reply)
+        self.store.add_lane_call(turn.result.session_id, "decide", reply.content,
+                                 prompt_tokens=reply.prompt_tokens,
+                                 completion_tokens=reply.completion_tokens,
+                                 cached_tokens=reply.cached_tokens)
+        return parse_decision(reply.content, [name for name, _ in tools])
+
+    async def _checked(self, turn: Turn, reply: ModelReply, facts: TurnFacts) -> TurnEnded:
+        """The answer as the store allows it: the model's when nothing is wrong with it; else one
+        written again from the request and the results; else the lane's own account of what ran.
+        Every answer held back is a lane note."""
+        problems = faults(reply.content, facts)
+        if not problems:
+            return TurnEnded(reply.content, "length" if reply.finish_reason == "length" else "stop",
+                             lane_written=False)
+        session = turn.result.session_id
+        self.store.add_message(session, "system", "Answer not passed on: " + "; ".join(problems),
+                               lane_note=True)
+        results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
+        try:
+            composed = await self.llm.chat(compose_messages(turn.query, results, self._earlier(turn)),
+                                           [], max_tokens=min(turn.cap, 400), temperature=0.0)
+        except LlmError as exc:
+            log.warning("answer not composed: %s", exc)
+            return TurnEnded(fallback_answer(turn.outcomes, problems), "stop")
+        _count(turn.result, composed)
+        self._store_reply(turn, composed, [])
+        still = faults(composed.content, facts)
+        if not still:
+            return TurnEnded(composed.content, "stop", lane_written=False)
+        self.store.add_message(session, "system", "Answer not passed on: " + "; ".join(still),
+                               lane_note=True)
+        return TurnEnded(fallback_answer(turn.outcomes, still), "stop")
+
+    def _earlier(self, turn: Turn) -> str:
+        return earlier_facts(self.store.messages(turn.result.session_id))
 
     def _request_messages(self, session_id: str, toolset: Toolset, cap: int,
                           upstream_context: int | None) -> list[dict[str, Any]]:
@@ -189,10 +273,8 @@ class Agent:
             turn.ledger.outcomes[key] = outcome
             turn.outcomes.append(outcome)
         self._record(turn.ctx.session_id, message_id, call, outcome)
-        if "guess" not in turn.ledger.corrected and toolset.answers_guess(call.name, call.arguments):
-            # It was shown the hidden tools its guess finds: the next call runs one of them.
-            turn.ledger.corrected.add("guess")
-            turn.force = CALL
+        if "guess" not in turn.ledger.corrected:
+            self._apply(turn, guessed(toolset.answers_guess(call.name, call.arguments)), toolset)
         if outcome.status == "ok":
             turn.result.tools_executed.append(outcome.tool_name)
         if turn.ctx.question_for_user:
@@ -225,6 +307,19 @@ def _calls_of(reply: ModelReply, toolset: Toolset) -> list[ToolCall]:
 
 def _forced(tool: str | None) -> dict[str, Any] | None:
     return {"type": "function", "function": {"name": tool}} if tool else None
+
+
+def _bridged(tool: str | None, toolset: Toolset) -> dict[str, Any] | None:
+    """A hidden tool forced: the reply must be a tool_call reaching it with arguments that fit
+    its schema. A response format, not `tools`, so the prompt's cached tools block stays as it is."""
+    if tool is None or not toolset.bridged or tool not in toolset.catalog:
+        return None
+    arguments = {"type": "object", "properties": {
+        "name": {"const": tool},
+        "arguments": toolset.catalog.tools[tool].parameters or {"type": "object"}},
+        "required": ["name", "arguments"]}
+    return {"type": "object", "properties": {"name": {"const": CALL}, "arguments": arguments},
+            "required": ["name", "arguments"]}
 
 
 def _stored(call: ToolCall) -> dict[str, Any]:

@@ -9,7 +9,7 @@ moves no cached prefix and different sessions share the prompt and the tools blo
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Sequence
 
 BASE = (
     "You are a helpful assistant running on a local model. You act by calling tools: when the user "
@@ -40,3 +40,31 @@ def system_prompt(*, bridged: bool) -> str:
 def memory_note(memory: str) -> str | None:
     """The memory snapshot, in a system message of its own after the prompt and the tools block."""
     return "What you remember (from the memory tool):\n" + memory.strip() if memory.strip() else None
+
+
+COMPOSE = (
+    "You write an assistant's reply to the user's message, in one to three short sentences. Give "
+    "what the user asked for: quote the numbers, text, times or output from the results below. "
+    "Only say something was done (saved, run, written, found) if a result below shows it. If "
+    "nothing ran, answer from what you know, or say plainly what you could not do."
+)
+COMPOSE_RESULT_CHARS = 1500
+
+
+def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "") -> list[dict[str, str]]:
+    """The question that writes an answer from the request and this turn's results, as (tool,
+    status, output): no tools, no history to imitate, only facts."""
+    parts = [f"Earlier in the conversation:\n{earlier.strip()}"] if earlier.strip() else []
+    parts.append(f"The user's message: {request.strip()}")
+    if results:
+        parts.append("Results of the tools that ran for it:\n" + "\n".join(
+            f"- {name} ({status}): {_clip(output)}" for name, status, output in results))
+    else:
+        parts.append("No tool ran for it.")
+    parts.append("Write the reply.")
+    return [{"role": "system", "content": COMPOSE}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def _clip(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= COMPOSE_RESULT_CHARS else text[:COMPOSE_RESULT_CHARS] + " …(cut)"

@@ -321,7 +321,7 @@ class ProxyLane:
         if choice.mode != "none":
             fix = correction(content, self._facts(turn))
             in_tools = {t["function"]["name"] for t in turn.surface.offered}
-            if fix is not None and self._note(turn, fix.note, fix.once_per,
+            if fix is not None and self._note(turn, fix.note or "", fix.once_per,
                                               force=fix.force if fix.force in in_tools else None):
                 return
         if text_tool_calls(content, vocabulary):

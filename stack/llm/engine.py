@@ -246,7 +246,7 @@ class Engine:
             llm.set_seed(request.seed)
         cached = self._restore_longest_prefix(llm, prompt)
         self._abort_flag = job.cancel
-        grammar = _grammar(call_schema(request.tools, request.tool_choice))
+        grammar = _grammar(call_schema(request.tools, request.tool_choice) or request.response_schema)
         outcome = self._sample(llm, job, prompt, stops, min(request.max_tokens, room), emit, grammar)
         if not outcome.cancelled and self.prompt_cache.budget_bytes:
             self.prompt_cache.put(context_tokens(llm), save_state(llm))
@@ -353,7 +353,7 @@ def _token_logprobs(llm: Llama, token: int, alternatives: int) -> dict[str, Any]
 
 
 def _grammar(schema: dict[str, Any] | None) -> LlamaGrammar | None:
-    """A forced tool call's grammar; a schema the converter cannot express leaves decoding free."""
+    """A forced tool call's or response format's grammar; a schema the converter cannot express leaves decoding free."""
     if schema is None:
         return None
     from llama_cpp import LlamaGrammar

@@ -46,6 +46,9 @@ class ChatRequest:
     # OpenAI's `logprobs` / `top_logprobs`: None when not asked for, else how many alternatives
     # each generated token reports (0: only the chosen token's own log-probability).
     top_logprobs: int | None = None
+    # OpenAI's `response_format`: the JSON schema the reply must match (`json_object`: any object),
+    # decoded under a grammar; None leaves the reply free.
+    response_schema: dict[str, Any] | None = None
 
 
 def parse_chat_request(raw: bytes, cap: int) -> ChatRequest:
@@ -78,6 +81,7 @@ def parse_chat_request(raw: bytes, cap: int) -> ChatRequest:
         seed=body.get("seed"),
         stop=_stop_strings(body.get("stop")),
         top_logprobs=_top_logprobs(body),
+        response_schema=_response_schema(body.get("response_format")),
     )
 
 
@@ -115,6 +119,23 @@ def _top_logprobs(body: dict[str, Any]) -> int | None:
     if not 0 <= count <= MAX_TOP_LOGPROBS:
         raise bad_request(f"'top_logprobs' must be between 0 and {MAX_TOP_LOGPROBS}", "invalid_value")
     return int(count)
+
+
+def _response_schema(value: Any) -> dict[str, Any] | None:
+    """The schema of OpenAI's `response_format` (`text` and absent: None)."""
+    if value is None:
+        return None
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"type": "object"}
+    schema = (value.get("json_schema") or {}).get("schema") if kind == "json_schema" else None
+    if not isinstance(schema, dict):
+        raise bad_request("'response_format' must be {\"type\": \"text\"|\"json_object\"} or "
+                          "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": {...}}}",
+                          "invalid_value")
+    return schema
 
 
 def _stop_strings(value: Any) -> tuple[str, ...]:

@@ -77,3 +77,70 @@ def named_tools(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> set
 
 def _looks_like_tool(name: str, vocabulary: frozenset[str]) -> bool:
     return name in vocabulary or "_" in name.strip("_")
+
+
+
+# What an answer may say a tool did. Each family: the tools whose ok execution backs the claim, and
+# a past-tense (or "I'll remember"-style) statement of that kind of work. Capability talk ("I can
+# save notes"), questions and negations are not claims (see _NOT_ASSERTED).
+_DONE = r"(?:i(?:'ve| have)?|i've just|i just|we(?:'ve)?|has been|have been|was|were|is now|are now)"
+_MADE = r"(?:written|wrote|created|saved|made|updated|edited|changed)"
+_FILE = r"(?:file|folder|directory)"
+_FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
+    (frozenset(tools), re.compile(pattern, re.IGNORECASE)) for tools, pattern in (
+        ({"memory"}, rf"\b(?:{_DONE}\s+)?(?:saved|added|stored|noted|recorded|remembered|written|wrote|"
+                     r"updated|kept|put)\b[^\n]{0,80}\b(?:memory|memories|long-term)\b"),
+        ({"memory"}, r"\b(?:i'll|i will|i'm going to)\s+(?:remember|keep that in mind|make a note)\b"
+                     r"|\b(?:got it|noted)[,.!]\s+(?:i'll|i will|i've)\b|\bmade a note\b"),
+        ({"terminal", "run_python"}, rf"\b{_DONE}\s+(?:ran|run|executed|launched)\b[^\n]{{0,60}}"
+                                     r"\b(?:command|shell|terminal|script|code|snippet)\b"
+                                     r"|\bthe (?:command|script) (?:returned|printed|output)\b"),
+        ({"write_file", "patch", "terminal", "run_python"},
+         rf"\b{_DONE}\s+{_MADE}\b[^\n]{{0,60}}\b{_FILE}\b|\b{_FILE}\b[^\n]{{0,60}}\b{_DONE}\s+{_MADE}\b"),
+        ({"read_file", "terminal", "search_files", "run_python"},
+         rf"\b{_DONE}\s+(?:read|opened|looked at|checked)\b[^\n]{{0,40}}\b{_FILE}\b"),
+        ({"session_search"}, rf"\b{_DONE}\s+(?:searched|looked through|checked|gone through|went through)"
+                             r"\b[^\n]{0,40}\b(?:sessions?|conversations?|chats?|history)\b"),
+        ({"todo"}, rf"\b{_DONE}\s+(?:added|marked|created|updated|put|set)\b[^\n]{{0,50}}"
+                   r"\b(?:to-?do|task list|tasks)\b"),
+    ))
+# A tool said to have been used or to have answered: "I ran the world_clock tool", "used memory and
+# terminal", "the calculate tool returned", "the terminal printed".
+_USE_VERB = re.compile(r"\b(?:ran|used|called|invoked|executed|tools? used)\b", re.IGNORECASE)
+_ANSWERED = r"(?:returned|says|said|shows|showed|gave|reported|printed|output|found)"
+_NAMED_TOOL = re.compile(r"\b(?:ran|used|called|invoked|executed)\s+(?:the\s+)?`?(?P<name>[A-Za-z_][\w.-]*)`?"
+                         r"\s+(?:tool|function)\b", re.IGNORECASE)
+_NOT_ASSERTED = re.compile(r"\b(?:not|n't|never|no|unable|cannot|could|can|would|should|may|might|"
+                           r"if|whether|try|want|wish|please|let me|shall)\b|\?\s*$", re.IGNORECASE)
+
+
+def claimed_tools(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> list[tuple[str, frozenset[str]]]:
+    """What the answer says was done, as (sentence, the tools any one of which backs it): a tool
+    named as used or as having answered ("I ran the world_clock tool", "I used memory and
+    terminal", "the calculate tool returned"; a tool the lane does not have, "I ran the percentage
+    tool", is a claim nothing backs), or a kind of work stated as done ("I added teal to my
+    memory", "the file has been created"). A sentence that negates, hedges, asks or offers ("I can
+    save notes", "should I run it?") claims nothing."""
+    claims: list[tuple[str, frozenset[str]]] = []
+    for raw in re.split(r"(?<=[.!?])\s+(?=[A-Z])|\n+", content):
+        sentence = raw.strip()
+        if not sentence or _NOT_ASSERTED.search(sentence):
+            continue
+        named = {m.group("name") for m in _NAMED_TOOL.finditer(sentence)}
+        if _USE_VERB.search(sentence):
+            named |= named_tools(sentence, vocabulary) & vocabulary
+        for name in vocabulary:
+            if re.search(rf"\bthe\s+`?{re.escape(name)}`?\s+(?:tool\s+|function\s+)?{_ANSWERED}\b",
+                         sentence, re.IGNORECASE):
+                named.add(name)
+        claims += [(sentence, frozenset({name})) for name in sorted(named)]
+        claims += [(sentence, tools) for tools, pattern in _FAMILY_CLAIMS
+                   if pattern.search(sentence) and not tools & named]
+    return claims
+
+
+def unbacked_claims(content: str, ran: set[str], vocabulary: frozenset[str] = BUILTIN_TOOLS
+                    ) -> list[tuple[str, frozenset[str]]]:
+    """The claims of `content` that no tool in `ran` (those that ran ok) backs."""
+    return [(sentence, tools) for sentence, tools in claimed_tools(content, vocabulary)
+            if not tools & ran]

@@ -17,6 +17,7 @@ from typing import Any, Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from stack.agent.decide import INSTRUCTION as DECIDE_INSTRUCTION
 from stack.toolsearch.judge import INSTRUCTION as JUDGE_INSTRUCTION
 from stack.toolsearch.restate import INSTRUCTION as RESTATE_INSTRUCTION
 from tests.fakes.threaded_server import ThreadedServer
@@ -65,6 +66,10 @@ class ScriptedModel:
     # default "no" to every tool, which leaves search's order as it was), kept apart likewise.
     judgement: str | Reply | Callable[[dict[str, Any]], Reply] = "no"
     judge_requests: list[dict[str, Any]] = field(default_factory=list)
+    # When a reply would end a turn, the lane asks which tool the request still needs
+    # (agent/decide.py): answered with this (by default "answer": none), kept apart likewise.
+    decision: str | Reply | Callable[[dict[str, Any]], Reply] = '{"next": "answer"}'
+    decide_requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
     disconnects: int = 0
     port: int = 0
@@ -109,6 +114,9 @@ class ScriptedModel:
             elif _asks(body, JUDGE_INSTRUCTION):
                 self.judge_requests.append(body)
                 reply = _answer(self.judgement, body)
+            elif _asks(body, DECIDE_INSTRUCTION.split("{tools}")[0], prefix=True):
+                self.decide_requests.append(body)
+                reply = _answer(self.decision, body)
             else:
                 self.requests.append(body)
                 self.authorizations.append(request.headers.get("authorization"))
@@ -238,9 +246,10 @@ def _completion(model: str, reply: Reply, usage: dict[str, int],
     }
 
 
-def _asks(body: dict[str, Any], instruction: str) -> bool:
+def _asks(body: dict[str, Any], instruction: str, *, prefix: bool = False) -> bool:
     messages = body.get("messages") or [{}]
-    return messages[0].get("content") == instruction
+    content = messages[0].get("content") or ""
+    return content.startswith(instruction) if prefix else content == instruction
 
 
 def _answer(answer: str | Reply | Callable[[dict[str, Any]], Reply], body: dict[str, Any]) -> Reply:

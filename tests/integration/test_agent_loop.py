@@ -51,9 +51,9 @@ def lane(tmp_path):
     store.close()
 
 
-def run(settings, store, script, user="hi", **kwargs):
+def run(settings, store, script, user="hi", decision='{"next": "answer"}', **kwargs):
     async def go():
-        with ScriptedModel(script) as model:
+        with ScriptedModel(script, decision=decision) as model:
             llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
             try:
                 agent = Agent(settings, store, Registry(TOOLS), llm)
@@ -267,16 +267,13 @@ def test_an_identical_failing_call_is_never_made_three_times(lane):
     assert "fail error: the disk is on fire" in result.content
 
 
-def test_a_call_described_in_prose_gets_exactly_one_corrective_turn(lane):
+def test_a_tool_merely_mentioned_is_no_call_to_force(lane):
     settings, store = lane
     prose = text("You can call the add function with a=2 and b=3 to get the sum.")
-    result, model = run(settings, store, [prose, prose, text("never sent")])
-    assert len(model.requests) == 2
-    notes = system_notes(settings)
-    assert len(notes) == 1 and "You mentioned add, but it has not run" in notes[0]
-    assert '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 1}}\n</tool_call>' in notes[0]
-    assert model.requests[1]["messages"][-1] == {"role": "system", "content": notes[0]}
-    assert result.content == prose.content and rows(settings, "SELECT * FROM tool_executions") == []
+    result, model = run(settings, store, [prose, text("never sent")])
+    assert len(model.requests) == 1 and len(model.decide_requests) == 1
+    assert system_notes(settings) == [] and result.content == prose.content
+    assert rows(settings, "SELECT * FROM tool_executions") == []
 
 
 def test_a_tool_named_by_an_everyday_word_in_prose_is_no_call_to_correct(lane):
@@ -302,14 +299,27 @@ def test_naming_a_tool_that_already_ran_in_the_session_is_no_claim_to_correct(la
     assert result.content == "I used add: 5."
 
 
-def test_an_empty_final_answer_is_corrected_once_then_written_by_the_lane(lane):
+def test_an_empty_final_answer_is_written_again_from_the_request_and_the_results(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(""), text("It is 5.")],
+                        user="2 plus 3?")
+    assert result.content == "It is 5." and result.model_calls == 3
+    compose = model.requests[2]
+    assert "tools" not in compose and "2 plus 3?" in compose["messages"][-1]["content"]
+    assert "- add (ok): 5" in compose["messages"][-1]["content"]
+    assert system_notes(settings) == ["Answer not passed on: the model gave no answer"]
+    last = rows(settings, "SELECT role, content, lane_note FROM messages ORDER BY id DESC LIMIT 1")[0]
+    assert last == ("assistant", "It is 5.", 0)
+
+
+def test_an_answer_that_stays_empty_is_the_lane_s_account_of_what_ran(lane):
     settings, store = lane
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(""), text("  ")])
-    assert len(model.requests) == 3 and "Your reply was empty" in system_notes(settings)[0]
-    assert result.finish_reason == "stop"
-    assert result.content == "The model gave no final answer. What happened in this turn:\n- add returned 5"
-    last = rows(settings, "SELECT role, content FROM messages ORDER BY id DESC LIMIT 1")[0]
-    assert last == ("assistant", result.content)
+    assert len(model.requests) == 3 and result.finish_reason == "stop"
+    assert result.content == ("I could not write a reliable answer. What ran for this request:\n"
+                              "- add returned 5\n(The model's reply was not passed on: the model gave no answer.)")
+    last = rows(settings, "SELECT role, content, lane_note FROM messages ORDER BY id DESC LIMIT 1")[0]
+    assert last == ("assistant", result.content, 1)
 
 
 def test_a_call_told_in_prose_is_shown_back_as_the_exact_call_to_make(lane):
@@ -324,10 +334,10 @@ def test_a_call_told_in_prose_is_shown_back_as_the_exact_call_to_make(lane):
 
 def test_notes_of_earlier_turns_are_not_sent_again(lane):
     settings, store = lane
-    prose = text("You can call the add function.")
+    spelled = text('{"name": "add", "a": "two", "b": 3}')
 
     async def two_turns():
-        with ScriptedModel([prose, text("Sorry, no."), text("Hello.")]) as model:
+        with ScriptedModel([spelled, call("add", {"a": 2, "b": 3}), text("5"), text("Hello.")]) as model:
             llm = LlmClient(model.url, model=None, timeout_s=2.0)
             agent = Agent(settings, store, Registry(TOOLS), llm)
             session = store.create_session()
@@ -338,9 +348,9 @@ def test_notes_of_earlier_turns_are_not_sent_again(lane):
 
     model = asyncio.run(two_turns())
     assert len(system_notes(settings)) == 1  # stored, as evidence
-    second_turn = model.requests[2]["messages"]
+    second_turn = model.requests[3]["messages"]
     assert [(m["role"], m["content"]) for m in second_turn[1:]] == [
-        ("user", "sum 2 and 3"), ("assistant", "Sorry, no."), ("user", "hi")]
+        ("user", "sum 2 and 3"), ("assistant", ""), ("tool", "5"), ("assistant", "5"), ("user", "hi")]
 
 
 def run_turns(settings, store, script, users):
@@ -376,42 +386,87 @@ def test_corrected_replies_and_copied_errors_leave_the_record(lane):
         ("user", "hello"), ("assistant", "Hi there."), ("user", "do the thing"), ("user", "bye")]
 
 
-def test_a_tool_the_user_named_is_forced_on_the_corrective_call(lane):
+def test_an_answer_from_the_model_s_own_head_gets_the_tool_its_decision_names(lane):
     settings, store = lane
-    prose = text("To add them, use the add tool with a and b.")
-    result, model = run(settings, store, [prose, call("add", {"a": 2, "b": 3}), text("5")],
-                        user="Please use add on 2 and 3")
-    assert "The user asked for add" in system_notes(settings)[0]
+    result, model = run(settings, store, [text("5"), call("add", {"a": 2, "b": 3}), text("It is 5.")],
+                        user="what do two and three make together?", decision='{"next": "add"}')
+    decide = model.decide_requests[0]
+    choices = decide["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
+    assert sorted(choices) == ["add", "answer", "clarify", "crash", "fail"]
+    assert "what do two and three make together?" in decide["messages"][-1]["content"]
+    assert "The request still needs add" in system_notes(settings)[0]
     assert [r.get("tool_choice") for r in model.requests] == [
         None, {"type": "function", "function": {"name": "add"}}, None]
-    assert result.tools_executed == ["add"]
+    assert result.tools_executed == ["add"] and result.content == "It is 5."
+    assert rows(settings, "SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "add"}')]
+    assert result.model_calls == 4  # the answer, the decision, the forced call, the answer
 
 
-def test_a_tool_only_the_model_named_is_not_forced(lane):
+def test_a_claim_that_a_tool_ran_forces_that_tool_once(lane):
     settings, store = lane
-    _, model = run(settings, store, [text("I used add for that."), text("It is 5.")], user="2 plus 3?")
-    assert [r.get("tool_choice") for r in model.requests] == [None, None]
-
-
-def test_an_answer_before_a_tool_the_user_named_has_run_gets_that_tool_forced(lane):
-    settings, store = lane
-    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5"),
-                                          call("clarify", {"question": "Saved?"})],
-                        user="Use add on 2 and 3, then clarify with me")
-    assert system_notes(settings)[0] == ("The user also asked for clarify, which has not run yet. The latest tool "
-                                         "result was: 5 Call clarify now, with the arguments the user's request needs.")
-    assert model.requests[2]["tool_choice"] == {"type": "function", "function": {"name": "clarify"}}
-    assert result.finish_reason == "clarify"
-
-
-def test_each_tool_the_user_named_is_forced_once_when_the_model_answers_before_it_ran(lane):
-    settings, store = lane
-    script = [text("Done."), call("add", {"a": 2, "b": 3}), text("5"),
-              call("clarify", {"question": "Saved?"})]
-    result, model = run(settings, store, script, user="Use add on 2 and 3, then clarify with me")
-    assert [note.split(",")[0] for note in system_notes(settings)] == [
-        "The user also asked for add", "The user also asked for clarify"]
+    result, model = run(settings, store, [text("I used add for that: 5."), call("add", {"a": 2, "b": 3}),
+                                          text("It is 5.")], user="2 plus 3?")
     assert [r.get("tool_choice") for r in model.requests] == [
-        None, {"type": "function", "function": {"name": "add"}}, None,
-        {"type": "function", "function": {"name": "clarify"}}]
-    assert result.tools_executed == ["add", "clarify"] and result.finish_reason == "clarify"
+        None, {"type": "function", "function": {"name": "add"}}, None]
+    assert system_notes(settings)[0].startswith('You wrote "I used add for that: 5.", but add has not run')
+    assert result.tools_executed == ["add"] and result.content == "It is 5."
+
+
+def test_a_claim_that_still_did_not_run_never_reaches_the_user(lane):
+    settings, store = lane
+    claim = text("I used add for that: 5.")
+    result, model = run(settings, store, [claim, claim, text("I used add, and it gave 5.")], user="2 plus 3?")
+    assert len(model.requests) == 3 and model.decide_requests == []  # a claim is no answer to judge
+    assert "I used add" not in result.content
+    assert result.content.startswith("No tool ran for this request, so I have no checked answer")
+    assert "add did something that did not run" in result.content
+    notes = system_notes(settings)
+    assert [n for n in notes if n.startswith("Answer not passed on")] == [
+        "Answer not passed on: it says add did something that did not run"] * 2
+    assert rows(settings, "SELECT * FROM tool_executions") == []
+
+
+def test_a_claim_about_the_session_is_held_to_the_session(lane):
+    settings, store = lane
+    script = [call("add", {"a": 2, "b": 3}), text("5"), text("I used add earlier.")]
+    results, model = run_turns(settings, store, script, ["2 plus 3?", "which tools did you use so far?"])
+    assert results[1].content == "I used add earlier." and results[1].tools_executed == []
+    assert not [n for n in system_notes(settings) if n.startswith("Answer not passed on")]
+
+
+@pytest.mark.parametrize("answer, problem", [
+    ("I'm sorry, but I need more information to answer your question.", "a stock apology"),
+    ("what is 2 plus 3", "the request echoed back"),
+    ("Do not call it again. Reply to the user now with that result.", "the lane's own note copied"),
+])
+def test_an_answer_that_gives_the_user_nothing_is_written_again(lane, answer, problem):
+    settings, store = lane
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(answer), text("It is 5.")],
+                        user="what is 2 plus 3")
+    assert result.content == "It is 5."
+    assert f"Answer not passed on: {problem}" in system_notes(settings)
+
+
+def test_a_call_written_as_text_twice_never_reaches_the_user(lane):
+    settings, store = lane
+    spelled = text('{"name": "add", "a": "two", "b": 3}')
+    result, model = run(settings, store, [spelled, spelled, text("It is 5.")], user="2 plus 3?")
+    notes = system_notes(settings)
+    assert notes[0].startswith("That was not a valid call, so add did not run")
+    assert notes[1] == "Answer not passed on: a tool call written as text"
+    assert result.content == "It is 5." and model.requests[1]["tool_choice"]["function"]["name"] == "add"
+
+
+def test_no_decision_is_asked_once_a_tool_ran(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")],
+                        user="Use add on 2 and 3, then clarify with me", decision='{"next": "clarify"}')
+    assert model.decide_requests == [] and result.content == "5"
+
+
+def test_a_decision_for_a_tool_that_cannot_be_called_is_no_correction(lane):
+    settings, store = lane
+    result, model = run(settings, store, [text("Hello!")], user="hi", decision='{"next": "answer"}')
+    assert result.content == "Hello!" and len(model.requests) == 1 and system_notes(settings) == []
+
+

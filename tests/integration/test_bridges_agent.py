@@ -166,7 +166,7 @@ def test_the_request_is_restated_once_and_promotion_ranks_with_it(lane):
     asked, = model.restate_requests
     assert asked["messages"][-1] == {"role": "user", "content": user} and "tools" not in asked
     assert asked["temperature"] == 0 and asked["max_tokens"] <= 40
-    assert result.model_calls == 2  # the restatement is a model call of the turn, and counted
+    assert result.model_calls == 3  # the restatement and the decision are model calls of the turn, counted
     with sqlite3.connect(settings.db_path) as db:
         stored = db.execute("SELECT content, prompt_tokens > 0 FROM lane_calls WHERE"
                             " session_id = ? AND purpose = 'restate'", (result.session_id,)).fetchall()
@@ -202,7 +202,7 @@ def test_the_best_hits_are_judged_one_by_one_and_promotion_ranks_with_the_model_
     assert all(body["messages"][-1]["content"].startswith(f"Message: {user}\n") and "tools" not in body
                and body["max_tokens"] == 1 and body["temperature"] == 0 and body["logprobs"] is True
                for body in asked)
-    assert result.model_calls == 1 + 2 + 1  # restatement, two judgements, the answer: all counted
+    assert result.model_calls == 1 + 2 + 1 + 1  # restatement, two judgements, the answer, the decision
     with sqlite3.connect(settings.db_path) as db:
         stored = db.execute("SELECT content, prompt_tokens > 0 FROM lane_calls WHERE session_id = ?"
                             " AND purpose = 'judge'", (result.session_id,)).fetchall()
@@ -217,7 +217,7 @@ def test_a_request_whose_own_words_single_out_one_tool_is_not_judged(lane):
     judging = settings.with_overrides(promote_tools=True, judge_tools=True)
     result, model = run(judging, store, [text("ok")])  # "convert 21 EUR to USD"
     assert model.judge_requests == [] and promoted_in(model.requests[0]) == ["currency_convert"]
-    assert result.model_calls == 2  # the restatement and the answer
+    assert result.model_calls == 3  # the restatement, the answer and the decision
     _, model = run(judging, store, [text("ok")], user=CURRENCY_REQUEST, tools=CURRENCY_TOOLS)
     assert len(model.judge_requests) == 2  # two tools offered: the model's yes narrows them
 
@@ -247,7 +247,7 @@ def test_an_answer_without_logprobs_still_judges_and_a_judge_that_hangs_is_not_w
                         judgement=Reply(hang=True))
     assert len(model.judge_requests) == 1
     assert promoted_in(model.requests[0]) == ["currency_convert", "exchange_rates"]
-    assert result.content == "about 800 JPY" and result.model_calls == 2
+    assert result.content == "about 800 JPY" and result.model_calls == 3  # with the decision
 
 
 def test_no_restatement_without_deferred_tools_for_a_named_tool_or_switched_off(lane):
@@ -279,7 +279,7 @@ def test_a_restatement_that_fails_leaves_the_request_searched_as_written(lane, m
                         tools=CURRENCY_TOOLS, restatement=Reply(hang=True))
     assert len(model.restate_requests) == 1
     assert promoted_in(model.requests[0]) == ["currency_convert", "exchange_rates"]
-    assert result.content == "about 800 JPY" and result.model_calls == 1
+    assert result.content == "about 800 JPY" and result.model_calls == 2  # the answer, the decision
 
 
 def test_a_core_tool_the_user_names_keeps_promotion_out_of_the_turn(lane):

@@ -1,0 +1,76 @@
+"""The lane asks its model, as a constrained choice, which tool a request still needs.
+
+A 1.5B model given a dozen tools and an open reply often answers from its own head: it "saves"
+a note without calling memory, states the machine's Python version, or says it ran a tool. The
+words of a request do not tell the lane which tool it needs ("shell" is not "terminal", "jot
+down" is not "memory"), but the model understands them. So when a reply ends the turn, the lane
+asks a short question of its own whose reply a grammar holds to `{"next": NAME}` with NAME one of
+the offered tools or "answer": the model's understanding decides, not a word list, and it cannot
+reply with anything else. The question holds the request, what ran in this turn with its result,
+and the tools in one line each, so it is small and its instruction is a cached prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from ..toolsearch.catalog import one_line
+from .llm_client import LlmClient, ModelReply
+
+ANSWER = "answer"
+DECIDE_MAX_TOKENS = 24
+MAX_REQUEST_CHARS = 1500
+RESULT_CHARS = 200
+
+INSTRUCTION = (
+    "You decide the next step of an assistant that runs on the user's own computer. Its tools:\n"
+    "{tools}\n\n"
+    "Pick the one tool the user's request still needs, or \"answer\" when nothing is left to do "
+    "with a tool: a greeting, chat, general knowledge, or something the conversation or the "
+    "results already answer. A request to remember, note or save something needs memory; to run "
+    "a command or check something on this machine needs a tool; to know the current time needs a "
+    "clock. A tool that already ran for this request is not needed again unless the request asks "
+    "for a second, different use."
+)
+
+
+def decide_messages(request: str, tools: list[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
+                    context: str = "") -> list[dict[str, str]]:
+    """The question: `tools` as (name, description), `ran` as (tool, status, result) of this turn,
+    `context` what the conversation said before (short facts, not answers to imitate)."""
+    listed = "\n".join(f"- {name}: {one_line(description, 110)}" for name, description in tools)
+    parts = [f"Earlier in the conversation:\n{context.strip()}"] if context.strip() else []
+    parts.append(f"Request: {request.strip()[:MAX_REQUEST_CHARS]}")
+    if ran:
+        parts.append("Already done for this request:\n" + "\n".join(
+            f"- {name} ({status}): {one_line(result, RESULT_CHARS)}" for name, status, result in ran))
+    else:
+        parts.append("Nothing has run for this request yet.")
+    parts.append('Reply with {"next": TOOL} or {"next": "answer"}.')
+    return [{"role": "system", "content": INSTRUCTION.format(tools=listed)},
+            {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def decision_schema(names: list[str]) -> dict[str, Any]:
+    """The only replies the grammar admits."""
+    return {"type": "object", "properties": {"next": {"enum": [*names, ANSWER]}},
+            "required": ["next"]}
+
+
+def parse_decision(content: str, names: list[str]) -> str | None:
+    """The tool the reply picked; None for "answer" or a reply that is not a decision."""
+    try:
+        value = json.loads(content.strip())
+    except json.JSONDecodeError:
+        return None
+    picked = value.get("next") if isinstance(value, dict) else None
+    return picked if isinstance(picked, str) and picked in names else None
+
+
+async def ask_decision(llm: LlmClient, request: str, tools: list[tuple[str, str]],
+                       ran: Sequence[tuple[str, str, str]], context: str = "") -> ModelReply:
+    """One greedy, grammar-bound model call; the caller reads it with parse_decision."""
+    return await llm.chat(decide_messages(request, tools, ran, context), [],
+                          max_tokens=DECIDE_MAX_TOKENS, temperature=0.0,
+                          response_schema=decision_schema([name for name, _ in tools]))
