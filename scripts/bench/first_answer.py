@@ -198,6 +198,8 @@ def main() -> int:
     args = parser.parse_args()
     args.model = str(Path(args.model).resolve())
     work = Path(tempfile.mkdtemp(prefix="first-answer-"))
+    # Killed (a timeout, flock's holder) it still stops the lane it started: `finally` runs.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         cases = run(args, work)
     finally:
