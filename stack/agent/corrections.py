@@ -41,6 +41,10 @@ LEVERS: dict[str, str] = {
 # Asking twice makes a third identical call the end of the turn.
 MAX_IDENTICAL_CALLS = 2
 RESULT_PREVIEW_CHARS = 300
+RESULT_SCAN_CHARS = 4000
+# Words too common to show that an answer carries a tool's result.
+_COMMON = frozenset("the and for with this that was were are you your from into exit code output "
+                    "error file files line lines not has have had its".split())
 
 _CALL_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 # Replies that give the user nothing, seen as answers on the 1.5B model: a stock apology, and the
@@ -123,6 +127,7 @@ class TurnFacts:
     ran_in_turn: set[str]
     last_result: str | None = None  # the latest result of a tool that ran ok in this turn
     about_session: bool = False  # the request asks what happened earlier in the session
+    results: tuple[str, ...] = ()  # the outputs of the tools that ran ok in this turn
 
 
 def correction(content: str, facts: TurnFacts) -> Correction | None:
@@ -195,6 +200,8 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("the lane's own note copied")
     if text_tool_calls(text, frozenset(facts.offered)) or text.startswith("{") and '"name"' in text:
         problems.append("a tool call written as text")
+    if facts.results and not _carries(text, facts.results):
+        problems.append("it leaves out what the tools returned")
     ran = facts.ran_in_turn | (facts.ran_in_session if facts.about_session else set())
     problems += [f"it says {'/'.join(sorted(tools))} did something that did not run"
                  for _, tools in unbacked_claims(text, ran, frozenset(facts.offered))]
@@ -209,6 +216,18 @@ def asks_about_session(request: str) -> bool:
     """Whether the request asks what happened earlier in the session ("which tools did you run?"):
     then an answer's claims are held to the session's executions, not only the turn's."""
     return bool(_ABOUT_SESSION.search(request))
+
+
+def _carries(text: str, results: tuple[str, ...]) -> bool:
+    """Whether the answer shares a number or a word of three letters or more with some result: an
+    answer that shares none ("I read the file back to you") did not pass the result on."""
+    said = set(_plain(text).split())
+    return any(said & _salient(result) for result in results)
+
+
+def _salient(result: str) -> set[str]:
+    words = _plain(result[:RESULT_SCAN_CHARS]).split()
+    return {w for w in words if (w.isdigit() or len(w) >= 3) and w not in _COMMON}
 
 
 def _echoes(text: str, request: str) -> bool:

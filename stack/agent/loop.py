@@ -192,7 +192,7 @@ class Agent:
         schemas |= {name: tool.parameters for name, tool in toolset.catalog.tools.items()}
         return TurnFacts(turn.query, schemas, self.store.tools_that_ran(turn.result.session_id),
                          {o.tool_name for o in ran}, ran[-1].output if ran else None,
-                         asks_about_session(turn.query))
+                         asks_about_session(turn.query), tuple(o.output for o in ran))
 
     async def _decide(self, turn: Turn, toolset: Toolset) -> str | None:
         """The model's constrained choice of the tool the request still needs (agent/decide.py),

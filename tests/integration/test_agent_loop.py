@@ -438,13 +438,14 @@ def test_a_claim_about_the_session_is_held_to_the_session(lane):
     ("I'm sorry, but I need more information to answer your question.", "a stock apology"),
     ("what is 2 plus 3", "the request echoed back"),
     ("Do not call it again. Reply to the user now with that result.", "the lane's own note copied"),
+    ("Done!", "it leaves out what the tools returned"),
 ])
 def test_an_answer_that_gives_the_user_nothing_is_written_again(lane, answer, problem):
     settings, store = lane
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(answer), text("It is 5.")],
                         user="what is 2 plus 3")
     assert result.content == "It is 5."
-    assert f"Answer not passed on: {problem}" in system_notes(settings)
+    assert [n for n in system_notes(settings) if problem in n and n.startswith("Answer not passed on")]
 
 
 def test_a_call_written_as_text_twice_never_reaches_the_user(lane):
