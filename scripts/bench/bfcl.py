@@ -294,14 +294,17 @@ def lane_shim(llm_url: str, env: dict[str, str], log_dir: Path, tree: Path) -> c
 # ---------------------------------------------------------------- one arm
 
 def run_arm(arm: Arm, ids: dict[str, list[str]], base_url: str, out: Path, *, python: Path | None = None,
-            api_key: str = "sk-fallback-lane", served_model: str = "lane") -> dict[str, Any]:
+            api_key: str = "sk-fallback-lane", served_model: str = "lane", budget_s: float | None = None
+            ) -> dict[str, Any]:
     """BFCL's generation and scoring of `ids` (BFCL category -> ids) for one arm, through
-    bfcl_runner.py in the bfcl venv and a temp dir; keeps its result/score files and log in `out`."""
+    bfcl_runner.py in the bfcl venv and a temp dir; keeps its result/score files and log in `out`.
+    With `budget_s`, generation stops starting entries once that much time is spent."""
     python = python or venv_python()
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bfcl-run-") as root:
         job = Path(root) / "job.json"
-        job.write_text(json.dumps({"name": arm.name, "served_model": served_model, "fc": arm.fc, "ids": ids}))
+        job.write_text(json.dumps({"name": arm.name, "served_model": served_model, "fc": arm.fc, "ids": ids,
+                                   "budget_s": budget_s}))
         env = {**clean_env(), "BFCL_PROJECT_ROOT": root, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": api_key,
                "TQDM_DISABLE": "1"}
         with (out / f"bfcl-{arm.name}.log").open("a") as log:
@@ -354,16 +357,15 @@ def save(out: Path, arm_key: str, plan: dict[str, list[str]], summary: dict[str,
 
 
 def table_rows(out: Path, split: str) -> list[list[str]]:
+    """One row per category and arm, over the entries every arm that ran the category has (a
+    sample cut short by its time budget is compared on what all arms ran)."""
     rows = []
     for label in LABELS:
-        for arm_key in ARMS:
-            path = out / arm_key / f"{label}.json"
-            if not path.is_file():
-                continue
-            record = json.loads(path.read_text())
-            if record["split"] != split:
-                continue
-            rows.append(format_row(label, arm_key, record["entries"]))
+        records = {arm: json.loads(p.read_text()) for arm in ARMS if (p := out / arm / f"{label}.json").is_file()}
+        records = {arm: r for arm, r in records.items() if r["split"] == split}
+        common = set.intersection(*({e["id"] for e in r["entries"]} for r in records.values())) if records else set()
+        for arm_key, record in records.items():
+            rows.append(format_row(label, arm_key, [e for e in record["entries"] if e["id"] in common]))
     return rows
 
 
@@ -488,7 +490,8 @@ def run_one(args: argparse.Namespace, arm_key: str, plan: dict[str, list[str]], 
                 else contextlib.nullcontext(llm_url))
     started = time.monotonic()
     with endpoint as url:
-        summary = run_arm(arm, by_category(plan), url, out / "bfcl-files" / arm_key)
+        summary = run_arm(arm, by_category(plan), url, out / "bfcl-files" / arm_key,
+                          budget_s=args.budget_min * 60 if args.budget_min else None)
     note = {**note, "model": args.model, "threads": args.threads, "ctx": args.ctx,
             "run_wall_s": round(time.monotonic() - started, 1),
             "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -513,6 +516,8 @@ def main() -> int:
     run_parser.add_argument("--model", default=str(DEFAULT_MODEL))
     run_parser.add_argument("--ctx", type=int, default=16384)
     run_parser.add_argument("--threads", type=int, default=2)
+    run_parser.add_argument("--budget-min", type=float, help="per arm: start no new entry after this "
+                            "many minutes (entries not run are left out of the rows, and listed in the log)")
     run_parser.add_argument("--lane-rev", default="HEAD", help="the commit whose lane runs (unpacked "
                             "apart from the working tree; default HEAD)")
     run_parser.add_argument("--base-url", help="an OpenAI-compatible endpoint to use for every arm "

@@ -4,7 +4,7 @@ venv (never the project's .venv) with the temp dir BFCL_PROJECT_ROOT names as wo
 Kept apart from the lane's code because BFCL's multi-turn scorer `eval`s the call strings a model
 wrote: this file imports nothing from the lane, and the lane's venv never imports bfcl_eval.
 
-    python bfcl_runner.py JOB.json   # JOB: {"name", "served_model", "fc", "ids": {category: [id]}}
+    python bfcl_runner.py JOB.json   # JOB: {"name", "served_model", "fc", "ids": {category: [id]}, "budget_s"}
 
 It registers `name` as an OpenAICompletionsHandler model at run time (OPENAI_BASE_URL says where),
 generates the listed entries, scores them with `bfcl evaluate --partial-eval`'s own function, and
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -140,15 +141,36 @@ def summarise(name: str, ids: dict[str, list[str]]) -> dict[str, Any]:
     return summary
 
 
+def generate_within(name: str, ids: dict[str, list[str]], budget_s: float | None) -> dict[str, list[str]]:
+    """Generation one entry at a time, taking the categories in turn, until the budget is spent
+    (a shared machine can be slow, and a run cut off from outside would lose every score): the
+    entries that were generated, per category."""
+    started = time.monotonic()
+    queues = {category: list(category_ids) for category, category_ids in ids.items()}
+    done: dict[str, list[str]] = {category: [] for category in ids}
+    while any(queues.values()):
+        for category, queue in queues.items():
+            if not queue:
+                continue
+            if budget_s is not None and time.monotonic() - started > budget_s:
+                print(f"budget of {budget_s:.0f} s spent; not run: {[i for q in queues.values() for i in q]}")
+                return {category: generated for category, generated in done.items() if generated}
+            entry_id = queue.pop(0)
+            generate(name, {category: [entry_id]})
+            done[category].append(entry_id)
+    return {category: generated for category, generated in done.items() if generated}
+
+
 def main(job_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
     if not os.environ.get("BFCL_PROJECT_ROOT"):
         print("BFCL_PROJECT_ROOT must name the temp dir this runs in", file=sys.stderr)
         return 2
     register(job["name"], job["served_model"], job["fc"])
-    generate(job["name"], job["ids"])
-    evaluate(job["name"], list(job["ids"]))
-    summary = summarise(job["name"], job["ids"])
+    generated = generate_within(job["name"], job["ids"], job.get("budget_s"))
+    if generated:
+        evaluate(job["name"], list(generated))
+    summary = summarise(job["name"], generated)
     Path(job_path).with_name("summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return 0
 
