@@ -369,3 +369,13 @@ def test_a_session_header_keeps_one_stored_session_without_duplicates(tmp_path):
         assert lane.history("px-1") == [("user", "What is the weather in Paris?"), ("assistant", ""),
                                         ("tool", "sunny"), ("assistant", "Sunny.")]
         assert lane.rows("SELECT result FROM returned_calls WHERE session_id = 'px-1'") == [("sunny",)]
+
+
+def test_an_empty_reply_is_asked_for_an_answer_once(tmp_path):
+    with running_lane(tmp_path, [text(""), text("Sunny."), text(""), text("")]) as lane:
+        history = ASK + _answered("c0")
+        assert lane.chat(messages=history, tools=[WEATHER]).json()["choices"][0]["message"]["content"] == "Sunny."
+        assert "Your reply was empty" in lane.model.requests[1]["messages"][-1]["content"]
+        # Empty again after the note: the lane says so itself, without a call.
+        again = lane.chat(messages=history, tools=[WEATHER]).json()["choices"][0]["message"]["content"]
+        assert again == "The model gave no answer to that, and made no tool call."
