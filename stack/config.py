@@ -18,6 +18,9 @@ import yaml
 
 log = logging.getLogger("lane.config")
 
+# clarify is not among them (it stays reachable through tool search): offered directly, the 1.5B
+# default model called it for greetings and plain questions, which ended the turn with the user's
+# own words asked back; a question written as the answer asks just as well.
 DEFAULT_CORE_TOOLS = (
     "memory",
     "terminal",
@@ -27,7 +30,6 @@ DEFAULT_CORE_TOOLS = (
     "search_files",
     "patch",
     "todo",
-    "clarify",
 )
 
 

@@ -122,7 +122,7 @@ TOOLS: list[Tool] = [
         name="memory",
         # No "read": every entry is in the prompt. Measured on a 1.5B model, asked to save something
         # after another tool ran, it chose read more often than add.
-        description="Long-term memory kept across sessions: add, replace or remove an entry.",
+        description="Remember something for later: add, replace or remove a note shown to you in every session.",
         parameters=object_schema(
             {
                 "action": {"type": "string", "enum": ["add", "replace", "remove"]},

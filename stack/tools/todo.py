@@ -49,7 +49,7 @@ def _todo(arguments: dict[str, Any], ctx: ToolContext) -> str:
 TOOLS: list[Tool] = [
     Tool(
         name="todo",
-        description="This session's task list: set it, mark items done by number, or read it.",
+        description="A checklist for this session's task: set the items, tick them off by number, or read it.",
         parameters=object_schema(
             {
                 "action": {"type": "string", "enum": ["set", "done", "read"]},

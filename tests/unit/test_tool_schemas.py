@@ -18,7 +18,8 @@ TOOLS = [tool for module in (memory, terminal, session_search, files, todo, clar
 
 
 def test_every_default_core_tool_is_a_registered_core_tool():
-    assert sorted(tool.name for tool in TOOLS) == sorted(DEFAULT_CORE_TOOLS)
+    # clarify is checked with them but deferred: offered directly, a 1.5B model asked it back for greetings
+    assert sorted(tool.name for tool in TOOLS if tool.name != "clarify") == sorted(DEFAULT_CORE_TOOLS)
     assert {tool.name for tool in TOOLS} <= {tool.name for tool in builtin_tools()}
 
 
