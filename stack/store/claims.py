@@ -92,9 +92,12 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
                      r"updated|kept|put)\b[^\n]{0,80}\b(?:memory|memories|long-term)\b"),
         ({"memory"}, r"\b(?:i'll|i will|i'm going to)\s+(?:remember|keep that in mind|make a note)\b"
                      r"|\b(?:got it|noted)[,.!]\s+(?:i'll|i will|i've)\b|\bmade a note\b"),
+        ({"memory", "todo", "write_file"}, r"\b(?:wrote|written|noted|jotted|put|taken)\s+(?:it\s+)?down\b"),
         ({"terminal", "run_python"}, rf"\b{_DONE}\s+(?:ran|run|executed|launched)\b[^\n]{{0,60}}"
                                      r"\b(?:command|shell|terminal|script|code|snippet)\b"
-                                     r"|\bthe (?:command|script) (?:returned|printed|output)\b"),
+                                     r"|\bthe (?:command|script) (?:returned|printed|output)\b"
+                                     r"|\b(?:\w+ed|ran|got|found|did)\b[^\n]{0,60}\b(?:using|with|via|through|in) "
+                                     r"the (?:shell|terminal|command line)\b"),
         ({"write_file", "patch", "terminal", "run_python"},
          rf"\b{_DONE}\s+{_MADE}\b[^\n]{{0,60}}\b{_FILE}\b|\b{_FILE}\b[^\n]{{0,60}}\b{_DONE}\s+{_MADE}\b"),
         ({"read_file", "terminal", "search_files", "run_python"},

@@ -1,0 +1,78 @@
+"""What an answer claims was done (store/claims.py) and what the agent holds back (corrections.faults)."""
+
+import pytest
+
+from stack.agent.corrections import TurnFacts, asks_about_session, faults
+from stack.store.claims import BUILTIN_TOOLS, claimed_tools, unbacked_claims
+
+VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
+
+
+@pytest.mark.parametrize("answer, backed_by", [
+    ('I added "teal" to my memory.', {"memory"}),
+    ('I added "Hello, world!" to my memory.', {"memory"}),
+    ("Got it, I'll remember that your favourite colour is teal.", {"memory"}),
+    ("I ran the world_clock tool with the timezone argument set to 'Asia/Tokyo'.", {"world_clock"}),
+    ("I ran the percentage tool with the numerator set to 12.5.", {"percentage"}),
+    ("The calculate tool gave 46.", {"calculate"}),
+    ("The file notes.txt has been created with the line hello lane.", {"write_file"}),
+    ("I searched your past sessions and found the id.", {"session_search"}),
+    ("The files in the workspace were listed using the shell.", {"terminal"}),
+    ("I wrote down that the plumber comes on Friday.", {"memory"}),
+])
+def test_a_statement_that_work_was_done_is_a_claim(answer, backed_by):
+    claims = claimed_tools(answer, VOCABULARY)
+    assert claims and any(backed_by <= tools for _, tools in claims)
+
+
+def test_each_tool_named_as_used_is_its_own_claim():
+    claims = claimed_tools("I used memory and terminal in this session.", VOCABULARY)
+    assert sorted(tools for _, tools in claims) == [frozenset({"memory"}), frozenset({"terminal"})]
+
+
+@pytest.mark.parametrize("answer", [
+    "I can save notes to memory, run commands and read files.",
+    "Should I save it to memory?",
+    "I did not run the command.",
+    "You can use the terminal to run commands.",
+    "Run ls in the terminal to see them.",
+    "The answer is 391.",
+    "Hello! How can I help you today?",
+])
+def test_capability_questions_negations_and_plain_answers_claim_nothing(answer):
+    assert claimed_tools(answer, VOCABULARY) == []
+
+
+def test_a_claim_is_backed_by_any_tool_that_does_that_work():
+    answer = "The file notes.txt has been created."
+    assert unbacked_claims(answer, {"terminal"}, VOCABULARY) == []
+    assert unbacked_claims(answer, {"memory"}, VOCABULARY)
+
+
+def facts(request="2 plus 3?", ran=(), results=(), session=(), offered=("memory", "calculate")):
+    return TurnFacts(request, {name: {} for name in offered}, set(session), set(ran), None,
+                     asks_about_session(request), tuple(results))
+
+
+@pytest.mark.parametrize("answer, problem", [
+    ("", "the model gave no answer"),
+    ("I'm sorry, but I need more information to answer your question.", "a stock apology"),
+    ("2 plus 3?", "the request echoed back"),
+    ('{"name": "calculate", "arguments": {"expression": "2+3"}}', "a tool call written as text"),
+    ("Already done: this exact call ran earlier in this turn and returned: 5", "the lane's own note copied"),
+    ("I saved it to memory.", "it says memory did something that did not run"),
+])
+def test_an_answer_that_gives_nothing_or_claims_is_held_back(answer, problem):
+    assert problem in faults(answer, facts())
+
+
+def test_an_answer_must_carry_what_the_tools_returned():
+    assert faults("Done!", facts(ran={"calculate"}, results=("5",))) == [
+        "it leaves out what the tools returned"]
+    assert faults("It is 5.", facts(ran={"calculate"}, results=("5",))) == []
+
+
+def test_a_question_about_the_session_holds_claims_to_the_session():
+    question = "which tools did you use so far?"
+    assert faults("I used memory earlier.", facts(question, session={"memory"})) == []
+    assert faults("I used memory earlier.", facts("what is 2 plus 3?", session={"memory"}))
