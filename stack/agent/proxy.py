@@ -155,6 +155,9 @@ class ProxyTurn:
     ledger: TurnLedger = field(default_factory=TurnLedger)
     outcomes: list[Outcome] = field(default_factory=list)
     force: str | None = None
+    # After a call that repeats itself (History.repeats) the next model call gets no tools: seen on
+    # Qwen2.5-Coder-1.5B, told "already done", it made the same call again rather than answer.
+    answer_next: bool = False
 
 
 class ProxyLane:
@@ -229,7 +232,7 @@ class ProxyLane:
 
     async def _ask(self, turn: ProxyTurn) -> ModelReply:
         choice = turn.request.tool_choice
-        tools = [] if choice.mode == "none" else \
+        tools = [] if choice.mode == "none" or turn.answer_next else \
             turn.surface.offered + [tool.openai_schema() for tool in turn.lane_tools.values()]
         if turn.force:
             forced: dict[str, Any] | str | None = _forced(turn.force)
@@ -239,7 +242,7 @@ class ProxyLane:
             forced = "required" if choice.mode == "required" else None
         reply = await self.llm.chat(turn.opening + turn.scratch, tools, max_tokens=turn.request.max_tokens,
                                     temperature=turn.request.temperature, tool_choice=forced)
-        turn.force = None
+        turn.force, turn.answer_next = None, False
         _count(turn.result, reply)
         return reply
 
@@ -264,8 +267,8 @@ class ProxyLane:
             key, earlier = turn.ledger.attempt(call.name, call.arguments)
             if turn.ledger.too_many(key):
                 raise TurnEnded(_no_answer(turn.outcomes), "repeated_call")
-            if earlier is not None:
-                outcome = repeated(call.name, call.arguments, earlier)
+            if earlier is not None:  # a refusal is told again as it was, not as a failure
+                outcome = earlier if earlier.status == "refused" else repeated(call.name, call.arguments, earlier)
             else:
                 turn.ledger.outcomes[key] = outcome
             turn.outcomes.append(outcome)
@@ -301,6 +304,7 @@ class ProxyLane:
             return outcome
         if turn.history.repeats(tool.name, outcome.arguments):
             earlier = replace(outcome, output=turn.history.result_of(tool.name, outcome.arguments))
+            turn.answer_next = True
             return repeated(tool.name, outcome.arguments, earlier)
         return ClientCall(call.id, tool.name, outcome.arguments, via_bridge, call.origin)
 

@@ -156,6 +156,8 @@ def test_no_call_shaped_text_reaches_the_client(tmp_path):
         assert '"name"' not in content and "{" not in content
         # The model was told there is no such tool, with the tools there are.
         assert "no tool named 'weather_lookup'" in lane.model.requests[1]["messages"][-1]["content"]
+        # Made again, the call is told the same refusal (not that it "failed").
+        assert lane.model.requests[2]["messages"][-1]["content"] == lane.model.requests[1]["messages"][-1]["content"]
         assert ("weather_lookup", "refused") in lane.rows("SELECT tool_name, status FROM tool_executions")
 
 
@@ -181,6 +183,7 @@ def test_the_call_just_answered_is_not_returned_again(tmp_path):
         assert reply["choices"][0]["message"]["content"] == "Sunny."
         told = lane.model.requests[1]["messages"][-1]
         assert told["role"] == "tool" and "Already done" in told["content"] and "sunny" in told["content"]
+        assert offered(lane.model.requests[1]) == []  # the next reply is an answer, in words
         assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
         # Asked again in a later user message, the same call is a new question: it is returned.
         later = ASK + _answered("c0") + [{"role": "assistant", "content": "Sunny."},
