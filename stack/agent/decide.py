@@ -26,12 +26,23 @@ RESULT_CHARS = 200
 INSTRUCTION = (
     "You decide the next step of an assistant that runs on the user's own computer. Its tools:\n"
     "{tools}\n\n"
-    "Pick the one tool the user's request still needs, or \"answer\" when nothing is left to do "
-    "with a tool: a greeting, chat, general knowledge, or something the conversation or the "
-    "results already answer. A request to remember, note or save something needs memory; to run "
-    "a command or check something on this machine needs a tool; to know the current time needs a "
-    "clock. A tool that already ran for this request is not needed again unless the request asks "
-    "for a second, different use."
+    "Pick the one tool the user's request still needs, or \"answer\" when no tool is needed. "
+    "Anything about this computer, its files, folders, programs or the output of a command needs "
+    "a tool; so do notes to keep for later, the current time, arithmetic and past conversations. "
+    "Greetings, chat and general knowledge need none. For example:\n"
+    "{examples}"
+)
+# Requests written for this prompt, none taken from a benchmark: each shows a tool of the lane's
+# own set (kept only when that tool is offered) or "answer".
+EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("thanks, that's all for today!", ANSWER),
+    ("what's in config.yaml?", "read_file"),
+    ("which git version do I have?", "terminal"),
+    ("who painted the Mona Lisa?", ANSWER),
+    ("save this for later: my locker code is 4410", "memory"),
+    ("what's 18% of 250?", "calculate"),
+    ("what time is it in Lima?", "world_clock"),
+    ("make a file todo.md with the line 'buy milk'", "write_file"),
 )
 
 
@@ -40,6 +51,9 @@ def decide_messages(request: str, tools: list[tuple[str, str]], ran: Sequence[tu
     """The question: `tools` as (name, description), `ran` as (tool, status, result) of this turn,
     `context` what the conversation said before (short facts, not answers to imitate)."""
     listed = "\n".join(f"- {name}: {one_line(description, 110)}" for name, description in tools)
+    names = {name for name, _ in tools}
+    examples = "\n".join(f'"{request}" -> {{"next": "{tool}"}}' for request, tool in EXAMPLES
+                         if tool == ANSWER or tool in names)
     parts = [f"Earlier in the conversation:\n{context.strip()}"] if context.strip() else []
     parts.append(f"Request: {request.strip()[:MAX_REQUEST_CHARS]}")
     if ran:
@@ -48,7 +62,7 @@ def decide_messages(request: str, tools: list[tuple[str, str]], ran: Sequence[tu
     else:
         parts.append("Nothing has run for this request yet.")
     parts.append('Reply with {"next": TOOL} or {"next": "answer"}.')
-    return [{"role": "system", "content": INSTRUCTION.format(tools=listed)},
+    return [{"role": "system", "content": INSTRUCTION.format(tools=listed, examples=examples)},
             {"role": "user", "content": "\n\n".join(parts)}]
 
 

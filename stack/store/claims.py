@@ -105,7 +105,7 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
         ({"session_search"}, rf"\b{_DONE}\s+(?:searched|looked through|checked|gone through|went through)"
                              r"\b[^\n]{0,40}\b(?:sessions?|conversations?|chats?|history)\b"),
         ({"todo"}, rf"\b{_DONE}\s+(?:added|marked|created|updated|put|set)\b[^\n]{{0,50}}"
-                   r"\b(?:to-?do|task list|tasks)\b"),
+                   r"\b(?:to-?do|tasks?|checklist|list)\b"),
     ))
 # A tool said to have been used or to have answered: "I ran the world_clock tool", "used memory and
 # terminal", "the calculate tool returned", "the terminal printed".
