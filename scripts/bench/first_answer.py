@@ -44,6 +44,7 @@ class Hello:
     model_calls: int
     prompt_tokens: int
     cached_tokens: int
+    completion_tokens: int  # generation, not the prompt, is then most of what is left
     answer: str
 
 
@@ -112,7 +113,7 @@ class Lane:
         usage = body["usage"]
         return Hello(round(wall, 2), usage["lane"]["model_calls"], usage["prompt_tokens"],
                      (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0),
-                     body["choices"][0]["message"]["content"] or "")
+                     usage["completion_tokens"], body["choices"][0]["message"]["content"] or "")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace, work: Path) -> list[Case]:
 
 def table(cases: list[Case]) -> str:
     lines = [f"{'case':<8} {'healthy s':>9} {'prefixes (tokens source s)':<40} {'hello s':>7} {'from start':>10}"
-             f" {'calls':>5} {'prompt':>6} {'cached':>6}  answer"]
+             f" {'calls':>5} {'prompt':>6} {'cached':>6} {'generated':>9}  answer"]
     for case in cases:
         prefixes = ", ".join(f"{p['prefix_tokens']} {p['source']} {p['seconds']:.1f}" for p in case.prefixes) or "-"
         hello = case.hello
@@ -166,6 +167,7 @@ def table(cases: list[Case]) -> str:
             f"{case.name:<8} {_num(case.healthy_s):>9} {prefixes:<40} {_num(hello and hello.wall_s):>7}"
             f" {_num(case.hello_from_start_s):>10} {hello.model_calls if hello else '-':>5}"
             f" {hello.prompt_tokens if hello else '-':>6} {hello.cached_tokens if hello else '-':>6}"
+            f" {hello.completion_tokens if hello else '-':>9}"
             f"  {(hello.answer if hello else '')[:60]!r}")
     evaluated = sum(p["seconds"] for p in cases[0].prefixes if p["source"] == "evaluated")
     lines.append(f"the prefixes' own evaluation on the cold start: {evaluated:.1f} s "
