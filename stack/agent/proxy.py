@@ -49,9 +49,9 @@ from .corrections import (
     repeated,
 )
 from .llm_client import LlmClient, ModelReply
-from .loop import TurnEnded, TurnResult, _count, _forced, _stored
 from .prompt import BRIDGE
-from .toolcalls import ToolCall, extract_calls, python_calls, unmistakable_calls
+from .toolcalls import ToolCall, extract_calls, forced, python_calls, stored, unmistakable_calls
+from .turn import TurnEnded, TurnResult, count
 
 ChoiceMode = Literal["auto", "none", "required", "function"]
 # Measured on Qwen2.5-Coder-1.5B through proxy mode: after two tool results it replied with
@@ -173,7 +173,7 @@ class ProxyLane:
                 reply = await self._ask(turn)
                 calls = _calls_of(reply, turn.surface)
                 message_id = self.store.add_message(
-                    session_id, "assistant", reply.content, tool_calls=[_stored(c) for c in calls],
+                    session_id, "assistant", reply.content, tool_calls=[stored(c) for c in calls],
                     prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
                     cached_tokens=reply.cached_tokens)
                 if calls:
@@ -235,15 +235,15 @@ class ProxyLane:
         tools = [] if choice.mode == "none" or turn.answer_next else \
             turn.surface.offered + [tool.openai_schema() for tool in turn.lane_tools.values()]
         if turn.force:
-            forced: dict[str, Any] | str | None = _forced(turn.force)
+            tool_choice: dict[str, Any] | str | None = forced(turn.force)
         elif choice.mode == "function":
-            forced = _forced(choice.name)
+            tool_choice = forced(choice.name)
         else:
-            forced = "required" if choice.mode == "required" else None
+            tool_choice = "required" if choice.mode == "required" else None
         reply = await self.llm.chat(turn.opening + turn.scratch, tools, max_tokens=turn.request.max_tokens,
-                                    temperature=turn.request.temperature, tool_choice=forced)
+                                    temperature=turn.request.temperature, tool_choice=tool_choice)
         turn.force, turn.answer_next = None, False
-        _count(turn.result, reply)
+        count(turn.result, reply)
         return reply
 
     async def _take_calls(self, turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall],
@@ -489,7 +489,7 @@ def _model_messages(messages: list[dict[str, Any]], bridged: bool) -> list[dict[
 
 def _assistant(reply: ModelReply, calls: list[ToolCall]) -> dict[str, Any]:
     """The model's reply as it reads it back: a call salvaged from text is in tool_calls now."""
-    stored = [{k: v for k, v in _stored(c).items() if k != "origin"} for c in calls]
+    wire = [{k: v for k, v in stored(c).items() if k != "origin"} for c in calls]
     salvaged = any(c.origin == "content" for c in calls)
-    return {"role": "assistant", "content": "" if salvaged else reply.content, "tool_calls": stored}
+    return {"role": "assistant", "content": "" if salvaged else reply.content, "tool_calls": wire}
 

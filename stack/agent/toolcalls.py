@@ -225,3 +225,28 @@ def _raw_arguments_text(body: str) -> str:
 
 def new_call_id() -> str:
     return "call_" + uuid.uuid4().hex[:12]
+
+
+def calls_in(content: str, native: list[ToolCall], parameters_of: SchemaLookup) -> list[ToolCall]:
+    """The calls of one reply: its native tool_calls, else those written as text, else a guessed
+    call to a tool that is not offered (answered with what search finds for it)."""
+    if native:
+        return native
+    calls = extract_calls(content, parameters_of)
+    if calls:
+        return calls
+    guess = guessed_call(content, parameters_of)
+    return [guess] if guess else []
+
+
+def forced(tool: str | None) -> dict[str, Any] | None:
+    """OpenAI's tool_choice that makes the next reply a call to `tool` (None: a free reply)."""
+    return {"type": "function", "function": {"name": tool}} if tool else None
+
+
+def stored(call: ToolCall) -> dict[str, Any]:
+    """A call as the store keeps it in messages.tool_calls: OpenAI's shape, its arguments as JSON,
+    marked when it was salvaged from text."""
+    arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+    wire = {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+    return {**wire, "origin": "content"} if call.origin == "content" else wire

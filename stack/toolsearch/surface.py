@@ -72,6 +72,18 @@ class Toolset:
             return tool.parameters
         return CALL_SCHEMA["function"]["parameters"] if self.bridged and name == CALL else None
 
+    def forced_through_bridge(self, tool: str | None) -> dict[str, Any] | None:
+        """The reply schema that forces a call to a hidden tool: a tool_call naming it, with
+        arguments that fit its schema. A response format rather than a change to `tools`, so the
+        prompt's cached tools block stays as it is. None for a tool that is not hidden here."""
+        if tool is None or not self.bridged or tool not in self.catalog:
+            return None
+        arguments = {"type": "object", "required": ["name", "arguments"], "properties": {
+            "name": {"const": tool},
+            "arguments": self.catalog.tools[tool].parameters or {"type": "object"}}}
+        return {"type": "object", "required": ["name", "arguments"],
+                "properties": {"name": {"const": CALL}, "arguments": arguments}}
+
     def dispatch(self, name: str, raw_arguments: Any, ctx: ToolContext) -> Outcome:
         """Run one call; every path ends in an Outcome."""
         if self.bridged and name == CALL:

@@ -30,7 +30,7 @@ from tests.integration.test_clients_openai import WEATHER_TOOLS  # noqa: E402
 KEY = "lane-test-key"
 # The primary's timeout: long enough for a loopback answer, short enough to keep the test fast.
 PRIMARY_TIMEOUT_S = 0.5
-ANSWER = "The lane answered."
+ANSWER = "The lane answered: 3."  # it holds what the tool returned, or the lane writes it again
 
 
 class FailingPrimary:

@@ -1,0 +1,94 @@
+"""An answer held to the store before it leaves the lane.
+
+The store knows what ran; a small model's answer often does not agree with it. Before a reply
+without calls ends a turn, the loop reads it against this turn's executions (TurnFacts): a claim
+that a tool did something, or an answer from the model's own head where the model's own
+constrained choice (decide.py) says a tool is needed, earns another model call (corrections.py);
+what ends the turn is the model's answer only when nothing is wrong with it, else an answer written
+again from the request and the results (prompt.compose_messages), else the lane's own account of
+what ran. Every answer held back is a lane note.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..store import Store
+from ..toolsearch.bridges import CALL
+from ..toolsearch.surface import Toolset
+from .corrections import TurnFacts, asks_about_session, fallback_answer, faults
+from .decide import ask_decision, parse_decision
+from .history import earlier_facts
+from .llm_client import LlmClient, LlmError, ModelReply
+from .prompt import compose_messages
+from .turn import Turn, TurnEnded, count
+
+log = logging.getLogger("lane.agent")
+
+# The decision question lists the direct tools and at most this many hidden ones (search's best).
+DECIDE_HIDDEN = 5
+COMPOSE_MAX_TOKENS = 400
+
+
+def facts_of(turn: Turn, toolset: Toolset, store: Store) -> TurnFacts:
+    """What this turn's answer is held to: the tools it could call, and what ran."""
+    ran = [o for o in turn.outcomes if o.status == "ok"]
+    schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
+               for t in toolset.offered + toolset.promoted_schemas}
+    schemas |= {name: tool.parameters for name, tool in toolset.catalog.tools.items()}
+    return TurnFacts(turn.query, schemas, store.tools_that_ran(turn.result.session_id),
+                     {o.tool_name for o in ran}, ran[-1].output if ran else None,
+                     asks_about_session(turn.query), tuple(o.output for o in ran))
+
+
+async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset) -> str | None:
+    """The model's constrained choice of the tool the request still needs (decide.py), kept with
+    the lane's own model calls; None for "answer" or when asking fails."""
+    tools = [(t["function"]["name"], t["function"].get("description") or "")
+             for t in toolset.offered
+             if t["function"]["name"] not in toolset.bridges and t["function"]["name"] != CALL]
+    if toolset.bridged and turn.query.strip():
+        hits, _ = toolset.catalog.search(turn.query, DECIDE_HIDDEN)
+        tools += [(h.name, toolset.catalog.tools[h.name].description) for h in hits]
+    ran = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
+    try:
+        reply = await ask_decision(llm, turn.query, tools, ran, _earlier(store, turn))
+    except LlmError as exc:
+        log.warning("no decision: %s", exc)
+        return None
+    count(turn.result, reply)
+    store.add_lane_call(turn.result.session_id, "decide", reply.content,
+                        prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+                        cached_tokens=reply.cached_tokens)
+    return parse_decision(reply.content, [name for name, _ in tools])
+
+
+async def checked_answer(llm: LlmClient, store: Store, turn: Turn, reply: ModelReply,
+                         facts: TurnFacts) -> TurnEnded:
+    """The answer as the store allows it: the model's when nothing is wrong with it; else one
+    written again from the request and the results; else the lane's own account of what ran."""
+    problems = faults(reply.content, facts)
+    if not problems:
+        return TurnEnded(reply.content, "length" if reply.finish_reason == "length" else "stop",
+                         lane_written=False)
+    session = turn.result.session_id
+    store.add_message(session, "system", "Answer not passed on: " + "; ".join(problems), lane_note=True)
+    results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
+    try:
+        composed = await llm.chat(compose_messages(turn.query, results, _earlier(store, turn)), [],
+                                  max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS), temperature=0.0)
+    except LlmError as exc:
+        log.warning("answer not composed: %s", exc)
+        return TurnEnded(fallback_answer(turn.outcomes, problems), "stop")
+    count(turn.result, composed)
+    store.add_message(session, "assistant", composed.content, prompt_tokens=composed.prompt_tokens,
+                      completion_tokens=composed.completion_tokens, cached_tokens=composed.cached_tokens)
+    still = faults(composed.content, facts)
+    if not still:
+        return TurnEnded(composed.content, "stop", lane_written=False)
+    store.add_message(session, "system", "Answer not passed on: " + "; ".join(still), lane_note=True)
+    return TurnEnded(fallback_answer(turn.outcomes, still), "stop")
+
+
+def _earlier(store: Store, turn: Turn) -> str:
+    return earlier_facts(store.messages(turn.result.session_id))

@@ -1,0 +1,59 @@
+"""One turn as plain data: what it asked, what ran, what it cost, and the exception that ends it.
+
+The agent loop (loop.py), the answer check (answers.py) and proxy mode (proxy.py) share these, so
+a turn's accounting is written once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..tools.base import ToolContext
+from ..tools.execute import Outcome
+from ..toolsearch.surface import Profile
+from .corrections import TurnLedger
+from .llm_client import ModelReply
+
+
+@dataclass
+class TurnResult:
+    session_id: str
+    content: str
+    finish_reason: str  # stop | length | clarify | iteration_limit | repeated_call
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    model_calls: int = 0
+    peak_prompt_tokens: int = 0
+    tools_executed: list[str] = field(default_factory=list)
+
+
+class TurnEnded(Exception):
+    """Ends a turn. `content` is the answer; `lane_written` when the lane, not the model, wrote it
+    (the model's own answer is already stored with its model call)."""
+
+    def __init__(self, content: str, reason: str, *, lane_written: bool = True):
+        super().__init__(reason)
+        self.content, self.reason, self.lane_written = content, reason, lane_written
+
+
+@dataclass
+class Turn:
+    result: TurnResult
+    query: str
+    profile: Profile
+    cap: int
+    temperature: float | None
+    ctx: ToolContext
+    ledger: TurnLedger = field(default_factory=TurnLedger)
+    force: str | None = None  # the tool the next model call must call (after a correction)
+    outcomes: list[Outcome] = field(default_factory=list)
+    decided: bool = False  # the decision question was asked (agent/decide.py)
+
+
+def count(turn: TurnResult, reply: ModelReply) -> None:
+    turn.model_calls += 1
+    turn.prompt_tokens += reply.prompt_tokens
+    turn.completion_tokens += reply.completion_tokens
+    turn.cached_tokens += reply.cached_tokens
+    turn.peak_prompt_tokens = max(turn.peak_prompt_tokens, reply.prompt_tokens)
