@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from ..toolsearch.catalog import one_line
 from .llm_client import LlmClient, ModelReply
+from .prompt import turn_facts
 
 ANSWER = "answer"
 DECIDE_MAX_TOKENS = 24
@@ -54,16 +55,10 @@ def decide_messages(request: str, tools: list[tuple[str, str]], ran: Sequence[tu
     names = {name for name, _ in tools}
     examples = "\n".join(f'"{request}" -> {{"next": "{tool}"}}' for request, tool in EXAMPLES
                          if tool == ANSWER or tool in names)
-    parts = [f"Earlier in the conversation:\n{context.strip()}"] if context.strip() else []
-    parts.append(f"Request: {request.strip()[:MAX_REQUEST_CHARS]}")
-    if ran:
-        parts.append("Already done for this request:\n" + "\n".join(
-            f"- {name} ({status}): {one_line(result, RESULT_CHARS)}" for name, status, result in ran))
-    else:
-        parts.append("Nothing has run for this request yet.")
-    parts.append('Reply with {"next": TOOL} or {"next": "answer"}.')
+    question = turn_facts(request[:MAX_REQUEST_CHARS], ran, context, result_chars=RESULT_CHARS)
+    question += '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
     return [{"role": "system", "content": INSTRUCTION.format(tools=listed, examples=examples)},
-            {"role": "user", "content": "\n\n".join(parts)}]
+            {"role": "user", "content": question}]
 
 
 def decision_schema(names: list[str]) -> dict[str, Any]:

@@ -51,20 +51,27 @@ COMPOSE = (
 COMPOSE_RESULT_CHARS = 1500
 
 
-def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "") -> list[dict[str, str]]:
-    """The question that writes an answer from the request and this turn's results, as (tool,
-    status, output): no tools, no history to imitate, only facts."""
+def turn_facts(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "", *,
+               result_chars: int = COMPOSE_RESULT_CHARS) -> str:
+    """This turn as facts for the lane's own questions (the decision, the answer written again):
+    what the conversation said before, the user's message, and each tool that ran for it as
+    (tool, status, output); no tools offered and no history to imitate."""
     parts = [f"Earlier in the conversation:\n{earlier.strip()}"] if earlier.strip() else []
     parts.append(f"The user's message: {request.strip()}")
     if results:
-        parts.append("Results of the tools that ran for it:\n" + "\n".join(
-            f"- {name} ({status}): {_clip(output)}" for name, status, output in results))
+        parts.append("What ran for it:\n" + "\n".join(
+            f"- {name} ({status}): {_clip(output, result_chars)}" for name, status, output in results))
     else:
-        parts.append("No tool ran for it.")
-    parts.append("Write the reply.")
-    return [{"role": "system", "content": COMPOSE}, {"role": "user", "content": "\n\n".join(parts)}]
+        parts.append("Nothing has run for it yet.")
+    return "\n\n".join(parts)
 
 
-def _clip(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= COMPOSE_RESULT_CHARS else text[:COMPOSE_RESULT_CHARS] + " …(cut)"
+def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "") -> list[dict[str, str]]:
+    """The question that writes an answer from the request and this turn's results."""
+    return [{"role": "system", "content": COMPOSE},
+            {"role": "user", "content": turn_facts(request, results, earlier) + "\n\nWrite the reply."}]
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split()) if limit < 400 else text.strip()
+    return text if len(text) <= limit else text[:limit] + " …(cut)"
