@@ -80,9 +80,12 @@ class TurnLedger:
     attempts: dict[str, int] = field(default_factory=dict)
     corrected: set[str] = field(default_factory=set)  # Correction.once_per of those given
 
-    def attempt(self, name: str, arguments: Any) -> tuple[str, Outcome | None]:
-        """Count a call; its key and the outcome of the same call made earlier in the turn."""
-        key = call_key(name, arguments)
+    def attempt(self, name: str, arguments: Any, schema: dict[str, Any] | None = None
+                ) -> tuple[str, Outcome | None]:
+        """Count a call; its key and the outcome of the same call made earlier in the turn. With
+        the tool's schema, a call is the same when its values are, whatever mode it names: seen
+        on the 1.5B model, `memory` add X, then add X with old_text X, then replace X with X."""
+        key = call_key(name, _gist(arguments, schema) if schema else arguments)
         self.attempts[key] = self.attempts.get(key, 0) + 1
         return key, self.outcomes.get(key)
 
@@ -95,6 +98,22 @@ class TurnLedger:
             return False
         self.corrected.add(fix.once_per)
         return True
+
+
+def _gist(arguments: Any, schema: dict[str, Any]) -> Any:
+    """The values of a call that are not a choice among modes (an `enum` property), as a set:
+    what the call is about rather than how it was asked."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return arguments
+    if not isinstance(arguments, dict):
+        return arguments
+    modes = {key for key, spec in (schema.get("properties") or {}).items()
+             if isinstance(spec, dict) and "enum" in spec}
+    return sorted({json.dumps(value, sort_keys=True, ensure_ascii=False)
+                   for key, value in arguments.items() if key not in modes})
 
 
 def call_key(name: str, arguments: Any) -> str:

@@ -145,7 +145,7 @@ class Agent:
                                       self.store.failed_call_ids(session_id))
 
     async def _execute(self, call: ToolCall, toolset: Toolset, turn: Turn, message_id: int) -> None:
-        key, earlier = turn.ledger.attempt(call.name, call.arguments)
+        key, earlier = turn.ledger.attempt(call.name, call.arguments, toolset.parameters_of(call.name))
         if turn.ledger.too_many(key):
             raise TurnEnded(fallback_answer(turn.outcomes), "repeated_call")
         if earlier is not None:

@@ -16,7 +16,8 @@ BASE = (
     "asks you to remember something, run a command, search past sessions or work with files, call "
     "the tool that does it. Writing about a call does nothing; only a real call runs. Make one call "
     "at a time and wait for its result. When the task is done, reply in one short sentence with the "
-    "result. Only say a tool was used if you saw its result."
+    "result. Greetings, thanks and general questions need no tool: just answer them. Only say a "
+    "tool was used if you saw its result."
 )
 
 BRIDGE = (
@@ -43,7 +44,8 @@ def memory_note(memory: str) -> str | None:
 
 
 COMPOSE = (
-    "You write an assistant's reply to the user's message, in one to three short sentences. Give "
+    "You are the assistant. Reply to the user's message, speaking to the user as \"you\", in one "
+    "to three short sentences. Give "
     "what the user asked for: quote the numbers, text, times or output from the results below. "
     "Only say something was done (saved, run, written, found) if a result below shows it. If "
     "nothing ran, answer from what you know, or say plainly what you could not do."

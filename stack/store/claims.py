@@ -91,6 +91,7 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
         ({"memory"}, rf"\b(?:{_DONE}\s+)?(?:saved|added|stored|noted|recorded|remembered|written|wrote|"
                      r"updated|kept|put)\b[^\n]{0,80}\b(?:memory|memories|long-term)\b"),
         ({"memory"}, r"\b(?:i'll|i will|i'm going to)\s+(?:remember|keep that in mind|make a note)\b"
+                     r"|\b(?:i've|i have)\s+(?:noted|made a note of|recorded)\b"
                      r"|\b(?:got it|noted)[,.!]\s+(?:i'll|i will|i've)\b|\bmade a note\b"),
         ({"memory", "todo", "write_file"}, r"\b(?:wrote|written|noted|jotted|put|taken)\s+(?:it\s+)?down\b"),
         ({"terminal", "run_python"}, rf"\b{_DONE}\s+(?:ran|run|executed|launched)\b[^\n]{{0,60}}"

@@ -471,3 +471,24 @@ def test_a_decision_for_a_tool_that_cannot_be_called_is_no_correction(lane):
     assert result.content == "Hello!" and len(model.requests) == 1 and system_notes(settings) == []
 
 
+
+
+def test_a_call_that_only_names_another_mode_for_the_same_values_is_not_run_again(lane):
+    settings, store = lane
+    noted = Tool("note", "Keep a note.", object_schema(
+        {"action": {"type": "string", "enum": ["add", "replace"]}, "text": {"type": "string"}},
+        ["action", "text"]), lambda arguments, ctx: f"{arguments['action']}: {arguments['text']}")
+    script = [call("note", {"action": "add", "text": "dentist on 3 March"}),
+              call("note", {"action": "replace", "text": "dentist on 3 March"}), text("Noted: dentist on 3 March.")]
+
+    async def go():
+        with ScriptedModel(script) as model:
+            llm = LlmClient(model.url, model=None, timeout_s=2.0)
+            agent = Agent(settings, store, Registry([noted]), llm)
+            result = await agent.run_turn(store.create_session(), [{"role": "user", "content": "note it"}])
+            await llm.aclose()
+            return result
+
+    result = asyncio.run(go())
+    assert result.tools_executed == ["note"]
+    assert [r[0] for r in rows(settings, "SELECT status FROM tool_executions ORDER BY id")] == ["ok", "refused"]
