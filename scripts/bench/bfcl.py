@@ -287,7 +287,7 @@ def lane_shim(llm_url: str, env: dict[str, str], log_dir: Path, tree: Path) -> c
     home = Path(tempfile.mkdtemp(prefix="lane-bfcl-"))
     (home / "none.yaml").write_text("{}\n")
     settings = {"LANE_HOME": str(home), "LANE_CONFIG": str(home / "none.yaml"), **env}
-    return lane_process("shim", ["shim", "--llm-url", llm_url.removesuffix("/v1"), "--home", str(home)],
+    return lane_process("shim", ["shim", "--llm-url", llm_url, "--home", str(home)],
                         settings, log_dir / f"shim-{int(time.time())}.log", tree)
 
 
