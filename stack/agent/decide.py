@@ -44,6 +44,7 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
     ("what's 18% of 250?", "calculate"),
     ("what time is it in Lima?", "world_clock"),
     ("make a file todo.md with the line 'buy milk'", "write_file"),
+    ("how many planets are in the solar system?", ANSWER),
 )
 
 
