@@ -68,20 +68,9 @@ class Settings:
     tool_search_threshold_pct: float = 10.0
     search_default_limit: int = 5
     max_search_limit: int = 10
-    promote_tools: bool = True
-    # Room for one large schema (CircleCI's find_flaky_tests alone is 952 tokens) or two usual ones.
-    promote_budget_tokens: int = 1200
     # Example requests for deferred tools, written by the lane's model while it is idle
     # (toolsearch/examples.py); the ones already written are searched either way.
     tool_examples: bool = True
-    # At the start of a turn with deferred tools, the lane's model restates the request as the
-    # tool it needs (toolsearch/restate.py), and promotion ranks with both.
-    restate_requests: bool = True
-    # Then, unless the request's own words single out one tool, it judges the best hits one by one
-    # (toolsearch/judge.py), and promotion ranks with that. Off by default for now: on two cores it
-    # adds 2-4 s to a request with deferred tools; it ran 62 of 96 hidden-tool requests against 58
-    # without, the same evening, none lost (docs/measurements.md, "Hidden tools").
-    judge_tools: bool = False
     # The same 16384 as `lane llm --ctx`, `lane up`, compose and scripts/up.sh; the shim uses the
     # smaller of this and the n_ctx the llm service reports.
     context_tokens: int = 16384
@@ -161,10 +150,7 @@ _ENV_NAMES = {
     "LANE_PORT": "port",
     "LANE_API_KEY": "api_key",
     "LANE_TOOL_SEARCH": "tool_search",
-    "LANE_PROMOTE_TOOLS": "promote_tools",
     "LANE_TOOL_EXAMPLES": "tool_examples",
-    "LANE_RESTATE_REQUESTS": "restate_requests",
-    "LANE_JUDGE_TOOLS": "judge_tools",
     "LANE_CONTEXT_TOKENS": "context_tokens",
     "LANE_CORE_TOOLS": "core_tools",
     "LANE_TOOLS_SUBSET": "tools_subset",
@@ -180,11 +166,7 @@ _TOOL_SEARCH_KEYS = {
     "threshold_pct": "tool_search_threshold_pct",
     "search_default_limit": "search_default_limit",
     "max_search_limit": "max_search_limit",
-    "promote": "promote_tools",
-    "promote_budget_tokens": "promote_budget_tokens",
     "examples": "tool_examples",
-    "restate": "restate_requests",
-    "judge": "judge_tools",
 }
 
 

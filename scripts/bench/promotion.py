@@ -2,7 +2,7 @@
 """Does promotion help? How often the tool it would offer directly is a gold tool, and how often
 a wrong one, on the labelled queries of the retrieval corpus.
 
-For each query, promotion (stack/toolsearch/promotion.py, the lane's settings) picks 0-2 deferred
+For each query, promotion (stack/toolsearch/promotion.py) picks 0-2 deferred
 tools from the catalog. Counted per category:
   gold   a gold tool of the query is among the promoted (the model can act at once)
   wrong  tools were promoted, none of them gold (they cost tokens and may mislead; on negative
@@ -11,11 +11,6 @@ tools from the catalog. Counted per category:
 
     .venv/bin/python scripts/bench/promotion.py [--catalog FILE] [--queries FILE.jsonl]
         [--examples BOOK.json]   (the tools' example requests, as `lane examples --book` keeps them)
-        [--restatements FILE]    (each query's restatement, as `lane restate` writes them)
-        [--judgements FILE]      (the model's judgement of each query's best hits, `lane judge`;
-                                  kept for the hits the agent judges, its first JUDGE_CANDIDATES,
-                                  and for the queries it judges: not one whose own words single
-                                  out one tool)
 """
 
 from __future__ import annotations
@@ -29,12 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from stack.config import Settings  # noqa: E402
-from stack.toolsearch.catalog import Catalog, catalog_of, installed_method  # noqa: E402
-from stack.toolsearch.commands import load_catalog_file, read_judgements, read_restatements  # noqa: E402
+from stack.toolsearch.catalog import catalog_of, installed_method  # noqa: E402
+from stack.toolsearch.commands import load_catalog_file  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
-from stack.toolsearch.judge import judged_hits  # noqa: E402
-from stack.toolsearch.promotion import promoted_tools, worth_judging  # noqa: E402
+from stack.toolsearch.promotion import BUDGET_TOKENS, promoted_tools  # noqa: E402
 
 DATA = ROOT / "scripts" / "bench" / "data"
 
@@ -45,26 +38,18 @@ def main() -> int:
     parser.add_argument("--queries", type=Path, default=DATA / "queries.jsonl")
     parser.add_argument("--method", choices=("bm25", "hybrid"), default=None)
     parser.add_argument("--examples", type=Path, help="an example-request book")
-    parser.add_argument("--restatements", type=Path, help="the queries' restatements")
-    parser.add_argument("--judgements", type=Path, help="the model's judgements of the queries' best hits")
     args = parser.parse_args()
     method = args.method or installed_method()
     book = ExampleBook(args.examples) if args.examples else None
     catalog = catalog_of(load_catalog_file(args.catalog), method, examples=book)
     catalog.vectors_ready()  # the lane answers with BM25 while they build; measure the hybrid
-    settings = Settings()
-    restated = read_restatements(args.restatements) if args.restatements else {}
-    judged = read_judgements(args.judgements) if args.judgements else {}
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for line in args.queries.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         query = json.loads(line)
         text = query["query"]
-        lines = restated.get(text, ())
-        asked = judged.get(text) if worth_judging(catalog, text, settings, lines) else None
-        promoted = promoted_tools(catalog, text, settings, lines,
-                                  as_the_agent_judges(catalog, text, lines, asked))
+        promoted = promoted_tools(catalog, text)
         gold = set(query.get("gold") or [])
         verdict = "none" if not promoted else "gold" if set(promoted) & gold else "wrong"
         for key in (query.get("category", "all"), "ALL"):
@@ -73,23 +58,13 @@ def main() -> int:
             counts[key]["promoted"] += len(promoted)
     with_examples = f", examples {args.examples}" if book else ""
     print(f"promotion ({method}{with_examples}, margin rule of stack/toolsearch/promotion.py, "
-          f"budget {settings.promote_budget_tokens} tokens)")
+          f"budget {BUDGET_TOKENS} tokens)")
     print(f"{'category':<12} {'n':>4} {'gold':>6} {'wrong':>6} {'none':>6} {'tools/query':>11}")
     for key in sorted(counts, key=lambda k: (k == "ALL", k)):
         c = counts[key]
         print(f"{key:<12} {c['n']:>4} {c['gold'] / c['n']:>6.1%} {c['wrong'] / c['n']:>6.1%} "
               f"{c['none'] / c['n']:>6.1%} {c['promoted'] / c['n']:>11.2f}")
     return 0
-
-
-def as_the_agent_judges(catalog: Catalog, query: str, restated: tuple[str, ...],
-                        judgement: dict[str, float] | None) -> dict[str, float] | None:
-    """A query's judgement as the agent has it: of its first JUDGE_CANDIDATES hits only (the file
-    may hold more, written with `lane judge --candidates`)."""
-    if judgement is None:
-        return None
-    first = {hit.name for hit in judged_hits(catalog, query, restated)}
-    return {name: yes for name, yes in judgement.items() if name in first}
 
 
 if __name__ == "__main__":

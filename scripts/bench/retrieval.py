@@ -18,8 +18,7 @@ Scoring (k = 1, 3, 5):
 Latency: wall time of one `.search(query, 5)` for every query, at 100 tools (a fixed random
 sample of the catalog), 1,000 tools (the catalog's first 1,000) and 5,000 tools (the catalog
 padded with copies of real tools under renamed servers, e.g. `github_2__list_issues`, as a second
-GitHub Enterprise instance would appear). With `--restatements`, each query is searched with its
-restatement's lines, as promotion searches.
+GitHub Enterprise instance would appear).
 Each timed query text is new to the process (whitespace-padded), so caches keyed by query text
 do not hide the cost of embedding it. Build time is that of a new process's catalog (the lane's
 `Catalog`, a fresh embedder with nothing in memory, reading the on-disk vector cache;
@@ -47,7 +46,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from stack.toolsearch.catalog import catalog_of  # noqa: E402
-from stack.toolsearch.commands import read_judgements, read_restatements  # noqa: E402
 from stack.toolsearch.embedding import OnnxMiniLM, onnx_model_path, vector_store_folder  # noqa: E402
 from stack.toolsearch.examples import ExampleBook  # noqa: E402
 from stack.toolsearch.retrieval import ToolDoc, ToolIndex  # noqa: E402
@@ -142,9 +140,7 @@ def build(docs: list[ToolDoc], method: str, model: Path | None = None
     return index, took, ""
 
 
-def evaluate(index: ToolIndex, queries: list[dict], flag,
-             restated: dict[str, tuple[str, ...]] | None = None,
-             judged: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+def evaluate(index: ToolIndex, queries: list[dict], flag) -> dict[str, Any]:
     per_cat = {c: Scores() for c in CATEGORIES}
     overall = Scores()
     per_tag: dict[str, Scores] = {}
@@ -152,8 +148,7 @@ def evaluate(index: ToolIndex, queries: list[dict], flag,
     negatives = {"n": 0, "empty": 0, "low_confidence": 0}
     answerable_flagged = 0
     for q in queries:
-        hits = index.search(q["query"], DEEP, (restated or {}).get(q["query"], ()),
-                            (judged or {}).get(q["query"]))
+        hits = index.search(q["query"], DEEP)
         ranked = [h.name for h in hits]
         if q["category"] == "negative":
             negatives["n"] += 1
@@ -189,8 +184,7 @@ def evaluate(index: ToolIndex, queries: list[dict], flag,
 
 
 def latency(docs: list[ToolDoc], method: str, queries: list[str], rounds: int,
-            model: Path | None = None, examples: ExampleBook | None = None,
-            restated: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+            model: Path | None = None, examples: ExampleBook | None = None) -> dict[str, Any]:
     embedder = fresh_embedder(model) if method != "bm25" else None
     started = time.perf_counter()
     catalog = catalog_of(docs, method, embedder=embedder, examples=examples)  # type: ignore[arg-type]
@@ -207,9 +201,8 @@ def latency(docs: list[ToolDoc], method: str, queries: list[str], rounds: int,
         # text) without changing its tokens: a cold search is what a fresh user query costs.
         pad = " " * next(_FRESH)
         for q in queries:
-            lines = [pad + line for line in (restated or {}).get(q, ())]
             started = time.perf_counter()
-            index.search(pad + q, 5, lines) if lines else index.search(pad + q, 5)
+            index.search(pad + q, 5)
             times.append((time.perf_counter() - started) * 1000)
     times.sort()
     return {"tools": len(docs), "first_ms": round(first_s * 1000, 1),
@@ -288,12 +281,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     notes = [] if flag else ["no Catalog.confident in this toolsearch: low-confidence rates n/a"]
     if args.model:
         notes.append(f"embedder: {args.model}, not the installed one")
-    restated = read_restatements(args.restatements) if args.restatements else None
-    if restated is not None:
-        notes.append(f"each query searched with its restatement from {args.restatements}")
-    judged = read_judgements(args.judgements) if args.judgements else None
-    if judged is not None:
-        notes.append(f"each query's best hits ranked with the model's judgement from {args.judgements}")
     result: dict[str, Any] = {
         "catalog_tools": len(tools), "notes": notes, "latency": [],
         "sets": {name: {"queries": len(queries),
@@ -323,12 +310,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             continue
         for name, queries in sets.items():
             result["sets"][name]["methods"][row] = {"build_ms": round(build_s * 1000, 1),
-                                                    **evaluate(index, queries, flag, restated, judged)}
+                                                    **evaluate(index, queries, flag)}
         if not args.no_latency:
             for subset in subsets:
                 timed = [ToolDoc.from_definition(t) for t in subset]
                 result["latency"].append({"method": row, **latency(
-                    timed, method, texts, args.rounds, args.model, book, restated)})
+                    timed, method, texts, args.rounds, args.model, book)})
     return result
 
 
@@ -350,13 +337,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="an example-request book (lane examples --book): each method runs "
                              "again with it, as METHOD+ex (default data/examples.json; "
                              "--examples '' for none)")
-    parser.add_argument("--restatements", type=Path,
-                        help="search each query with its restatement from this file "
-                             "(`lane restate` writes it; data/restatements.json)")
-    parser.add_argument("--judgements", type=Path,
-                        help="rank each query's best hits with the model's judgement from this "
-                             "file (`lane judge` writes it, with the same catalog, examples and "
-                             "restatements)")
     parser.add_argument("--rounds", type=int, default=1, help="latency passes over the queries")
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--misses", type=int, default=10, help="misses to list per method")

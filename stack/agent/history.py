@@ -48,7 +48,7 @@ def _clean_record(rows: list[dict[str, Any]], failed_calls: frozenset[str] | set
     their results, each turn's answer; not the lane's notes (promoted tools, corrections, answers it
     wrote for a silent model), failed or refused calls, or replies that were no answer, which were
     about that turn, and a small model copies whatever pattern its history shows. The current turn
-    is sent whole. (The lane's own model calls, a restatement, are not messages: the store keeps
+    is sent whole. (The lane's own model calls, a decision, are not messages: the store keeps
     them in lane_calls, so they never reach the model.)"""
     users = [i for i, row in enumerate(rows) if row["role"] == "user"]
     current = users[-1] if users else len(rows)

@@ -2,12 +2,11 @@
 reports healthy.
 
 Every session's first model call begins with the lane's system prompt and the tools block of the
-default profile (agent/loop.py: the memory snapshot comes after them, in a message of its own),
-and a request read for promotion first asks for its restatement, which begins with a fixed
-instruction and worked answers (agent/reading.py). On two laptop cores those prefixes cost 30 s
-or more to evaluate; evaluated at start (or restored from the llm service's disk on a restart,
-stack/llm/prefix_state.py), they cost a user's first request nothing. The agent's opening goes
-last, so that the context holds it when the first request comes.
+default profile (agent/loop.py: the memory snapshot comes after them, in a message of its own).
+On two laptop cores that prefix costs 30 s or more to evaluate; evaluated at start (or restored
+from the llm service's disk on a restart, stack/llm/prefix_state.py), it costs a user's first
+request nothing. The agent's opening goes last, so that the context holds it when the first
+request comes.
 
 A request that arrives while the lane warms waits for the model like any other and needs the same
 prefix, so warming never costs it more than it would have paid itself. The example writer starts
@@ -23,8 +22,6 @@ from typing import Any, Callable, Literal
 
 from ..config import Settings
 from ..tools.registry import Registry
-from ..toolsearch.judge import INSTRUCTION as JUDGE_INSTRUCTION
-from ..toolsearch.restate import restate_messages
 from ..toolsearch.surface import assemble
 from .llm_client import LlmClient, LlmError, LlmNotReady
 from .prompt import system_prompt
@@ -48,14 +45,8 @@ class Opening:
 def openings(settings: Settings, registry: Registry) -> list[Opening]:
     """What the default profile's calls begin with, in the order to warm them (the agent's last)."""
     toolset = assemble(registry, settings, profile="search")
-    found = []
-    if toolset.bridged and settings.promote_tools:
-        if settings.restate_requests:
-            found.append(Opening("restate", restate_messages("")[:-1], []))
-        if settings.judge_tools:
-            found.append(Opening("judge", [{"role": "system", "content": JUDGE_INSTRUCTION}], []))
     agent = [{"role": "system", "content": system_prompt(bridged=toolset.bridged)}]
-    return [*found, Opening("agent", agent, toolset.offered)]
+    return [Opening("agent", agent, toolset.offered)]
 
 
 class WarmUp:

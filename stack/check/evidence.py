@@ -52,13 +52,13 @@ class Message:
     content: str
     prompt_tokens: int | None
     # Stores written before lane_calls kept the lane's own model calls here (`messages.lane_call`,
-    # e.g. 'restate'): a model call, but no answer to the client.
+    # e.g. an old store's 'restate'): a model call, but no answer to the client.
     lane_call: str | None = None
 
 
 @dataclass(frozen=True)
 class LaneCall:
-    """A model call the lane made for itself (`lane_calls`: a restatement, a judgement): it counts
+    """A model call the lane made for itself (`lane_calls`: a decision): it counts
     as a model call of the step, and answers nothing."""
     purpose: str
     prompt_tokens: int | None

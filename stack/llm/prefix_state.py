@@ -1,8 +1,7 @@
 """Warming a stable prefix: the part of a prompt that every conversation of a kind begins with.
 
 The shim's first model call of any session begins with the lane's system prompt and its tools
-block, rendered by the model's own chat template; its restatement call begins with a fixed
-instruction and worked answers. `stable_prefix` finds those tokens without knowing the template:
+block, rendered by the model's own chat template. `stable_prefix` finds those tokens without knowing the template:
 it renders the opening messages followed by two different probe messages (a user one and a system
 one, the two kinds that can come next) and keeps what both renderings share. `hold` then puts
 that prefix's KV cells into the context by the cheapest route: the context already has them, the

@@ -80,11 +80,10 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sessions ADD COLUMN memory_snapshot TEXT;
     ALTER TABLE messages ADD COLUMN lane_note INTEGER NOT NULL DEFAULT 0;
     """,
-    # lane_call: a model call the lane made for itself inside a turn, and what for ('restate':
-    # the request restated for tool search; 'judge': the best hits judged, one row for all of a
-    # turn's judgement calls, their tokens summed, a line per tool). Its tokens count like any model
-    # call's; its answer is evidence of what the lane searched with, never shown to the model or
-    # found by session search.
+    # lane_call: a model call the lane made for itself inside a turn, and what for (then the
+    # request's restatement and the judgement of its best hits, levers since removed). Its tokens
+    # count like any model call's; its answer is evidence, never shown to the model or found by
+    # session search.
     """
     ALTER TABLE messages ADD COLUMN lane_call TEXT;
     """,
@@ -112,11 +111,11 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # lane_calls: the model calls the lane makes for itself inside a turn, kept apart from the
     # conversation (`messages`), so a user's SELECT ... WHERE role = 'assistant' reads answers
-    # only. purpose: 'restate' (the request restated for tool search) or 'judge' (the best hits
-    # judged: one row for all of a turn's judgement calls, their tokens summed, a line per tool).
+    # only. purpose: 'decide' (the decision question, agent/decide.py; older stores also hold
+    # 'restate' and 'judge' rows of levers since removed, docs/measurements.md).
     # after_message_id: the session's last message when the call was made, which places it in the
-    # conversation (the turn's user message, for both). Their tokens count in the turn's usage;
-    # their text is evidence of what the lane searched with, never shown to the model or found by
+    # conversation. Their tokens count in the turn's usage;
+    # their text is evidence of what the lane decided with, never shown to the model or found by
     # session search. Earlier stores kept them as messages rows with lane_call set: moved here
     # (their FTS entries leave with them, through messages_fts_delete); messages.lane_call stays,
     # always NULL, so SQL written against it keeps working.

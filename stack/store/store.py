@@ -163,7 +163,7 @@ class Store:
         )
         return rows[0]["content"] if rows else None
 
-    # the lane's own model calls (restatements, judgements): evidence, not conversation
+    # the lane's own model calls (a decision): evidence, not conversation
 
     def add_lane_call(self, session_id: str, purpose: str, content: str, *, prompt_tokens: int,
                       completion_tokens: int, cached_tokens: int) -> int:

@@ -1,12 +1,11 @@
 """What tool search needs of a model: one chat call, named as a protocol.
 
-Tool search asks the lane's model to restate a request (restate.py), to judge its best hits
-(judge.py) and to write example requests for its tools (examples_writer.py), during a turn, in the
-background and from the shell (`lane restate|judge|examples`, model_commands.py). The client that
+Tool search asks the lane's model to write example requests for its tools (examples_writer.py), in
+the background and from the shell (`lane examples`, model_commands.py). The client that
 speaks to the llm service (agent/llm_client.py) lives above tool search, since imports run
 api -> agent -> toolsearch, and it is wanted there (it parses tool calls with agent/toolcalls.py).
-So tool search names only what it uses of a client, and the owner of one passes it in: the agent
-for a turn, the shim for the writer, `lane` (cli.py) for the commands. A client's failures derive
+So tool search names only what it uses of a client, and the owner of one passes it in: the shim
+for the writer, `lane` (cli.py) for the commands. A client's failures derive
 from ModelFailed, so tool search can tell a failed call from a bug without knowing the client.
 """
 

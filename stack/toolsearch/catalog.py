@@ -226,13 +226,11 @@ class Catalog:
     def __len__(self) -> int:
         return len(self.tools)
 
-    def search(self, query: str, limit: int, restated: Sequence[str] = (),
-               judged: Mapping[str, float] | None = None) -> tuple[list[Hit], bool]:
+    def search(self, query: str, limit: int) -> tuple[list[Hit], bool]:
         """The best hits and whether the best one is a confident match, both from one index
-        (the vectors may become ready in between). A restatement and the model's judgement rank;
-        only the request itself vouches for a match."""
+        (the vectors may become ready in between)."""
         index = self.index
-        hits = index.search(query, limit, restated, judged) if query.strip() else []
+        hits = index.search(query, limit) if query.strip() else []
         return hits, bool(hits) and confident_in(index, query, hits[0].name)
 
     def confident(self, query: str, name: str) -> bool:
@@ -250,8 +248,8 @@ def installed_method() -> Method:
 
 def catalog_of(docs: Sequence[ToolDoc], method: Method, *, embedder: Embedder | None = None,
                examples: ExampleBook | None = None) -> Catalog:
-    """A catalog of tool definitions read from a file, searched and judged as the lane searches
-    and judges its own (`lane judge`, the benches); its tools are definitions only and never run."""
+    """A catalog of tool definitions read from a file, searched as the lane searches its own
+    (`lane search --catalog`, the benches); its tools are definitions only and never run."""
     tools = {doc.name: Tool(doc.name, doc.description, dict(doc.parameters), _definition_only,
                             doc.source) for doc in docs}
     return Catalog(tools, method=method, embedder=embedder, examples=examples)

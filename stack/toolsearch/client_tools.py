@@ -112,7 +112,7 @@ def client_surface(tools: Sequence[dict[str, Any]], settings: Settings, *, searc
     catalog = client_catalog(tools)
     if not search:
         return ClientSurface(catalog, list(catalog.tools))
-    promoted = promoted_tools(catalog, query, settings)
+    promoted = promoted_tools(catalog, query)
     wanted = [*used_before, *promoted, *used_since, *([pinned] if pinned else [])]
     direct = list(dict.fromkeys(name for name in wanted if name in catalog.tools))
     return ClientSurface(catalog, direct, bridge_tools(catalog, settings))

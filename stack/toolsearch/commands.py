@@ -2,20 +2,16 @@
 
 Single query: one line per hit (score and name). Batch: `--queries FILE.jsonl --json` reads
 `{"id","query"}` lines and prints `{"id","ranked","scores"}` per line, which is what the
-retrieval bench and anyone's own evaluation consume. `--restatements FILE` searches each query
-with the model's restatement of it (restate.py), as the agent does for promotion; the file maps
-query texts to task lines (`lane restate` writes one). `--judgements FILE` adds the model's
-judgement of each query's best hits (judge.py; `lane judge` writes one).
+retrieval bench and anyone's own evaluation consume.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .examples import ExampleBook
 from .retrieval import ToolDoc
@@ -37,12 +33,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON lines")
     parser.add_argument("--examples", type=Path,
                         help="with --catalog: example requests kept by `lane examples --book`")
-    parser.add_argument("--restatements", type=Path,
-                        help='JSON {"query": ["task line", ...]}: search each query with its '
-                             "restatement (`lane restate` writes it)")
-    parser.add_argument("--judgements", type=Path,
-                        help='JSON {"query": {"tool": yes-probability, ...}}: rank each query\'s '
-                             "best hits with the model's judgement (`lane judge` writes it)")
     parser.add_argument("--method", choices=("bm25", "embed", "hybrid"), default=None,
                         help="retrieval method (default: hybrid when the embedder is installed)")
     parser.set_defaults(func=run)
@@ -57,8 +47,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         queries = list(read_queries(args.queries)) if args.queries else [(None, args.query)]
-        args.restated = read_restatements(args.restatements) if args.restatements else {}
-        args.judged = read_judgements(args.judgements) if args.judgements else {}
         if args.catalog:
             docs = load_catalog_file(args.catalog)
             if args.examples:
@@ -88,51 +76,6 @@ def load_catalog_file(path: Path) -> list[ToolDoc]:
         raise ValueError(f"{path}: {exc}") from None
 
 
-def read_restatements(path: Path) -> dict[str, tuple[str, ...]]:
-    """Query text -> its restatement's task lines, from a JSON object."""
-    data = _read_object(path, '{"query": ["task line", ...]}', lambda lines: isinstance(lines, list) and all(
-        isinstance(line, str) for line in lines))
-    return {query: tuple(lines) for query, lines in data.items()}
-
-
-def write_restatements(path: Path, restated: dict[str, tuple[str, ...]]) -> None:
-    """The file `read_restatements` reads."""
-    _write_object(path, {query: list(lines) for query, lines in restated.items()})
-
-
-def read_judgements(path: Path) -> dict[str, dict[str, float]]:
-    """Query text -> {tool name: the model's yes-probability} for its best hits."""
-    data = _read_object(path, '{"query": {"tool": probability from 0 to 1, ...}}', lambda judged: isinstance(
-        judged, dict) and all(isinstance(yes, (int, float)) and not isinstance(yes, bool) and 0 <= yes <= 1
-                              for yes in judged.values()))
-    return {query: {name: float(yes) for name, yes in judged.items()} for query, judged in data.items()}
-
-
-def write_judgements(path: Path, judged: dict[str, dict[str, float]]) -> None:
-    """The file `read_judgements` reads."""
-    _write_object(path, {query: {name: round(yes, 4) for name, yes in tools.items()}
-                         for query, tools in judged.items()})
-
-
-def _read_object(path: Path, shape: str, valid: Callable[[Any], bool]) -> dict[str, Any]:
-    """A JSON object keyed by query text whose every value is `valid`."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
-    if not isinstance(data, dict) or not all(valid(value) for value in data.values()):
-        raise ValueError(f"{path}: expected {shape}")
-    return data
-
-
-def _write_object(path: Path, data: dict[str, Any]) -> None:
-    """Written whole and renamed into place, so a reader or an interrupted writer never leaves
-    half a file."""
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
-
-
 def read_queries(path: Path) -> Iterator[tuple[Any, str]]:
     """(id, query) of each `{"id", "query"}` line of a JSONL file (the line number when no id)."""
     with path.open(encoding="utf-8") as lines:
@@ -146,12 +89,6 @@ def read_queries(path: Path) -> Iterator[tuple[Any, str]]:
             if not isinstance(item, dict) or not isinstance(item.get("query"), str):
                 raise ValueError(f'{path}:{number}: expected {{"id", "query"}}')
             yield item.get("id", number), item["query"]
-
-
-def query_texts(path: Path) -> list[str]:
-    """Each query text of a JSONL query file once, in file order: what a command asks the model
-    about (a text the file repeats is asked about once)."""
-    return list(dict.fromkeys(query for _, query in read_queries(path)))
 
 
 def lane_docs(settings: Settings) -> list[ToolDoc]:
@@ -182,7 +119,7 @@ def _search(docs: list[ToolDoc], queries: list[tuple[Any, str]], args: argparse.
     method: Method = args.method or installed_method()
     index = ToolIndex(docs, method=method)
     for query_id, query in queries:
-        hits = index.search(query, args.limit, args.restated.get(query, ()), args.judged.get(query))
+        hits = index.search(query, args.limit)
         if args.json:
             print(json.dumps({"id": query_id, "ranked": [h.name for h in hits],
                               "scores": [round(h.score, 6) for h in hits]}, ensure_ascii=False))

@@ -8,17 +8,12 @@ source the request singles out gets its two best confident hits: a source the re
 ("what's on my plate in asana?"), or else the one whose tools are the two best hits ("turn the
 page open in the browser into a PDF": `browser_pdf_save` just ahead of `browser_snapshot`). Which
 product is then settled, which of its tools the model decides from their schemas; a small model
-that sees none of them turns to a core tool instead. When the lane's model judged the hits
-(judge.py) and neither rule fired, a best hit it all but said yes to is offered alone ("add a
-sub-issue to parent issue #17 on github": `sub_issue_write`). The promoted schemas together stay
-under `promote_budget_tokens`. What these rules measured is in docs/measurements.md.
+that sees none of them turns to a core tool instead. The promoted schemas together stay under
+BUDGET_TOKENS. What these rules measured is in docs/measurements.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ..config import Settings
 from ..token_estimate import estimate_tokens
 from .catalog import Catalog
 from .retrieval import Hit
@@ -33,42 +28,26 @@ CANDIDATES = 3
 # how often a right tool is offered, scripts/bench/deferred_tools.py what the real model makes of it.
 SOURCE_TOOLS = 2
 SEARCH_DEPTH = 30
-# The yes-probability at which the judged best hit is offered when neither rule above fired. Chosen
-# on the tuning queries of scripts/bench/data with promotion.py --judgements (README, "Tool search").
-JUDGED_WINNER = 0.9
+# Room for one large schema (CircleCI's find_flaky_tests alone is 952 tokens) or two usual ones.
+BUDGET_TOKENS = 1200
 
 
-def promoted_tools(catalog: Catalog, query: str, settings: Settings,
-                   restated: tuple[str, ...] = (), judged: Mapping[str, float] | None = None) -> list[str]:
-    """Names of the deferred tools to offer directly for this query (ranked with its
-    restatement and the model's judgement, when there are), best first (0 to 2). Decided once per
-    catalog and query: the agent assembles before every model call of a turn."""
-    if not settings.promote_tools or not query.strip() or not catalog:
+def promoted_tools(catalog: Catalog, query: str) -> list[str]:
+    """Names of the deferred tools to offer directly for this query, best first (0 to 2).
+    Decided once per catalog and query: the agent assembles before every model call of a turn."""
+    if not query.strip() or not catalog:
         return []
-    key = ("promote", query, restated, tuple(sorted((judged or {}).items())), settings.promote_budget_tokens)
-    return list(catalog.memo(key, lambda: _winners(catalog, query, restated, judged, settings)))
+    return list(catalog.memo(("promote", query), lambda: _winners(catalog, query)))
 
 
-def worth_judging(catalog: Catalog, query: str, settings: Settings, restated: tuple[str, ...] = ()) -> bool:
-    """Whether the model's judgement of the best hits can change what is offered: not when the
-    request's own words already single out one tool (that tool is offered either way, so a
-    judgement would only add its cost), but when two tools are offered (it can narrow them to the
-    one it says yes to) or none (it can vouch for one). Costs no search of its own: promotion
-    memoises this unjudged answer and reuses it."""
-    return len(promoted_tools(catalog, query, settings, restated)) != 1
-
-
-def _winners(catalog: Catalog, query: str, restated: tuple[str, ...], judged: Mapping[str, float] | None,
-             settings: Settings) -> tuple[str, ...]:
-    hits, confident = catalog.search(query, SEARCH_DEPTH, restated, judged)
-    winners = (_clear_winners(catalog, query, hits, confident)
-               or _source_winners(catalog, query, hits)
-               or _judged_winner(hits, judged or {}))
+def _winners(catalog: Catalog, query: str) -> tuple[str, ...]:
+    hits, confident = catalog.search(query, SEARCH_DEPTH)
+    winners = _clear_winners(catalog, query, hits, confident) or _source_winners(catalog, query, hits)
     chosen: list[str] = []
     spent = 0
     for name in winners:
         cost = estimate_tokens(catalog.tools[name].openai_schema())
-        if spent + cost > settings.promote_budget_tokens:
+        if spent + cost > BUDGET_TOKENS:
             break
         chosen.append(name)
         spent += cost
@@ -100,12 +79,4 @@ def _source_winners(catalog: Catalog, query: str, hits: list[Hit]) -> list[str]:
     if (len(names) == SOURCE_TOOLS and len(servers) == 1 and "" not in servers
             and all(catalog.confident(query, name) for name in names)):
         return names
-    return []
-
-
-def _judged_winner(hits: list[Hit], judged: Mapping[str, float]) -> list[str]:
-    """The best hit, when the model asked about it alone all but said yes (judged hits rank
-    first, so it is the model's best-liked hit, weighed with search's)."""
-    if hits and judged.get(hits[0].name, 0.0) >= JUDGED_WINNER:
-        return [hits[0].name]
     return []

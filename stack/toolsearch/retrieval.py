@@ -22,13 +22,6 @@ in a user's words rather than its author's. Both halves rank with them (BM25 as 
 tool, the embedder as one more vector each); how much of a query a tool covers, and its cosine for
 the confidence rule, still come from the tool's own text.
 
-A request may come with its restatement (restate.py): the model's reading of what tool it needs,
-one line per task. Each tool scores its request score plus RESTATED_WEIGHT x its best line score,
-and each line's best tool is shown on the first page like a task's.
-
-And the best hits may come judged (judge.py): the model's probability that each does what the
-request asks. A judged hit then scores its share of the best hit's score plus JUDGED_WEIGHT x that
-probability, and the judged hits, so re-ordered, come before the rest.
 """
 
 from __future__ import annotations
@@ -68,14 +61,6 @@ LEXICAL_RANK_HALF = 10
 # The hits a model reads first (tool_search's default limit): a request of several tasks shows each
 # task's best tool among them.
 TASK_PAGE = 5
-# The restatement's share of a tool's score (the request's own is 1). Measured on the four query
-# sets with Qwen2.5-Coder-1.5B's restatements (README, "Tool search"): 0.25, 0.5 and 1 all lift
-# R@5 on the three sets not tuned on; the request keeps the larger share because a restatement
-# loses details (a product the user named, an id) as often as it supplies words.
-RESTATED_WEIGHT = 0.5
-# The model's yes-probability's share of a judged hit's score, against its search score as a
-# share of the best hit's (at most 1). Chosen on the tuning set (README, "Tool search").
-JUDGED_WEIGHT = 1.0
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][\w.\-]*")
 _CODE_LIKE = re.compile(r"[_\-]|[a-z][A-Z]")
 # "acme/api", "src/utils", "https://x.com/docs", "config.json", "example.com": values the tool will
@@ -231,24 +216,15 @@ class ToolIndex:
     def __len__(self) -> int:
         return len(self.docs)
 
-    def search(self, query: str, limit: int = 5, restated: Sequence[str] = (),
-               judged: Mapping[str, float] | None = None) -> list[Hit]:
-        """The best `limit` tools for the query (and its restatement, and the model's judgement
-        of its best hits, when given), best first; only tools with some evidence."""
+    def search(self, query: str, limit: int = 5) -> list[Hit]:
+        """The best `limit` tools for the query, best first; only tools with some evidence."""
         if not self.docs or limit <= 0:
             return []
         scores, bests = self._task_scores(query)
-        if restated:
-            readings = [self._task_scores(line)[0] for line in restated]
-            scores = scores + RESTATED_WEIGHT * np.maximum.reduce(readings)
-            if len(readings) > 1:
-                bests += [int(np.argmax(reading)) for reading in readings if reading.max() > 0]
         order = np.argsort(-scores, kind="stable")
         if bests:
             order = _each_task_shown(order, bests)
-        hits = [Hit(self.names[i], float(scores[i])) for i in order[:max(limit, len(judged or ()))]
-                if scores[i] > 0]
-        return (_rejudged(hits, judged) if judged else hits)[:limit]
+        return [Hit(self.names[i], float(scores[i])) for i in order[:limit] if scores[i] > 0]
 
     def _task_scores(self, text: str) -> tuple[np.ndarray, list[int]]:
         """Each tool's score for the text, and the best tool of each of its tasks. A request with
@@ -377,16 +353,6 @@ class ToolIndex:
             if postings is not None:
                 counts[postings] += 1.0
         return counts / self._name_length
-
-
-def _rejudged(hits: list[Hit], judged: Mapping[str, float]) -> list[Hit]:
-    """Judged hits re-scored by the model's yes-probability (JUDGED_WEIGHT) and re-ordered, ahead
-    of the hits nobody judged."""
-    best = max((h.score for h in hits if h.name in judged), default=0.0) or 1.0
-    rescored = [Hit(h.name, h.score / best + JUDGED_WEIGHT * judged[h.name])
-                for h in hits if h.name in judged]
-    rescored.sort(key=lambda h: -h.score)
-    return rescored + [h for h in hits if h.name not in judged]
 
 
 def _each_task_shown(order: np.ndarray, bests: list[int]) -> np.ndarray:

@@ -13,7 +13,6 @@ the context; `off`, and the `full` profile (the A/B control arm), offer every gr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
@@ -129,17 +128,15 @@ def guessed_task(name: str, raw_arguments: Any) -> str:
 
 
 def assemble(registry: Registry, settings: Settings, *, profile: Profile = "search",
-             query: str = "", restated: tuple[str, ...] = (),
-             judged: Mapping[str, float] | None = None) -> Toolset:
+             query: str = "") -> Toolset:
     """The tools for the next model call, rebuilt from the live registry; `query` (the turn's
-    request), its restatement and the model's judgement of its best hits decide what is
-    promoted."""
+    request) decides what is promoted."""
     if profile not in PROFILES:
         raise ValueError(f"unknown tool profile {profile!r}; use search or full")
     core, catalog = build_catalog(registry, settings)
     if profile == "full" or not use_bridges(catalog, settings):
         return Toolset(direct={**core, **catalog.tools})
-    promoted = promoted_tools(catalog, query, settings, restated, judged)
+    promoted = promoted_tools(catalog, query)
     direct = {**core, **{name: catalog.tools[name] for name in promoted}}
     return Toolset(direct, catalog, bridge_tools(catalog, settings), promoted)
 

@@ -121,7 +121,7 @@ def test_trace_page_shows_what_really_ran(tmp_path):
     assert "add" in failed and "'b' is a required property" in failed
     [not_run] = page.texts("div", "notrun")
     assert "NOT RUN" in not_run and "save_note" in not_run
-    assert len(page.texts("div", "call")) == 5  # the request names `add`: no restatement
+    assert len(page.texts("div", "call")) == 5
     # Model output is shown as text, never run or rendered as markup.
     assert page.tags("script") == 0 and page.tags("img") == 0
     assert page.texts("div", "user")[0].endswith(XSS)

@@ -18,8 +18,6 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from stack.agent.decide import INSTRUCTION as DECIDE_INSTRUCTION
-from stack.toolsearch.judge import INSTRUCTION as JUDGE_INSTRUCTION
-from stack.toolsearch.restate import INSTRUCTION as RESTATE_INSTRUCTION
 from tests.fakes.threaded_server import ThreadedServer
 
 
@@ -57,17 +55,9 @@ class ScriptedModel:
     # reported as meta.n_ctx in /v1/models, as the lane's llm service does
     n_ctx: int | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
-    # The lane asks for a request's restatement (toolsearch/restate.py) before a turn with
-    # deferred tools; it is answered with this text (or what this function makes of the request)
-    # and kept apart from `script` and `requests`.
-    restatement: str | Reply | Callable[[dict[str, Any]], Reply] = ""
-    restate_requests: list[dict[str, Any]] = field(default_factory=list)
-    # Then it judges the best hits one by one (toolsearch/judge.py): answered with this (by
-    # default "no" to every tool, which leaves search's order as it was), kept apart likewise.
-    judgement: str | Reply | Callable[[dict[str, Any]], Reply] = "no"
-    judge_requests: list[dict[str, Any]] = field(default_factory=list)
     # When a reply would end a turn, the lane asks which tool the request still needs
-    # (agent/decide.py): answered with this (by default "answer": none), kept apart likewise.
+    # (agent/decide.py): answered with this (by default "answer": none), or what this function
+    # makes of the request, and kept apart from `script` and `requests`.
     decision: str | Reply | Callable[[dict[str, Any]], Reply] = '{"next": "answer"}'
     decide_requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
@@ -108,13 +98,7 @@ class ScriptedModel:
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:
             body = await request.json()
-            if _asks(body, RESTATE_INSTRUCTION):
-                self.restate_requests.append(body)
-                reply = _answer(self.restatement, body)
-            elif _asks(body, JUDGE_INSTRUCTION):
-                self.judge_requests.append(body)
-                reply = _answer(self.judgement, body)
-            elif _asks(body, DECIDE_INSTRUCTION.split("{tools}")[0], prefix=True):
+            if _asks(body, DECIDE_INSTRUCTION.split("{tools}")[0], prefix=True):
                 self.decide_requests.append(body)
                 reply = _answer(self.decision, body)
             else:

@@ -125,12 +125,12 @@ def test_session_view_truncates_long_arguments_and_shows_errors(tmp_path):
                           arguments=arguments, status="refused", result=None,
                           error="outside the workspace", started_at="2025-01-01T00:00:00",
                           duration_ms=1.5)
-    store.add_lane_call("v1", "restate", "write a file", prompt_tokens=70, completion_tokens=3,
+    store.add_lane_call("v1", "decide", "write a file", prompt_tokens=70, completion_tokens=3,
                         cached_tokens=0)
     text_out = format_session(store.session("v1"), store.messages("v1"), store.executions("v1"),
                               store.lane_calls("v1"))
     store.close()
     assert "refused" in text_out and "bridge" in text_out and "content" in text_out
     assert "error: outside the workspace" in text_out
-    assert "the lane's own model calls (1)" in text_out and "restate" in text_out
+    assert "the lane's own model calls (1)" in text_out and "decide" in text_out
     assert "x" * 200 not in text_out and "…" in text_out

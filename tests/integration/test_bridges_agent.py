@@ -3,7 +3,6 @@ tool_call and breaks the rules; the store is read back with SQL."""
 
 import asyncio
 import json
-import math
 import sqlite3
 
 import pytest
@@ -14,8 +13,7 @@ from stack.config import Settings
 from stack.store import Store
 from stack.tools.base import Tool, object_schema
 from stack.tools.registry import Registry
-from stack.toolsearch.judge import JUDGE_CANDIDATES
-from tests.fakes.scripted_model import Reply, ScriptedModel, call, text
+from tests.fakes.scripted_model import ScriptedModel, call, text
 
 NOTES: list[str] = []
 
@@ -41,16 +39,15 @@ SECRET = Tool("delete_everything", "Delete every file in the account.", object_s
 @pytest.fixture
 def lane(tmp_path):
     settings = Settings(home=tmp_path, core_tools=("memory",), llm_timeout_s=5.0,
-                        max_iterations=6, promote_tools=False)
+                        max_iterations=6)
     store = Store(settings.db_path)
     yield settings, store
     store.close()
 
 
-def run(settings, store, script, user="convert 21 EUR to USD", tools=(CORE, CONVERT, SECRET),
-        restatement="", judgement="no"):
+def run(settings, store, script, user="convert 21 EUR to USD", tools=(CORE, CONVERT, SECRET)):
     async def go():
-        with ScriptedModel(script, restatement=restatement, judgement=judgement) as model:
+        with ScriptedModel(script) as model:
             llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
             try:
                 agent = Agent(settings, store, Registry(list(tools)), llm)
@@ -122,8 +119,7 @@ def test_recursion_core_and_out_of_scope_calls_are_refused_under_tool_call(lane)
 
 def test_promoted_tool_is_offered_and_called_directly(lane):
     settings, store = lane
-    promoting = settings.with_overrides(promote_tools=True)
-    result, model = run(promoting, store, [
+    result, model = run(settings, store, [
         call("currency_convert", {"amount": 5, "to": "JPY"}), text("10 JPY")],
         user="Please convert 5 EUR into JPY currency")
     # Offered after the user's message, not in `tools`: the tools block stays the same every turn.
@@ -135,7 +131,7 @@ def test_promoted_tool_is_offered_and_called_directly(lane):
     assert note["role"] == "system" and '"name": "currency_convert"' in note["content"]
     assert "delete_everything" not in json.dumps(first)
     assert model.requests[1]["messages"][: len(first["messages"])] == first["messages"]
-    assert executions(promoting) == [("currency_convert", "ok", 0, json.dumps(
+    assert executions(settings) == [("currency_convert", "ok", 0, json.dumps(
         {"amount": 5, "to": "JPY"}))]
     assert result.tools_executed == ["currency_convert"]
 
@@ -143,7 +139,7 @@ def test_promoted_tool_is_offered_and_called_directly(lane):
 RATES = Tool("exchange_rates", "List today's exchange rates of a currency.",
              object_schema({"currency": {"type": "string"}}, ["currency"]), lambda a, c: "1.1",
              "bank")
-# The request and tools of the restatement and judgement tests below.
+# A request two hidden tools of one source answer equally well.
 CURRENCY_REQUEST = "how much is 5 EUR in JPY currency?"
 CURRENCY_TOOLS = (CORE, CONVERT, RATES)
 
@@ -154,138 +150,20 @@ def promoted_in(request):
                   if any(f'"name": "{name}"' in note for note in notes))
 
 
-def test_the_request_is_restated_once_and_promotion_ranks_with_it(lane):
+def test_promotion_costs_no_model_call_of_its_own(lane):
     settings, store = lane
-    promoting = settings.with_overrides(promote_tools=True, judge_tools=False)
-    user, tools = CURRENCY_REQUEST, CURRENCY_TOOLS
-    _, unread = run(promoting, store, [text("ok")], user=user, tools=tools)
-    assert promoted_in(unread.requests[0]) == ["currency_convert", "exchange_rates"]
-    result, model = run(promoting, store, [text("ok")], user=user, tools=tools,
-                        restatement="convert an amount of money between currencies abroad")
-    assert promoted_in(model.requests[0]) == ["currency_convert"]
-    asked, = model.restate_requests
-    assert asked["messages"][-1] == {"role": "user", "content": user} and "tools" not in asked
-    assert asked["temperature"] == 0 and asked["max_tokens"] <= 40
-    assert result.model_calls == 3  # the restatement and the decision are model calls of the turn, counted
-    with sqlite3.connect(settings.db_path) as db:
-        stored = db.execute("SELECT content, prompt_tokens > 0 FROM lane_calls WHERE"
-                            " session_id = ? AND purpose = 'restate'", (result.session_id,)).fetchall()
-        in_conversation = db.execute("SELECT count(*) FROM messages WHERE session_id = ? AND"
-                                     " content LIKE '%abroad%'", (result.session_id,)).fetchone()
-    assert stored == [("convert an amount of money between currencies abroad", 1)] and in_conversation == (0,)
-    # evidence of what promotion searched with, never shown to the model nor found by session search
-    assert "abroad" not in json.dumps(model.requests[0]["messages"])
-    assert not store.search_messages("abroad")
-
-
-def yes_to(*names):
-    """A judge that says yes (probability 0.9) to the named tools and no (0.1) to the others."""
-    def judge(body):
-        tool = body["messages"][-1]["content"].split("\nTool: ")[1].split(":")[0].split(" (")[0]
-        yes = tool in names
-        first = {"Yes": math.log(0.9), "No": math.log(0.1)} if yes else {"No": math.log(0.9), "Yes": math.log(0.1)}
-        return Reply("Yes" if yes else "No", first_token_logprobs=first)
-    return judge
-
-
-def test_the_best_hits_are_judged_one_by_one_and_promotion_ranks_with_the_model_s_yes(lane):
-    settings, store = lane
-    promoting = settings.with_overrides(promote_tools=True, judge_tools=True)
-    user, tools = CURRENCY_REQUEST, CURRENCY_TOOLS
-    _, unjudged = run(promoting, store, [text("ok")], user=user, tools=tools)
-    assert promoted_in(unjudged.requests[0]) == ["currency_convert", "exchange_rates"]
-    result, model = run(promoting, store, [text("ok")], user=user, tools=tools, judgement=yes_to("currency_convert"))
-    assert promoted_in(model.requests[0]) == ["currency_convert"]
-    asked = model.judge_requests
-    assert sorted(body["messages"][-1]["content"].split("\nTool: ")[1].split(":")[0] for body in asked) == [
-        "currency_convert", "exchange_rates"]
-    assert all(body["messages"][-1]["content"].startswith(f"Message: {user}\n") and "tools" not in body
-               and body["max_tokens"] == 1 and body["temperature"] == 0 and body["logprobs"] is True
-               for body in asked)
-    assert result.model_calls == 1 + 2 + 1 + 1  # restatement, two judgements, the answer, the decision
-    with sqlite3.connect(settings.db_path) as db:
-        stored = db.execute("SELECT content, prompt_tokens > 0 FROM lane_calls WHERE session_id = ?"
-                            " AND purpose = 'judge'", (result.session_id,)).fetchall()
-    (content, counted), = stored
-    assert counted and content.splitlines() == ["currency_convert: Yes (yes 0.90)", "exchange_rates: No (yes 0.10)"]
-    assert "yes 0.90" not in json.dumps(model.requests[0]["messages"])
-    assert not store.search_messages("exchange_rates: No")
-
-
-def test_a_request_whose_own_words_single_out_one_tool_is_not_judged(lane):
-    settings, store = lane
-    judging = settings.with_overrides(promote_tools=True, judge_tools=True)
-    result, model = run(judging, store, [text("ok")])  # "convert 21 EUR to USD"
-    assert model.judge_requests == [] and promoted_in(model.requests[0]) == ["currency_convert"]
-    assert result.model_calls == 3  # the restatement, the answer and the decision
-    _, model = run(judging, store, [text("ok")], user=CURRENCY_REQUEST, tools=CURRENCY_TOOLS)
-    assert len(model.judge_requests) == 2  # two tools offered: the model's yes narrows them
-
-
-def test_the_agent_judges_only_its_first_candidates(lane):
-    settings, store = lane
-    judging = settings.with_overrides(promote_tools=True, judge_tools=True)
-    currency_tools = [Tool(f"currency_tool_{n}", f"Currency tool number {n} for EUR and JPY amounts.",
-                           object_schema({}), lambda a, c: "ok", "fx") for n in range(JUDGE_CANDIDATES + 3)]
-    _, model = run(judging, store, [text("ok")], user=CURRENCY_REQUEST, tools=(CORE, *currency_tools))
-    assert len(model.judge_requests) == JUDGE_CANDIDATES
-
-
-def test_an_answer_without_logprobs_still_judges_and_a_judge_that_hangs_is_not_waited_for(lane, monkeypatch):
-    import stack.agent.reading as reading
-
-    settings, store = lane
-    promoting = settings.with_overrides(promote_tools=True, judge_tools=True)
-    user, tools = CURRENCY_REQUEST, CURRENCY_TOOLS
-    def plain_yes(body):
-        return Reply("yes" if "\nTool: exchange_rates" in body["messages"][-1]["content"] else "no")
-
-    _, model = run(promoting, store, [text("ok")], user=user, tools=tools, judgement=plain_yes)
-    assert promoted_in(model.requests[0]) == ["exchange_rates"]
-    monkeypatch.setattr(reading, "JUDGE_TIMEOUT_S", 0.5)
-    result, model = run(promoting, store, [text("about 800 JPY")], user=user, tools=tools,
-                        judgement=Reply(hang=True))
-    assert len(model.judge_requests) == 1
+    result, model = run(settings, store, [text("ok")], user=CURRENCY_REQUEST, tools=CURRENCY_TOOLS)
     assert promoted_in(model.requests[0]) == ["currency_convert", "exchange_rates"]
-    assert result.content == "about 800 JPY" and result.model_calls == 3  # with the decision
-
-
-def test_no_restatement_without_deferred_tools_for_a_named_tool_or_switched_off(lane):
-    settings, store = lane
-    promoting = settings.with_overrides(promote_tools=True, judge_tools=True)
-    _, model = run(promoting, store, [text("ok")], tools=(CORE,), restatement="x")
-    assert model.restate_requests == []
-    # a request naming an offered tool gets no promotion, so no restatement either
-    _, model = run(promoting, store, [text("ok")], restatement="x",
-                   user="convert 5 EUR to JPY and keep the result in memory")
-    assert model.restate_requests == [] and model.judge_requests == []
-    off = promoting.with_overrides(restate_requests=False)
-    _, model = run(off, store, [text("ok")], user=CURRENCY_REQUEST, tools=CURRENCY_TOOLS,
-                   restatement="convert money")
-    assert model.restate_requests == [] and len(model.requests) == 1 and len(model.judge_requests) == 2
-    off = promoting.with_overrides(restate_requests=False, judge_tools=False)
-    _, model = run(off, store, [text("ok")], restatement="convert money", judgement="yes")
-    assert model.restate_requests == model.judge_requests == [] and len(model.requests) == 1
-
-
-def test_a_restatement_that_fails_leaves_the_request_searched_as_written(lane, monkeypatch):
-    import stack.agent.reading as reading
-
-    monkeypatch.setattr(reading, "RESTATE_TIMEOUT_S", 0.5)
-    settings, store = lane
-    promoting = settings.with_overrides(promote_tools=True, judge_tools=False)
-    user = CURRENCY_REQUEST
-    result, model = run(promoting, store, [text("about 800 JPY")], user=user,
-                        tools=CURRENCY_TOOLS, restatement=Reply(hang=True))
-    assert len(model.restate_requests) == 1
-    assert promoted_in(model.requests[0]) == ["currency_convert", "exchange_rates"]
-    assert result.content == "about 800 JPY" and result.model_calls == 2  # the answer, the decision
+    assert result.model_calls == 2  # the answer and the decision
+    with sqlite3.connect(settings.db_path) as db:
+        purposes = db.execute("SELECT purpose FROM lane_calls WHERE session_id = ?",
+                              (result.session_id,)).fetchall()
+    assert purposes == [("decide",)]
 
 
 def test_a_core_tool_the_user_names_keeps_promotion_out_of_the_turn(lane):
     settings, store = lane
-    promoting = settings.with_overrides(promote_tools=True)
-    _, model = run(promoting, store, [text("ok")],
+    _, model = run(settings, store, [text("ok")],
                    user="Please convert 5 EUR into JPY currency and keep it in memory")
     first = model.requests[0]
     assert [t["function"]["name"] for t in first["tools"]] == ["memory", "tool_search", "tool_describe", "tool_call"]

@@ -30,8 +30,7 @@ def lane_shim(home: Path, model: ScriptedModel) -> Iterator[tuple[str, Any]]:
     """`lane shim` on a free port, in its own process group; yields its URL and process."""
     port, log = free_port(), home.parent / f"shim-{time.monotonic_ns()}.log"
     proc = start_lane(["shim", "--llm-url", model.url, "--port", str(port), "--home", str(home)],
-                      log, env={"LANE_API_KEY": "", "LANE_LLM_TIMEOUT": "60",
-                                "LANE_JUDGE_TOOLS": "true"})
+                      log, env={"LANE_API_KEY": "", "LANE_LLM_TIMEOUT": "60"})
     try:
         wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
         yield f"http://127.0.0.1:{port}", proc
@@ -127,9 +126,9 @@ def test_sigkill_during_a_model_call(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with ScriptedModel([Reply(hang=True), text("back")]) as model:
         kill_mid_turn(home, model, lambda: len(model.requests) == 1)
-        # the user's message, the lane's restatement of it and its judgement of the best hits (finished calls)
+        # the user's message, and no call of the lane's own before the turn's first model call
         assert rows(home / "state.db", "SELECT role FROM messages WHERE lane_prompt = 0") == [("user",)]
-        assert rows(home / "state.db", "SELECT purpose FROM lane_calls") == [("restate",), ("judge",)]
+        assert rows(home / "state.db", "SELECT purpose FROM lane_calls") == []
         assert_store_survived(home, model)
 
 

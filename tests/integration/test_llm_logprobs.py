@@ -1,5 +1,5 @@
-"""OpenAI's `logprobs` from `lane llm` on the real SmolLM2-135M, and the judge's question through
-the lane's own client: what tool judgement (toolsearch/judge.py) reads."""
+"""OpenAI's `logprobs` from `lane llm` on the real SmolLM2-135M, and the first token's
+alternatives as the lane's own client reads them from a stream."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import httpx
 import pytest
 
 from stack.agent.llm_client import LlmClient
-from stack.toolsearch.judge import JUDGE_ALTERNATIVES, ask_judgement, judgement
 from tests.integration.llm_server import lane_llm
 
 pytestmark = pytest.mark.real_model
@@ -52,20 +51,19 @@ def test_no_logprobs_unless_asked_and_a_bad_count_is_refused(llm_url: str) -> No
     assert refused.status_code == 400 and "top_logprobs" in refused.text
 
 
-def test_the_judge_question_reads_a_probability_from_a_stream(llm_url: str) -> None:
+def test_the_client_reads_the_first_token_s_alternatives_from_a_stream(llm_url: str) -> None:
+    question = [{"role": "system", "content": "Answer yes or no."},
+                {"role": "user", "content": "Can a weather tool tell tomorrow's forecast for Lyon?"}]
+
     async def ask():
         llm = LlmClient(f"{llm_url}/v1", model=None, timeout_s=60)
         try:
-            return await ask_judgement(llm, "what's the weather in Lyon tomorrow?", "weather__forecast",
-                                       "Get the weather forecast for a city.")
+            return await llm.chat(question, [], max_tokens=1, temperature=0.0, top_logprobs=10)
         finally:
             await llm.aclose()
 
     reply = asyncio.run(ask())
     assert reply.completion_tokens == 1 and len(reply.logprobs) == 1
     alternatives = reply.logprobs[0]
-    assert 1 < len(alternatives) <= JUDGE_ALTERNATIVES + 1 and reply.content in alternatives
-    # SmolLM2-135M's own answer is not the point; that "yes" and "no" are weighed, is.
-    assert {"yes", "no"} & {token.strip().lower() for token in alternatives}
-    yes = judgement(reply)
-    assert yes is not None and 0.0 < yes < 1.0
+    assert 1 < len(alternatives) <= 11 and reply.content in alternatives
+    assert all(logprob <= 0 for logprob in alternatives.values())

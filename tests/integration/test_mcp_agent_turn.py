@@ -50,7 +50,7 @@ def executions(settings: Settings) -> list[tuple]:
 @pytest.mark.skipif(real_server_command("mcp-server-time") is None, reason="mcp-server-time not installed")
 def test_deferred_time_tool_completes_a_turn_through_the_bridge(tmp_path):
     servers = {"time": {"command": real_server_command("mcp-server-time"), "args": ["--local-timezone", "UTC"]}}
-    settings = Settings(home=tmp_path, mcp_servers=servers, promote_tools=False, max_iterations=5)
+    settings = Settings(home=tmp_path, mcp_servers=servers, max_iterations=5)
     script = [
         call("tool_search", {"query": "current time in Tokyo"}),
         call("tool_call", {"name": "time__get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}),
@@ -72,7 +72,7 @@ def test_deferred_time_tool_completes_a_turn_through_the_bridge(tmp_path):
 
 def test_a_crashing_server_is_a_recorded_error_and_the_turn_goes_on(tmp_path):
     settings = Settings(home=tmp_path, mcp_servers={"fake": raw_server(call_timeout_s=5)},
-                        promote_tools=False, max_iterations=5)
+                        max_iterations=5)
     script = [
         call("tool_call", {"name": "fake__crash", "arguments": {}}),
         call("calculate", {"expression": "6 * 7"}),

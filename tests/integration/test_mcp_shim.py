@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from stack.config import Settings  # noqa: E402
+from stack.toolsearch import surface  # noqa: E402
 from tests.fakes.mcp_servers import real_server_command  # noqa: E402
 from tests.fakes.scripted_model import ScriptedModel, call, text  # noqa: E402
 from tests.integration.shim_server import ShimServer  # noqa: E402
@@ -31,7 +32,8 @@ def ask(shim: ShimServer, profile: str, session: str) -> dict:
     return response.json()
 
 
-def test_both_arms_run_the_time_server_through_the_shim(tmp_path):
+def test_both_arms_run_the_time_server_through_the_shim(tmp_path, monkeypatch):
+    monkeypatch.setattr(surface, "promoted_tools", lambda catalog, query: [])  # arm B searches
     script = [
         # arm B: search, then call through the bridge
         call("tool_search", {"query": "current time in Tokyo"}),
@@ -42,7 +44,7 @@ def test_both_arms_run_the_time_server_through_the_shim(tmp_path):
         text("Done (full)."),
     ]
     with ScriptedModel(script) as model:
-        settings = Settings(home=tmp_path, llm_url=model.url, promote_tools=False,
+        settings = Settings(home=tmp_path, llm_url=model.url,
                             mcp_servers={"time": {"command": TIME, "args": ["--local-timezone", "UTC"]}})
         with ShimServer(settings) as shim:
             arm_b = ask(shim, "search", "arm-b")

@@ -49,7 +49,7 @@ def test_the_pack_is_offered_in_arm_a_and_runs_through_the_bridge_in_arm_b(tmp_p
         text("Staged (full)."),
     ]
     with ScriptedModel(script) as model:
-        settings = Settings(home=tmp_path, llm_url=model.url, promote_tools=False,
+        settings = Settings(home=tmp_path, llm_url=model.url,
                             mcp_servers=yaml.safe_load(config.read_text())["mcp_servers"])
         with ShimServer(settings) as shim:
             arm_b = ask(shim, "search", "arm-b")
@@ -94,7 +94,7 @@ def test_the_pack_by_server_lists_each_catalog_server_under_its_own_name(tmp_pat
     arguments = example_arguments(schema)
     script = [call(asana_tool, arguments), text("Done.")]
     with ScriptedModel(script) as model:
-        settings = Settings(home=tmp_path, llm_url=model.url, promote_tools=False,
+        settings = Settings(home=tmp_path, llm_url=model.url,
                             mcp_servers=mcp_servers)
         with ShimServer(settings) as shim:
             reply = ask(shim, "full", "by-server")

@@ -208,7 +208,7 @@ def test_split_turns_gives_each_turn_its_own_executions(ev):
             {"id": 2, "role": "assistant", "content": None, "tool_calls": "[...]", "created_at": "t2"},
             {"id": 3, "role": "tool", "content": "saved", "created_at": "t3"},
             {"id": 4, "role": "assistant", "content": "Saved.", "created_at": "t4"},
-            {"id": 5, "role": "user", "content": "restated", "lane_call": "restate", "created_at": "t5"},
+            {"id": 5, "role": "user", "content": "decided", "lane_call": "decide", "created_at": "t5"},
             {"id": 6, "role": "user", "content": "what colour?", "created_at": "t6"},
             {"id": 7, "role": "assistant", "content": "Teal.", "created_at": "t7"},
         ],

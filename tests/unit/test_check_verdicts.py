@@ -111,8 +111,8 @@ def test_step1_fails_when_a_tool_ran_or_the_number_is_wrong(lane: Lane) -> None:
 def test_the_lanes_own_model_call_counts_as_a_call_but_answers_nothing(lane: Lane) -> None:
     start = lane.mark()
     lane.user(DEFAULT_PROMPTS[0])
-    lane.store.add_lane_call(SESSION, "restate", "391", prompt_tokens=200, completion_tokens=2,
-                             cached_tokens=0)  # measured: a restatement of step 1
+    lane.store.add_lane_call(SESSION, "decide", "391", prompt_tokens=200, completion_tokens=2,
+                             cached_tokens=0)  # the lane's own call in step 1
     verdict, rows = lane.judge(1, start)
     assert not verdict.passed and rows.model_calls == 1 and rows.prompt_tokens == 200
     lane.answer("391")

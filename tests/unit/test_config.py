@@ -41,7 +41,7 @@ def test_db_follows_home_unless_set():
     ({"LANE_MAX_TOKENS": "0"}, "max_tokens"),
     ({"LANE_TOOL_SEARCH": "sometimes"}, "tool_search"),
     ({"LANE_PORT": "70000"}, "port"),
-    ({"LANE_PROMOTE_TOOLS": "perhaps"}, "promote_tools"),
+    ({"LANE_TOOL_EXAMPLES": "perhaps"}, "tool_examples"),
 ])
 def test_bad_values_name_the_setting(environ, message):
     with pytest.raises(ConfigError, match=message):
@@ -74,18 +74,3 @@ def test_example_requests_are_on_by_default_and_switch_off_in_yaml_or_environmen
     assert load_settings(environ={"LANE_HOME": "/x"}).examples_path == Path("/x/tool_examples.json")
     with pytest.raises(ConfigError, match="tool_examples"):
         load_settings(environ={"LANE_TOOL_EXAMPLES": "sometimes"})
-
-
-@pytest.mark.parametrize("yaml_key, env, field, default",
-                         [("restate", "LANE_RESTATE_REQUESTS", "restate_requests", True),
-                          ("judge", "LANE_JUDGE_TOOLS", "judge_tools", False)])
-def test_the_model_s_reading_of_a_request_switches_in_yaml_or_environment(tmp_path, yaml_key, env,
-                                                                          field, default):
-    assert getattr(load_settings(environ={}, config_path=None), field) is default
-    switched = str(not default).lower()
-    config = tmp_path / "lane.yaml"
-    config.write_text(f"tool_search: {{{yaml_key}: {switched}}}\n")
-    assert getattr(load_settings(environ={}, config_path=config), field) is not default
-    assert getattr(load_settings(environ={env: switched}, config_path=None), field) is not default
-    with pytest.raises(ConfigError, match=field):
-        load_settings(environ={env: "sometimes"}, config_path=None)

@@ -1,4 +1,4 @@
-"""The lane's own model calls (restatements, judgements) live in lane_calls, not in the
+"""The lane's own model calls (a decision; once, restatements and judgements) live in lane_calls, not in the
 conversation: a new store writes them there, and an older store's rows move there on opening."""
 
 import sqlite3
@@ -64,10 +64,10 @@ def test_a_lane_call_is_stored_after_the_session_s_last_message(tmp_path):
     store = Store(tmp_path / "state.db")
     session = store.create_session()
     asked = store.add_message(session, "user", "swap 5 EUR into yen")
-    store.add_lane_call(session, "restate", "convert currency", prompt_tokens=50,
+    store.add_lane_call(session, "decide", "convert currency", prompt_tokens=50,
                         completion_tokens=4, cached_tokens=40)
     [call] = store.lane_calls(session)
-    assert (call["after_message_id"], call["purpose"], call["prompt_tokens"]) == (asked, "restate", 50)
+    assert (call["after_message_id"], call["purpose"], call["prompt_tokens"]) == (asked, "decide", 50)
     assert [m["role"] for m in store.messages(session)] == ["user"]
     assert store.search_messages("currency") == []
     store.close()

@@ -66,23 +66,6 @@ def test_bad_catalogs_are_clear_errors(tmp_path, capsys, content, message):
     assert message in capsys.readouterr().err
 
 
-def test_queries_are_searched_with_their_restatements(tmp_path, capsys):
-    catalog = tmp_path / "tools.json"
-    catalog.write_text(json.dumps(OPENAI))
-    queries = tmp_path / "q.jsonl"
-    queries.write_text('{"id": 1, "query": "tell Ana the plan is off"}\n')
-    restated = tmp_path / "r.json"
-    restated.write_text(json.dumps({"tell Ana the plan is off": ["send an email to a person"]}))
-    search = ["--catalog", str(catalog), "--queries", str(queries), "--json", "--method", "bm25"]
-    assert lane_search(search) == 0
-    assert json.loads(capsys.readouterr().out)["ranked"] == []  # no word in common
-    assert lane_search([*search, "--restatements", str(restated)]) == 0
-    assert json.loads(capsys.readouterr().out)["ranked"][0] == "send_email"
-    restated.write_text(json.dumps({"tell Ana the plan is off": "send an email"}))
-    assert lane_search(["--catalog", str(catalog), "--restatements", str(restated), "x"]) == 2
-    assert "task line" in capsys.readouterr().err
-
-
 def test_query_and_queries_are_exclusive_and_lines_must_be_queries(tmp_path, capsys):
     assert lane_search([]) == 2
     queries = tmp_path / "q.jsonl"

@@ -9,9 +9,10 @@ from stack.store import Store
 from stack.token_estimate import estimate_tokens
 from stack.tools.base import RESERVED_NAMES, Tool, ToolContext, object_schema
 from stack.tools.registry import Registry
+from stack.toolsearch import promotion
 from stack.toolsearch.bridges import CALL_SCHEMA, bridge_tools
 from stack.toolsearch.catalog import Catalog, build_catalog
-from stack.toolsearch.promotion import promoted_tools, worth_judging
+from stack.toolsearch.promotion import promoted_tools
 from stack.toolsearch.surface import assemble, guessed_task
 
 BRIDGES = ["tool_search", "tool_describe", "tool_call"]
@@ -226,35 +227,14 @@ def test_promotion_offers_a_clear_winner_directly(settings, ctx):
     assert through.status == "ok" and through.via_bridge
 
 
-def test_promotion_stays_out_of_vague_queries_and_respects_switch_and_budget(settings):
+def test_promotion_stays_out_of_vague_queries_and_within_its_budget(settings, monkeypatch):
     assert assemble(registry(), settings, query="hello there").promoted == []
     assert assemble(registry(), settings, query="").promoted == []
-    query = "What is the weather forecast for Oslo?"
-    assert assemble(registry(), settings.with_overrides(promote_tools=False), query=query).promoted == []
-    broke = settings.with_overrides(promote_budget_tokens=10)
-    _, catalog = build_catalog(registry(), broke)
-    assert promoted_tools(catalog, query, broke) == []
-
-
-def test_promotion_offers_the_judged_best_hit_the_model_all_but_says_yes_to(settings):
-    catalog = Catalog({t.name: t for t in DEFERRED}, method="bm25")
-    query = "any chance the forecast ruins our picnic at the lake this weekend?"
-    assert promoted_tools(catalog, query, settings) == []  # one word in common does not vouch
-    assert promoted_tools(catalog, query, settings, judged={"weather_forecast": 0.95}) == ["weather_forecast"]
-    assert promoted_tools(catalog, query, settings, judged={"weather_forecast": 0.7}) == []
-    # a yes for a tool search did not find offers nothing: only hits are judged
-    assert promoted_tools(catalog, query, settings,
-                          judged={"weather_forecast": 0.3, "slack_post_message": 0.95}) == []
-    assert promoted_tools(catalog, "paint me a cat", settings, judged={"weather_forecast": 0.95}) == []
-
-
-def test_a_request_is_worth_judging_unless_its_own_words_single_out_one_tool(settings):
-    catalog = Catalog({t.name: t for t in DEFERRED}, method="bm25")
-    clear = "What is the weather forecast for Oslo?"
-    assert promoted_tools(catalog, clear, settings) == ["weather_forecast"]
-    assert not worth_judging(catalog, clear, settings)
     vague = "any chance the forecast ruins our picnic at the lake this weekend?"
-    assert promoted_tools(catalog, vague, settings) == [] and worth_judging(catalog, vague, settings)
+    assert assemble(registry(), settings, query=vague).promoted == []  # one word in common does not vouch
+    monkeypatch.setattr(promotion, "BUDGET_TOKENS", 10)
+    _, catalog = build_catalog(registry(), settings)
+    assert promoted_tools(catalog, "What is the weather forecast for Oslo?") == []
 
 
 def test_warm_up_indexes_the_deferred_catalog(settings):
@@ -312,12 +292,12 @@ def test_a_source_singled_out_gets_its_best_tools_when_no_clear_winner_does(sett
              tool("notes__keep_page", "Save a web page as a file for later.", ["url"], "notes")]
     catalog = Catalog({t.name: t for t in [*DEFERRED, *TRACKERS, *pages]}, method="bm25")
     query = "create a new issue for the login bug"
-    assert promoted_tools(catalog, query, settings) == []  # the best three: three sources'
+    assert promoted_tools(catalog, query) == []  # the best three: three sources'
     # the two best are one source's, a third close behind: which product is settled, the model
     # picks the tool
-    assert promoted_tools(catalog, "save the page as a file", settings) == [
+    assert promoted_tools(catalog, "save the page as a file") == [
         "pages__save_pdf", "pages__save_png"]
     # the user said which product: its best tool, though three others fit the words better
-    assert promoted_tools(catalog, f"in linear, {query}", settings) == ["linear__save_issue"]
-    assert promoted_tools(catalog, "what is the weather forecast for Oslo, linear?", settings) == [
+    assert promoted_tools(catalog, f"in linear, {query}") == ["linear__save_issue"]
+    assert promoted_tools(catalog, "what is the weather forecast for Oslo, linear?") == [
         "weather_forecast"]  # a clear winner stays the winner

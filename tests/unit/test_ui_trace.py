@@ -37,7 +37,7 @@ def _run(store, session, message_id, call_id, name, *, status="ok", origin="nati
 def lane(tmp_path):
     """A session with one of each: native ok, recovered ok, bridged ok, refused salvage (its text
     did not run), ok but never reported, a prose call that never ran, a lane note, the lane's own
-    model call (a restatement), two turns."""
+    model call (a decision), two turns."""
     settings = Settings(home=tmp_path)
     store = Store(settings.db_path)
     s = store.create_session("trace-unit", title=f"first {XSS}")
@@ -65,7 +65,7 @@ def lane(tmp_path):
     store.add_message(s, "assistant", f"I ran save_note(text='{XSS}').", prompt_tokens=150,
                       completion_tokens=12)
     store.add_message(s, "user", "and now?")
-    store.add_lane_call(s, "restate", "say what comes next", prompt_tokens=90, completion_tokens=4,
+    store.add_lane_call(s, "decide", "say what comes next", prompt_tokens=90, completion_tokens=4,
                         cached_tokens=0)
     store.add_message(s, "assistant", "Nothing else.", prompt_tokens=160, completion_tokens=3)
     yield settings, store
@@ -99,7 +99,7 @@ def test_session_trace_sorts_every_row_into_its_turn(lane):
     assert first.wall_s is not None and first.wall_s >= 0
     assert second.user["content"] == "and now?"
     assert [(c.message["content"], c.purpose) for c in second.model_calls] == [
-        ("say what comes next", "restate"), ("Nothing else.", None)]
+        ("say what comes next", "decide"), ("Nothing else.", None)]
 
 
 def test_session_page_shows_evidence_and_escapes_model_output(lane):
@@ -132,7 +132,7 @@ def test_session_page_shows_evidence_and_escapes_model_output(lane):
     assert "the lane's prompt" not in html
     assert html.index("Before the first user message") < html.index("Turn 1") < html.index("Turn 2")
     assert "2 turns · 8 model calls" in html
-    assert html.count("model call for the lane: restate") == 1  # the lane's own call, labelled
+    assert html.count("model call for the lane: decide") == 1  # the lane's own call, labelled
 
     assert overview.status_code == 200
     assert "<a href='/ui/sessions/trace-unit'>trace-unit</a>" in overview.text
