@@ -12,7 +12,6 @@ import pytest
 pytest.importorskip("mcp")
 
 from stack.config import Settings  # noqa: E402
-from stack.toolsearch import surface  # noqa: E402
 from tests.fakes.mcp_servers import real_server_command  # noqa: E402
 from tests.fakes.scripted_model import ScriptedModel, call, text  # noqa: E402
 from tests.integration.shim_server import ShimServer  # noqa: E402
@@ -32,8 +31,7 @@ def ask(shim: ShimServer, profile: str, session: str) -> dict:
     return response.json()
 
 
-def test_both_arms_run_the_time_server_through_the_shim(tmp_path, monkeypatch):
-    monkeypatch.setattr(surface, "promoted_tools", lambda catalog, query: [])  # arm B searches
+def test_both_arms_run_the_time_server_through_the_shim(tmp_path):
     script = [
         # arm B: search, then call through the bridge
         call("tool_search", {"query": "current time in Tokyo"}),
