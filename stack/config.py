@@ -69,7 +69,9 @@ class Settings:
     search_default_limit: int = 5
     max_search_limit: int = 10
     # Example requests for deferred tools, written by the lane's model while it is idle
-    # (toolsearch/examples.py); the ones already written are searched either way.
+    # (toolsearch/examples.py); the ones already written are searched either way. A setting, not
+    # a constructor argument, while the everyday bench weighs the writer (issue 32): the benches
+    # run the lane as a process and need it off to hold their search fixed.
     tool_examples: bool = True
     # The same 16384 as `lane llm --ctx`, `lane up`, compose and scripts/up.sh; the shim uses the
     # smaller of this and the n_ctx the llm service reports.
