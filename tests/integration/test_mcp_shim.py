@@ -36,10 +36,10 @@ def test_both_arms_run_the_time_server_through_the_shim(tmp_path):
         # arm B: search, then call through the bridge
         call("tool_search", {"query": "current time in Tokyo"}),
         call("tool_call", {"name": "time__get_current_time", "arguments": ARGUMENTS}),
-        text("Done (search)."),
+        text("Done (search): the Tokyo time."),
         # arm A: the tool is offered directly
         call("time__get_current_time", ARGUMENTS),
-        text("Done (full)."),
+        text("Done (full): the Tokyo time."),
     ]
     with ScriptedModel(script) as model:
         settings = Settings(home=tmp_path, llm_url=model.url,
@@ -47,7 +47,7 @@ def test_both_arms_run_the_time_server_through_the_shim(tmp_path):
         with ShimServer(settings) as shim:
             arm_b = ask(shim, "search", "arm-b")
             arm_a = ask(shim, "full", "arm-a")
-    assert arm_b["choices"][0]["message"]["content"] == "Done (search)."
+    assert arm_b["choices"][0]["message"]["content"] == "Done (search): the Tokyo time."
     assert arm_b["usage"]["lane"]["tools_executed"] == ["tool_search", "time__get_current_time"]
     assert arm_a["usage"]["lane"]["tools_executed"] == ["time__get_current_time"]
     offered_b = [t["function"]["name"] for t in model.requests[0]["tools"]]
