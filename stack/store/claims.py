@@ -85,7 +85,8 @@ def _looks_like_tool(name: str, vocabulary: frozenset[str]) -> bool:
 # save notes"), questions and negations are not claims (see _NOT_ASSERTED).
 _DONE = r"(?:i(?:'ve| have)?|i've just|i just|we(?:'ve)?|has been|have been|was|were|is now|are now)"
 _MADE = r"(?:written|wrote|created|saved|made|updated|edited|changed)"
-_FILE = r"(?:file|folder|directory)"
+# A file is named as one ("the file", "the folder") or by its own name ("notes.txt").
+_FILE = r"(?:file|folder|directory|[\w./-]+\.[a-z0-9]{1,5})"
 _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
     (frozenset(tools), re.compile(pattern, re.IGNORECASE)) for tools, pattern in (
         ({"memory"}, rf"\b(?:{_DONE}\s+)?(?:saved|added|stored|noted|recorded|remembered|written|wrote|"
@@ -103,6 +104,8 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
          rf"\b{_DONE}\s+{_MADE}\b[^\n]{{0,60}}\b{_FILE}\b|\b{_FILE}\b[^\n]{{0,60}}\b{_DONE}\s+{_MADE}\b"),
         ({"read_file", "terminal", "search_files", "run_python"},
          rf"\b{_DONE}\s+(?:read|opened|looked at|checked)\b[^\n]{{0,40}}\b{_FILE}\b"),
+        ({"search_files", "terminal", "run_python", "read_file"},
+         rf"\b{_DONE}\s+(?:searched|looked)\b[^\n]{{0,30}}\b(?:files?|folders?|directory|workspace)\b"),
         ({"session_search"}, rf"\b{_DONE}\s+(?:searched|looked through|checked|gone through|went through)"
                              r"\b[^\n]{0,40}\b(?:sessions?|conversations?|chats?|history)\b"),
         ({"todo"}, rf"\b{_DONE}\s+(?:added|marked|created|updated|put|set)\b[^\n]{{0,50}}"

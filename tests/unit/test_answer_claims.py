@@ -19,6 +19,9 @@ VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
     ("I searched your past sessions and found the id.", {"session_search"}),
     ("The files in the workspace were listed using the shell.", {"terminal"}),
     ("I wrote down that the plumber comes on Friday.", {"memory"}),
+    ('I wrote "flour eggs milk" to list.txt.', {"write_file"}),
+    ("I opened list.txt and it says flour.", {"read_file"}),
+    ('I searched for files containing "eggs".', {"search_files"}),
 ])
 def test_a_statement_that_work_was_done_is_a_claim(answer, backed_by):
     claims = claimed_tools(answer, VOCABULARY)
