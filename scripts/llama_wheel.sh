@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs llama-cpp-python built for THIS machine's CPU into a virtual environment:
+# Installs llama-cpp-python from a wheel built and cached for THIS machine's CPU kind:
 #   scripts/llama_wheel.sh .venv/bin/python
 #
 # Why: PyPI ships only the source, and a portable build (-DGGML_NATIVE=OFF: AVX2 at most) evaluates
@@ -12,8 +12,12 @@
 # minutes), never this one. Installing a cached wheel takes seconds, and nothing is done when the
 # environment already runs this key's wheel.
 #
-# CMAKE_ARGS overrides the flags (default: -DGGML_NATIVE=ON -DLLAVA_BUILD=OFF); a portable build,
-# e.g. for an image that may run on another CPU, is CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF".
+# CMAKE_ARGS overrides the flags. The default is still the portable build (-DGGML_NATIVE=OFF
+# -DLLAVA_BUILD=OFF): measured 2026-11-26 on this project's machines (AMX-capable CPUs under a VM), a
+# -DGGML_NATIVE=ON build of 0.3.36 dies with a general protection fault in libggml-cpu.so on any
+# prompt batch of 64 tokens or more (SmolLM2 and Qwen2.5-Coder alike), most likely its AMX code.
+# Opt in where a native build is verified: CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF"; the key
+# keeps such a wheel to its own CPU kind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py="${1:?usage: scripts/llama_wheel.sh PYTHON}"
@@ -22,7 +26,7 @@ py="${1:?usage: scripts/llama_wheel.sh PYTHON}"
 spec=$("$py" -c 'import tomllib
 extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["llm"]
 print(next(r for r in extra if r.lower().startswith("llama-cpp-python")))')
-cmake="${CMAKE_ARGS:--DGGML_NATIVE=ON -DLLAVA_BUILD=OFF}"
+cmake="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
 flags=$( (grep -m1 -E '^(flags|Features)' /proc/cpuinfo 2>/dev/null || true) | cut -d: -f2 | tr ' ' '\n' | sort -u | tr '\n' ' ')
 key=$(printf '%s\n' "$spec" "$cmake" "$(uname -m)" "$flags" | sha256sum | cut -c1-16)
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/fallback-lane/wheels/$key"
