@@ -41,18 +41,24 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store) -> TurnFacts:
                      asks_about_session(turn.query), tuple(o.output for o in ran))
 
 
+def decision_tools(toolset: Toolset) -> list[tuple[str, str]]:
+    """The tools the decision offers in its stable first message: the directly offered ones."""
+    return [(t["function"]["name"], t["function"].get("description") or "") for t in toolset.offered
+            if t["function"]["name"] not in toolset.bridges and t["function"]["name"] != CALL]
+
+
 async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset) -> str | None:
     """The model's constrained choice of the tool the request still needs (decide.py), kept with
     the lane's own model calls; None for "answer" or when asking fails."""
-    tools = [(t["function"]["name"], t["function"].get("description") or "")
-             for t in toolset.offered
-             if t["function"]["name"] not in toolset.bridges and t["function"]["name"] != CALL]
+    tools = decision_tools(toolset)
+    hidden: list[tuple[str, str]] = []
     if toolset.bridged and turn.query.strip():
         hits, _ = toolset.catalog.search(turn.query, DECIDE_HIDDEN)
-        tools += [(h.name, toolset.catalog.tools[h.name].description) for h in hits]
+        hidden = [(h.name, toolset.catalog.tools[h.name].description) for h in hits]
     ran = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     try:
-        reply = await ask_decision(llm, turn.query, tools, ran, _earlier(store, turn))
+        reply = await ask_decision(llm, turn.query, tools, hidden, ran, _earlier(store, turn),
+                                   known=set(toolset.catalog.tools))
     except LlmError as exc:
         log.warning("no decision: %s", exc)
         return None
@@ -60,7 +66,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     store.add_lane_call(turn.result.session_id, "decide", reply.content,
                         prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
                         cached_tokens=reply.cached_tokens)
-    return parse_decision(reply.content, [name for name, _ in tools])
+    return parse_decision(reply.content, [name for name, _ in [*tools, *hidden]])
 
 
 async def checked_answer(llm: LlmClient, store: Store, turn: Turn, reply: ModelReply,

@@ -13,7 +13,7 @@ and the tools in one line each, so it is small and its instruction is a cached p
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 from ..toolsearch.catalog import one_line
 from .llm_client import LlmClient, ModelReply
@@ -48,18 +48,29 @@ EXAMPLES: tuple[tuple[str, str], ...] = (
 )
 
 
-def decide_messages(request: str, tools: list[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
-                    context: str = "") -> list[dict[str, str]]:
-    """The question: `tools` as (name, description), `ran` as (tool, status, result) of this turn,
-    `context` what the conversation said before (short facts, not answers to imitate)."""
+def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str]) -> list[dict[str, str]]:
+    """The question's first message: the instruction, the directly offered `tools` as (name,
+    description) and the examples whose tool the lane has (`known`). The same for every request
+    of a profile, so the llm keeps it as a cached (and warmed) prefix."""
     listed = "\n".join(f"- {name}: {one_line(description, 110)}" for name, description in tools)
-    names = {name for name, _ in tools}
     examples = "\n".join(f'"{request}" -> {{"next": "{tool}"}}' for request, tool in EXAMPLES
-                         if tool == ANSWER or tool in names)
+                         if tool == ANSWER or tool in known)
+    return [{"role": "system", "content": INSTRUCTION.format(tools=listed, examples=examples)}]
+
+
+def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
+                    ran: Sequence[tuple[str, str, str]], context: str = "", known: Collection[str] = ()
+                    ) -> list[dict[str, str]]:
+    """The question: `tools` offered directly and `hidden` ones that search finds for this request,
+    as (name, description); `ran` as (tool, status, result) of this turn; `context` what the
+    conversation said before (short facts, not answers to imitate)."""
     question = turn_facts(request[:MAX_REQUEST_CHARS], ran, context, result_chars=RESULT_CHARS)
+    if hidden:
+        question += "\n\nMore tools that may fit:\n" + "\n".join(
+            f"- {name}: {one_line(description, 110)}" for name, description in hidden)
     question += '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
-    return [{"role": "system", "content": INSTRUCTION.format(tools=listed, examples=examples)},
-            {"role": "user", "content": question}]
+    known = set(known) | {name for name, _ in [*tools, *hidden]}
+    return [*decide_opening(tools, known), {"role": "user", "content": question}]
 
 
 def decision_schema(names: list[str]) -> dict[str, Any]:
@@ -78,9 +89,11 @@ def parse_decision(content: str, names: list[str]) -> str | None:
     return picked if isinstance(picked, str) and picked in names else None
 
 
-async def ask_decision(llm: LlmClient, request: str, tools: list[tuple[str, str]],
-                       ran: Sequence[tuple[str, str, str]], context: str = "") -> ModelReply:
+async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, str]],
+                       hidden: Sequence[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
+                       context: str = "", known: Collection[str] = ()) -> ModelReply:
     """One greedy, grammar-bound model call; the caller reads it with parse_decision."""
-    return await llm.chat(decide_messages(request, tools, ran, context), [],
+    names = [name for name, _ in [*tools, *hidden]]
+    return await llm.chat(decide_messages(request, tools, hidden, ran, context, known), [],
                           max_tokens=DECIDE_MAX_TOKENS, temperature=0.0,
-                          response_schema=decision_schema([name for name, _ in tools]))
+                          response_schema=decision_schema(names))

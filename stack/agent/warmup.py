@@ -23,6 +23,8 @@ from typing import Any, Callable, Literal
 from ..config import Settings
 from ..tools.registry import Registry
 from ..toolsearch.surface import assemble
+from .answers import decision_tools
+from .decide import decide_opening
 from .llm_client import LlmClient, LlmError, LlmNotReady
 from .prompt import system_prompt
 
@@ -43,10 +45,13 @@ class Opening:
 
 
 def openings(settings: Settings, registry: Registry) -> list[Opening]:
-    """What the default profile's calls begin with, in the order to warm them (the agent's last)."""
+    """What the default profile's calls begin with, in the order to warm them (the agent's last):
+    the decision's question (answers.py asks it when an answer comes from the model's own head)
+    and the agent's system prompt with the tools block."""
     toolset = assemble(registry, settings, profile="search")
     agent = [{"role": "system", "content": system_prompt(bridged=toolset.bridged)}]
-    return [Opening("agent", agent, toolset.offered)]
+    decide = decide_opening(decision_tools(toolset), set(toolset.catalog.tools))
+    return [Opening("decide", decide, []), Opening("agent", agent, toolset.offered)]
 
 
 class WarmUp:

@@ -91,10 +91,12 @@ def test_not_healthy_until_warm_and_the_warmed_prefix_is_what_the_first_call_sen
         assert health(client)[1] == {"status": "ok", "store": "ok", "llm": "ok"}
         assert client.post("/v1/chat/completions", headers={"X-Session-Id": "first"},
                            json={"messages": [{"role": "user", "content": "hello"}]}).status_code == 200
-    agent, = model.warm_bodies
+    decide, agent = model.warm_bodies  # the agent's goes last, so the context holds it
     first_call = model.requests[0]
     assert first_call["messages"][: len(agent["messages"])] == agent["messages"]
     assert first_call["tools"] == agent["tools"]
+    decision, = model.decide_requests  # "Hello!" came from the model's own head
+    assert decision["messages"][: len(decide["messages"])] == decide["messages"] and "tools" not in decide
     assert {t["function"]["name"] for t in agent["tools"]} >= {"add", "tool_search", "tool_call"}
 
 
