@@ -33,18 +33,20 @@ INSTRUCTION = (
     "Greetings, chat and general knowledge need none. For example:\n"
     "{examples}"
 )
-# Requests written for this prompt, none taken from a benchmark: each shows a tool of the lane's
-# own set (kept only when that tool is offered) or "answer".
-EXAMPLES: tuple[tuple[str, str], ...] = (
-    ("thanks, that's all for today!", ANSWER),
-    ("what's in config.yaml?", "read_file"),
-    ("which git version do I have?", "terminal"),
-    ("who painted the Mona Lisa?", ANSWER),
-    ("save this for later: my locker code is 4410", "memory"),
-    ("what's 18% of 250?", "calculate"),
-    ("what time is it in Lima?", "world_clock"),
-    ("make a file todo.md with the line 'buy milk'", "write_file"),
-    ("how many planets are in the solar system?", ANSWER),
+# Requests written for this prompt, none taken from a benchmark: (request, the tool that already
+# ran for it or "", the next step), each kept only when the lane has the tools it names.
+EXAMPLES: tuple[tuple[str, str, str], ...] = (
+    ("thanks, that's all for today!", "", ANSWER),
+    ("what's in config.yaml?", "", "read_file"),
+    ("which git version do I have?", "", "terminal"),
+    ("who painted the Mona Lisa?", "", ANSWER),
+    ("save this for later: my locker code is 4410", "", "memory"),
+    ("what's 18% of 250?", "", "calculate"),
+    ("what's 18% of 250?", "calculate", ANSWER),
+    ("what time is it in Lima?", "", "world_clock"),
+    ("check how full the disk is and keep the number for later", "terminal", "memory"),
+    ("make a file todo.md with the line 'buy milk'", "", "write_file"),
+    ("how many planets are in the solar system?", "", ANSWER),
 )
 
 
@@ -53,8 +55,9 @@ def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str]) -> 
     description) and the examples whose tool the lane has (`known`). The same for every request
     of a profile, so the llm keeps it as a cached (and warmed) prefix."""
     listed = "\n".join(f"- {name}: {one_line(description, 110)}" for name, description in tools)
-    examples = "\n".join(f'"{request}" -> {{"next": "{tool}"}}' for request, tool in EXAMPLES
-                         if tool == ANSWER or tool in known)
+    examples = "\n".join(
+        f'"{request}"' + (f" (after {done} ran)" if done else "") + f' -> {{"next": "{tool}"}}'
+        for request, done, tool in EXAMPLES if {tool, done} - {ANSWER, ""} <= set(known))
     return [{"role": "system", "content": INSTRUCTION.format(tools=listed, examples=examples)}]
 
 

@@ -108,8 +108,8 @@ class Agent:
         model call; what ends it is held to the store first (answers.py)."""
         facts = facts_of(turn, toolset, self.store)
         fix = correction(reply.content, facts)
-        if fix is None and not facts.ran_in_turn and not turn.decided:
-            # An answer from the model's own head: does the request need a tool after all?
+        if fix is None and not turn.decided:
+            # Is a tool still needed: one the model answered without, or a request's next step?
             turn.decided = True
             fix = decided(await decided_tool(self.llm, self.store, turn, toolset), facts)
         if self._apply(turn, fix, toolset):

@@ -75,7 +75,7 @@ def test_native_call_runs_and_is_recorded(lane):
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("It is 5.")])
     assert result.content == "It is 5."
     assert result.tools_executed == ["add"]
-    assert result.model_calls == 2
+    assert result.model_calls == 3  # the call, the answer, and the decision that nothing is left
     assert rows(settings, "SELECT tool_name, status, origin, via_bridge, result FROM tool_executions"
                 ) == [("add", "ok", "native", 0, "5")]
     tool_rows = rows(settings, "SELECT m.content FROM messages m JOIN tool_executions e"
@@ -209,8 +209,8 @@ def test_a_model_that_never_stops_is_cancelled_and_the_session_stays_usable(lane
 def test_usage_is_summed_over_the_turn(lane):
     settings, store = lane
     result, _ = run(settings, store, [call("add", {"a": 1, "b": 2}), text("3")])
-    prompt_tokens = rows(settings, "SELECT sum(prompt_tokens), max(prompt_tokens) FROM messages"
-                         " WHERE role='assistant'")[0]
+    prompt_tokens = rows(settings, "SELECT sum(t), max(t) FROM (SELECT prompt_tokens t FROM messages"
+                         " WHERE role='assistant' UNION ALL SELECT prompt_tokens FROM lane_calls)")[0]
     assert result.prompt_tokens == prompt_tokens[0] > 0
     assert result.peak_prompt_tokens == prompt_tokens[1]
 
@@ -303,7 +303,7 @@ def test_an_empty_final_answer_is_written_again_from_the_request_and_the_results
     settings, store = lane
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(""), text("It is 5.")],
                         user="2 plus 3?")
-    assert result.content == "It is 5." and result.model_calls == 3
+    assert result.content == "It is 5." and result.model_calls == 4  # call, "", decision, rewrite
     compose = model.requests[2]
     assert "tools" not in compose and "2 plus 3?" in compose["messages"][-1]["content"]
     assert "- add (ok): 5" in compose["messages"][-1]["content"]
@@ -458,11 +458,21 @@ def test_a_call_written_as_text_twice_never_reaches_the_user(lane):
     assert result.content == "It is 5." and model.requests[1]["tool_choice"]["function"]["name"] == "add"
 
 
-def test_no_decision_is_asked_once_a_tool_ran(lane):
+def test_after_a_tool_ran_the_decision_names_the_request_s_next_step(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5"),
+                                          call("clarify", {"question": "Saved?"})],
+                        user="add 2 and 3, then check with me", decision='{"next": "clarify"}')
+    assert "- add (ok): 5" in model.decide_requests[0]["messages"][-1]["content"]
+    assert model.requests[2]["tool_choice"] == {"type": "function", "function": {"name": "clarify"}}
+    assert result.tools_executed == ["add", "clarify"] and result.finish_reason == "clarify"
+
+
+def test_a_decision_for_a_tool_that_already_ran_is_no_correction(lane):
     settings, store = lane
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")],
-                        user="Use add on 2 and 3, then clarify with me", decision='{"next": "clarify"}')
-    assert model.decide_requests == [] and result.content == "5"
+                        user="2 plus 3?", decision='{"next": "add"}')
+    assert len(model.decide_requests) == 1 and result.content == "5" and len(model.requests) == 2
 
 
 def test_a_decision_for_a_tool_that_cannot_be_called_is_no_correction(lane):

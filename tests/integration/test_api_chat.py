@@ -112,13 +112,14 @@ def test_stateless_turn_with_a_tool_call(tmp_path):
                          " WHERE session_id = ?", session) == [("add", "ok", "native", 0)]
 
         usage = reply["usage"]
-        prompt, completion, peak = lane.rows(
-            "SELECT sum(prompt_tokens), sum(completion_tokens), max(prompt_tokens) FROM messages"
-            " WHERE session_id = ? AND role = 'assistant' AND prompt_tokens IS NOT NULL",
+        prompt, completion, peak = lane.rows(  # the conversation's model calls and the lane's own
+            "SELECT sum(p), sum(c), max(p) FROM (SELECT prompt_tokens p, completion_tokens c FROM messages"
+            " WHERE session_id = ?1 AND role = 'assistant' AND prompt_tokens IS NOT NULL UNION ALL"
+            " SELECT prompt_tokens, completion_tokens FROM lane_calls WHERE session_id = ?1)",
             session)[0]
         assert (usage["prompt_tokens"], usage["completion_tokens"]) == (prompt, completion)
         assert usage["total_tokens"] == prompt + completion
-        assert usage["lane"] == {"model_calls": 2, "peak_prompt_tokens": peak,
+        assert usage["lane"] == {"model_calls": 3, "peak_prompt_tokens": peak,
                                  "tools_executed": ["add"], "finish_reason": "stop"}
         assert len(lane.model.requests) == 2
         assert {"role": "system", "content": "Be brief."} in lane.model.requests[0]["messages"]
@@ -201,7 +202,7 @@ def test_stream_sends_role_answer_usage_and_done(tmp_path):
         assert text_out == "The sum is 42."
         assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
         assert chunks[-1]["usage"]["lane"]["tools_executed"] == ["add"]
-        assert chunks[-1]["usage"]["lane"]["model_calls"] == 2
+        assert chunks[-1]["usage"]["lane"]["model_calls"] == 3  # with the decision
         assert lane.rows("SELECT tool_name, status FROM tool_executions WHERE session_id = 's1'"
                          ) == [("add", "ok")]
         assert lane.history("s1")[-1] == ("assistant", "The sum is 42.")
@@ -346,7 +347,7 @@ def test_session_endpoint_shows_messages_and_executions(tmp_path):
         assert [m["role"] for m in data["messages"] if not m["lane_prompt"]] == [
             "user", "assistant", "tool", "assistant"]
         assert [(e["tool_name"], e["status"]) for e in data["executions"]] == [("add", "ok")]
-        assert data["lane_calls"] == []  # no tool is deferred here, so the lane read nothing
+        assert [c["purpose"] for c in data["lane_calls"]] == ["decide"]  # nothing left to do
 
 
 def test_health_is_ok_when_store_and_model_are_up(tmp_path):

@@ -38,9 +38,10 @@ def test_plain_completion_runs_the_tool_and_reports_usage(tmp_path):
         assert reply.choices[0].message.tool_calls is None
         assert reply.choices[0].finish_reason == "stop"
         assert reply.model == "fallback-lane"
-        prompt, completion = lane.rows(
-            "SELECT sum(prompt_tokens), sum(completion_tokens) FROM messages"
-            " WHERE session_id = ? AND role = 'assistant'", session)[0]
+        prompt, completion = lane.rows(  # the conversation's model calls and the lane's own
+            "SELECT sum(p), sum(c) FROM (SELECT prompt_tokens p, completion_tokens c FROM messages"
+            " WHERE session_id = ?1 AND role = 'assistant' UNION ALL"
+            " SELECT prompt_tokens, completion_tokens FROM lane_calls WHERE session_id = ?1)", session)[0]
         assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (prompt, completion)
         assert reply.usage.prompt_tokens_details.cached_tokens == 0
         assert reply.usage.model_extra["lane"]["tools_executed"] == ["add"]
