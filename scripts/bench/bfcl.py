@@ -356,21 +356,24 @@ def save(out: Path, arm_key: str, plan: dict[str, list[str]], summary: dict[str,
         (out / arm_key / f"{label}.json").write_text(json.dumps(record, indent=1, default=str))
 
 
-def table_rows(out: Path, split: str) -> list[list[str]]:
+def table_rows(out: Path, split: str, own: bool = False) -> list[list[str]]:
     """One row per category and arm, over the entries every arm that ran the category has (a
-    sample cut short by its time budget is compared on what all arms ran)."""
+    sample cut short by its time budget is compared on what all arms ran); with `own`, over each
+    arm's own entries."""
     rows = []
     for label in LABELS:
         records = {arm: json.loads(p.read_text()) for arm in ARMS if (p := out / arm / f"{label}.json").is_file()}
         records = {arm: r for arm, r in records.items() if r["split"] == split}
         common = set.intersection(*({e["id"] for e in r["entries"]} for r in records.values())) if records else set()
         for arm_key, record in records.items():
-            rows.append(format_row(label, arm_key, [e for e in record["entries"] if e["id"] in common]))
+            rows.append(format_row(label, arm_key, [e for e in record["entries"] if own or e["id"] in common]))
     return rows
 
 
 def format_row(label: str, arm_key: str, entries: list[dict[str, Any]]) -> list[str]:
-    n = len(entries) or 1
+    if not entries:  # no entry that every arm ran
+        return [label, arm_key, "0/0"] + ["-"] * (len(HEADER) - 3)
+    n = len(entries)
     passed = sum(row["passed"] for row in entries)
     tokens = sum(row["prompt_tokens"] for row in entries)
     requests = sum(row["requests"] for row in entries) or 1
@@ -386,10 +389,11 @@ HEADER = ["category", "arm", "passed", "acc %", "turns", "prompt tok/entry", "re
           "tok/request", "wall s/entry", "text calls"]
 
 
-def print_table(out: Path, split: str) -> None:
-    rows = table_rows(out, split)
+def print_table(out: Path, split: str, own: bool = False) -> None:
+    rows = table_rows(out, split, own)
     widths = [max(len(str(r[i])) for r in [HEADER, *rows]) for i in range(len(HEADER))]
-    print(f"\nBFCL {BFCL_VERSION}, {split} split ({'odd' if split == 'test' else 'even'} entry ids), saved in {out}")
+    print(f"\nBFCL {BFCL_VERSION}, {split} split ({'odd' if split == 'test' else 'even'} entry ids), saved in {out}; "
+          + ("each arm's own entries" if own else "entries every arm ran"))
     for row in [HEADER, *rows]:
         print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)))
     print("\nPublished (BFCL leaderboard, whole categories): live_multiple / live_irrelevance / multi_turn_base")
@@ -511,6 +515,8 @@ def main() -> int:
         command.add_argument("--n", action="append", default=[], metavar="CATEGORY=N",
                              help="sample size of a category (`all`: the whole split); defaults: "
                              + ", ".join(f"{k}={v or 'all'}" for k, v in DEFAULT_SIZES.items()))
+    sub.choices["report"].add_argument("--own-entries", action="store_true",
+                                       help="each arm's rows over all its entries, not only those every arm ran")
     run_parser = sub.choices["run"]
     run_parser.add_argument("--arms", type=lambda s: s.split(","), default=["P", "D", "H"])
     run_parser.add_argument("--model", default=str(DEFAULT_MODEL))
@@ -528,7 +534,7 @@ def main() -> int:
         print_plan(plan_of(args), args.split)
         return 0
     if args.command == "report":
-        print_table(Path(args.out), args.split)
+        print_table(Path(args.out), args.split, args.own_entries)
         print_entries(Path(args.out), args.split)
         return 0
     return run(args)
