@@ -66,7 +66,13 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     store.add_lane_call(turn.result.session_id, "decide", reply.content,
                         prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
                         cached_tokens=reply.cached_tokens)
-    return parse_decision(reply.content, [name for name, _ in [*tools, *hidden]])
+    tool = parse_decision(reply.content, [name for name, _ in [*tools, *hidden]])
+    if tool and turn.outcomes and not toolset.ranks_high(turn.query, tool):
+        # After a tool ran, a next step needs the index's word too: the model's alone forced
+        # `calculate` on the number a terminal printed when the request said to save it.
+        log.info("decision %s for a next step not among the index's best; not forced", tool)
+        return None
+    return tool
 
 
 async def checked_answer(llm: LlmClient, store: Store, turn: Turn, reply: ModelReply,

@@ -23,12 +23,15 @@ from ..tools.execute import Outcome, refused, run_tool
 from ..tools.registry import Registry
 from ..tools.validation import parse_arguments
 from .bridges import CALL, CALL_SCHEMA, SEARCH, bridge_tools, call_through_bridge
-from .catalog import Catalog, build_catalog
+from .catalog import Catalog, build_catalog, installed_method
 from .promotion import promoted_tools
+from .retrieval import ToolDoc, ToolIndex
 from .tokens import split_words
 
 Profile = Literal["search", "full"]
 PROFILES: tuple[Profile, ...] = get_args(Profile)
+# How many of the index's best tools for a request a next step the model names must be among.
+AGREE_TOP = 3
 # How much of a guessed call becomes the search for the tool it meant.
 GUESS_WORDS = 24
 GUESS_VALUE_CHARS = 40
@@ -82,6 +85,16 @@ class Toolset:
             "arguments": self.catalog.tools[tool].parameters or {"type": "object"}}}
         return {"type": "object", "required": ["name", "arguments"],
                 "properties": {"name": {"const": CALL}, "arguments": arguments}}
+
+    def ranks_high(self, request: str, tool: str) -> bool:
+        """Whether the tool index, over every tool this surface reaches, ranks `tool` among its
+        AGREE_TOP best for the request: a second opinion on the model's own choice of a next step
+        (it named `calculate` after a terminal ran for "run X, then save it to memory")."""
+        tools = {**self.direct, **self.catalog.tools}
+        index = self.catalog.memo(("every tool", tuple(tools)), lambda: ToolIndex(
+            [ToolDoc.from_definition(tool.openai_schema()) for tool in tools.values()],
+            method=installed_method()))
+        return tool in [hit.name for hit in index.search(request, AGREE_TOP)]
 
     def dispatch(self, name: str, raw_arguments: Any, ctx: ToolContext) -> Outcome:
         """Run one call; every path ends in an Outcome."""

@@ -502,3 +502,11 @@ def test_a_call_that_only_names_another_mode_for_the_same_values_is_not_run_agai
     result = asyncio.run(go())
     assert result.tools_executed == ["note"]
     assert [r[0] for r in rows(settings, "SELECT status FROM tool_executions ORDER BY id")] == ["ok", "refused"]
+
+
+def test_a_next_step_the_tool_index_does_not_rank_high_is_not_forced(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("It is 5."), text("never sent")],
+                        user="add 2 and 3", decision='{"next": "crash"}')
+    assert len(model.decide_requests) == 1 and len(model.requests) == 2
+    assert result.content == "It is 5." and result.tools_executed == ["add"]
