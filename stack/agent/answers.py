@@ -49,16 +49,29 @@ def decision_tools(toolset: Toolset) -> list[tuple[str, str]]:
 
 async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset) -> str | None:
     """The model's constrained choice of the tool the request still needs (decide.py), kept with
-    the lane's own model calls; None for "answer" or when asking fails."""
+    the lane's own model calls; None for "answer" or when asking fails. Before any tool ran it
+    chooses among every tool offered and search's best hidden ones; after, among the index's best
+    for the request that have not run yet (the index proposes, the model disposes: alone, it named
+    `calculate` for the number a terminal printed when the request said to save it)."""
     tools = decision_tools(toolset)
     hidden: list[tuple[str, str]] = []
     if toolset.bridged and turn.query.strip():
         hits, _ = toolset.catalog.search(turn.query, DECIDE_HIDDEN)
         hidden = [(h.name, toolset.catalog.tools[h.name].description) for h in hits]
-    ran = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
+    if turn.outcomes:
+        ran = {o.tool_name for o in turn.outcomes if o.status == "ok"}
+        candidates = set(toolset.best_for(turn.query)) - ran
+        if not candidates:
+            return None
+        choices = [name for name, _ in [*tools, *hidden] if name in candidates]
+        choices += [name for name in candidates - set(choices) if toolset.parameters_of(name) is not None
+                    or name in toolset.catalog]
+    else:
+        choices = [name for name, _ in [*tools, *hidden]]
+    results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     try:
-        reply = await ask_decision(llm, turn.query, tools, hidden, ran, _earlier(store, turn),
-                                   known=set(toolset.catalog.tools))
+        reply = await ask_decision(llm, turn.query, tools, hidden, results, _earlier(store, turn),
+                                   known=set(toolset.catalog.tools), choices=choices)
     except LlmError as exc:
         log.warning("no decision: %s", exc)
         return None
@@ -66,13 +79,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     store.add_lane_call(turn.result.session_id, "decide", reply.content,
                         prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
                         cached_tokens=reply.cached_tokens)
-    tool = parse_decision(reply.content, [name for name, _ in [*tools, *hidden]])
-    if tool and turn.outcomes and not toolset.ranks_high(turn.query, tool):
-        # After a tool ran, a next step needs the index's word too: the model's alone forced
-        # `calculate` on the number a terminal printed when the request said to save it.
-        log.info("decision %s for a next step not among the index's best; not forced", tool)
-        return None
-    return tool
+    return parse_decision(reply.content, choices)
 
 
 async def checked_answer(llm: LlmClient, store: Store, turn: Turn, reply: ModelReply,

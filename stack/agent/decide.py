@@ -94,9 +94,14 @@ def parse_decision(content: str, names: list[str]) -> str | None:
 
 async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, str]],
                        hidden: Sequence[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
-                       context: str = "", known: Collection[str] = ()) -> ModelReply:
-    """One greedy, grammar-bound model call; the caller reads it with parse_decision."""
-    names = [name for name, _ in [*tools, *hidden]]
-    return await llm.chat(decide_messages(request, tools, hidden, ran, context, known), [],
-                          max_tokens=DECIDE_MAX_TOKENS, temperature=0.0,
+                       context: str = "", known: Collection[str] = (),
+                       choices: Sequence[str] | None = None) -> ModelReply:
+    """One greedy, grammar-bound model call; the caller reads it with parse_decision. `choices`
+    narrows the tools the grammar admits (all of `tools` and `hidden` when None)."""
+    names = list(choices) if choices is not None else [name for name, _ in [*tools, *hidden]]
+    messages = decide_messages(request, tools, hidden, ran, context, known)
+    if choices is not None:
+        messages[-1]["content"] = messages[-1]["content"].replace(
+            '{"next": TOOL}', '{"next": TOOL} with TOOL one of ' + ", ".join(names))
+    return await llm.chat(messages, [], max_tokens=DECIDE_MAX_TOKENS, temperature=0.0,
                           response_schema=decision_schema(names))

@@ -29,6 +29,8 @@ from .turn import Turn, TurnEnded, TurnResult, count
 __all__ = ["Agent", "TurnEnded", "TurnResult"]
 
 log = logging.getLogger("lane.agent")
+# A request of two steps ("run X, then keep it for later") may need a decision after each.
+MAX_DECISIONS = 2
 
 
 class Agent:
@@ -108,9 +110,9 @@ class Agent:
         model call; what ends it is held to the store first (answers.py)."""
         facts = facts_of(turn, toolset, self.store)
         fix = correction(reply.content, facts)
-        if fix is None and not turn.decided:
+        if fix is None and turn.decisions < MAX_DECISIONS:
             # Is a tool still needed: one the model answered without, or a request's next step?
-            turn.decided = True
+            turn.decisions += 1
             fix = decided(await decided_tool(self.llm, self.store, turn, toolset), facts)
         if self._apply(turn, fix, toolset):
             return

@@ -30,8 +30,8 @@ from .tokens import split_words
 
 Profile = Literal["search", "full"]
 PROFILES: tuple[Profile, ...] = get_args(Profile)
-# How many of the index's best tools for a request a next step the model names must be among.
-AGREE_TOP = 3
+# How many of the index's best tools for a request are candidates for its next step.
+NEXT_STEP_CANDIDATES = 3
 # How much of a guessed call becomes the search for the tool it meant.
 GUESS_WORDS = 24
 GUESS_VALUE_CHARS = 40
@@ -86,15 +86,14 @@ class Toolset:
         return {"type": "object", "required": ["name", "arguments"],
                 "properties": {"name": {"const": CALL}, "arguments": arguments}}
 
-    def ranks_high(self, request: str, tool: str) -> bool:
-        """Whether the tool index, over every tool this surface reaches, ranks `tool` among its
-        AGREE_TOP best for the request: a second opinion on the model's own choice of a next step
-        (it named `calculate` after a terminal ran for "run X, then save it to memory")."""
+    def best_for(self, request: str, limit: int = NEXT_STEP_CANDIDATES) -> list[str]:
+        """The tools the index ranks best for the request, over every tool this surface reaches
+        (only those with some evidence): the candidates for a request's next step."""
         tools = {**self.direct, **self.catalog.tools}
         index = self.catalog.memo(("every tool", tuple(tools)), lambda: ToolIndex(
             [ToolDoc.from_definition(tool.openai_schema()) for tool in tools.values()],
             method=installed_method()))
-        return tool in [hit.name for hit in index.search(request, AGREE_TOP)]
+        return [hit.name for hit in index.search(request, limit)]
 
     def dispatch(self, name: str, raw_arguments: Any, ctx: ToolContext) -> Outcome:
         """Run one call; every path ends in an Outcome."""

@@ -398,8 +398,9 @@ def test_an_answer_from_the_model_s_own_head_gets_the_tool_its_decision_names(la
     assert [r.get("tool_choice") for r in model.requests] == [
         None, {"type": "function", "function": {"name": "add"}}, None]
     assert result.tools_executed == ["add"] and result.content == "It is 5."
-    assert rows(settings, "SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "add"}')]
-    assert result.model_calls == 4  # the answer, the decision, the forced call, the answer
+    # the second decision, after add ran, may not name add again: it is no correction
+    assert rows(settings, "SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "add"}')] * 2
+    assert result.model_calls == 5  # the answer, the decision, the forced call, the answer, the decision
 
 
 def test_a_claim_that_a_tool_ran_forces_that_tool_once(lane):
@@ -504,9 +505,12 @@ def test_a_call_that_only_names_another_mode_for_the_same_values_is_not_run_agai
     assert [r[0] for r in rows(settings, "SELECT status FROM tool_executions ORDER BY id")] == ["ok", "refused"]
 
 
-def test_a_next_step_the_tool_index_does_not_rank_high_is_not_forced(lane):
+def test_a_next_step_is_chosen_among_the_index_s_best_tools_that_have_not_run(lane):
     settings, store = lane
-    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("It is 5."), text("never sent")],
-                        user="add 2 and 3", decision='{"next": "crash"}')
-    assert len(model.decide_requests) == 1 and len(model.requests) == 2
-    assert result.content == "It is 5." and result.tools_executed == ["add"]
+    script = [call("add", {"a": 2, "b": 3}), text("It is 5."), call("crash", {}), text("It is 5; crash failed.")]
+    result, model = run(settings, store, script, user="add 2 and 3, then crash", decision='{"next": "crash"}')
+    first = model.decide_requests[0]
+    choices = first["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
+    assert "add" not in choices and "crash" in choices and "answer" in choices
+    assert model.requests[2]["tool_choice"] == {"type": "function", "function": {"name": "crash"}}
+    assert result.tools_executed == ["add"] and result.content == "It is 5; crash failed."
