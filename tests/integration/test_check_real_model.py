@@ -139,8 +139,10 @@ def test_check_judges_a_real_model_from_the_store(tmp_path: Path, real: RealMode
                AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = e.session_id
                            AND m.role = 'tool' AND m.tool_call_id = e.tool_call_id)
                ORDER BY e.id""", (data["session_id"],))]
-        calls = db.execute("SELECT count(*) FROM messages WHERE session_id = ? AND role = 'assistant'"
-                           " AND prompt_tokens IS NOT NULL", (data["session_id"],)).fetchone()[0]
+        calls = db.execute(  # the conversation's model calls and the lane's own (its decisions)
+            "SELECT (SELECT count(*) FROM messages WHERE session_id = ?1 AND role = 'assistant'"
+            " AND prompt_tokens IS NOT NULL) + (SELECT count(*) FROM lane_calls WHERE session_id = ?1)",
+            (data["session_id"],)).fetchone()[0]
     assert seeded >= 1
     assert [name for s in data["steps"] for name in s["executed"]] == ran
     if not any(s["timed_out"] for s in data["steps"]):
