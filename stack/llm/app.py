@@ -70,14 +70,10 @@ def create_app(engine: Engine, *, model_id: str, on_load_failure: Callable[[], N
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
-        try:
-            chat = parse_chat_request(await request.body(), engine.cap)
-        except ApiError as exc:
-            return JSONResponse(exc.body, status_code=exc.status)
-        if not engine.loaded:
-            message = engine.load_error or "the model is still loading"
-            return JSONResponse(error_body(message, "model_not_ready", "server_error"), status_code=503)
-        job = Job(chat)
+        job = await _job_of(request, engine)
+        if isinstance(job, JSONResponse):
+            return job
+        chat = job.request
         completion_id = new_completion_id()
         if chat.stream:
             stream = _stream(request, engine, job, completion_id, model_id)
@@ -88,19 +84,27 @@ def create_app(engine: Engine, *, model_id: str, on_load_failure: Callable[[], N
     return app
 
 
+async def _job_of(request: Request, engine: Engine) -> "Job | JSONResponse":
+    """The request's job, or the error to answer with: a bad body (4xx) or a model not loaded yet
+    (503)."""
+    try:
+        chat = parse_chat_request(await request.body(), engine.cap)
+    except ApiError as exc:
+        return JSONResponse(exc.body, status_code=exc.status)
+    if not engine.loaded:
+        message = engine.load_error or "the model is still loading"
+        return JSONResponse(error_body(message, "model_not_ready", "server_error"), status_code=503)
+    return Job(chat)
+
+
 def _add_warm_routes(app: FastAPI, engine: Engine) -> None:
     @app.post("/v1" + WARM_ROUTE)
     async def warm(request: Request) -> JSONResponse:
         """Evaluate (or restore) and keep the stable prefix of these messages and tools; the shim
         calls it at start and reports healthy only after (engine.Engine.warm)."""
-        try:
-            chat = parse_chat_request(await request.body(), engine.cap)
-        except ApiError as exc:
-            return JSONResponse(exc.body, status_code=exc.status)
-        if not engine.loaded:
-            message = engine.load_error or "the model is still loading"
-            return JSONResponse(error_body(message, "model_not_ready", "server_error"), status_code=503)
-        job = Job(chat)
+        job = await _job_of(request, engine)
+        if isinstance(job, JSONResponse):
+            return job
         try:
             warmed = await _watched(request, job, lambda: engine.warm(job))
         except Cancelled:
