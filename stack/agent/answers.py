@@ -16,7 +16,7 @@ import logging
 from ..store import Store
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
-from .corrections import TurnFacts, asks_about_session, fallback_answer, faults
+from .corrections import TurnFacts, asks_about_session, fallback_answer, faults, unlabelled
 from .decide import ask_decision, parse_decision
 from .history import earlier_facts
 from .llm_client import LlmClient, LlmError, ModelReply
@@ -86,11 +86,14 @@ async def checked_answer(llm: LlmClient, store: Store, turn: Turn, reply: ModelR
                          facts: TurnFacts) -> TurnEnded:
     """The answer as the store allows it: the model's when nothing is wrong with it; else one
     written again from the request and the results; else the lane's own account of what ran."""
-    problems = faults(reply.content, facts)
-    if not problems:
-        return TurnEnded(reply.content, "length" if reply.finish_reason == "length" else "stop",
-                         lane_written=False)
     session = turn.result.session_id
+    content = unlabelled(reply.content)
+    problems = faults(content, facts)
+    if not problems:
+        if content != reply.content:  # the answer as the user gets it is the turn's last reply
+            store.add_message(session, "assistant", content)
+        return TurnEnded(content, "length" if reply.finish_reason == "length" else "stop",
+                         lane_written=False)
     store.add_message(session, "system", "Answer not passed on: " + "; ".join(problems), lane_note=True)
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     try:
@@ -102,9 +105,11 @@ async def checked_answer(llm: LlmClient, store: Store, turn: Turn, reply: ModelR
     count(turn.result, composed)
     store.add_message(session, "assistant", composed.content, prompt_tokens=composed.prompt_tokens,
                       completion_tokens=composed.completion_tokens, cached_tokens=composed.cached_tokens)
-    still = faults(composed.content, facts)
+    still = faults(unlabelled(composed.content), facts)
     if not still:
-        return TurnEnded(composed.content, "stop", lane_written=False)
+        if unlabelled(composed.content) != composed.content:
+            store.add_message(session, "assistant", unlabelled(composed.content))
+        return TurnEnded(unlabelled(composed.content), "stop", lane_written=False)
     store.add_message(session, "system", "Answer not passed on: " + "; ".join(still), lane_note=True)
     return TurnEnded(fallback_answer(turn.outcomes, still), "stop")
 

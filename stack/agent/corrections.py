@@ -249,6 +249,17 @@ def _salient(result: str) -> set[str]:
     return {w for w in words if (w.isdigit() or len(w) >= 3) and w not in _COMMON}
 
 
+# The labels of the facts the lane's own questions show (history.earlier_facts, prompt.turn_facts),
+# which a small model copies to the front of its answer ("The assistant answered: 42").
+_LABEL = re.compile(r"^\s*(?:-\s*)?(?:the assistant answered|the assistant said|the user said|"
+                    r"the user's message|assistant)\s*:\s*", re.IGNORECASE)
+
+
+def unlabelled(answer: str) -> str:
+    """The answer without a fact label copied to its front."""
+    return _LABEL.sub("", answer, count=1)
+
+
 def _echoes(text: str, request: str) -> bool:
     said, asked = _plain(text), _plain(request)
     return bool(said) and (said == asked or (len(said) >= 12 and said in asked))

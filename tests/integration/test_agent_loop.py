@@ -514,3 +514,13 @@ def test_a_next_step_is_chosen_among_the_index_s_best_tools_that_have_not_run(la
     assert "add" not in choices and "crash" in choices and "answer" in choices
     assert model.requests[2]["tool_choice"] == {"type": "function", "function": {"name": "crash"}}
     assert result.tools_executed == ["add"] and result.content == "It is 5; crash failed."
+
+
+def test_a_fact_label_copied_to_the_front_of_the_answer_never_reaches_the_user_or_the_record(lane):
+    settings, store = lane
+    script = [text("The assistant answered: Hello!"), text("Hi again.")]
+    results, model = run_turns(settings, store, script, ["hi", "hi once more"])
+    assert results[0].content == "Hello!"
+    second_turn = model.requests[1]["messages"]
+    assert [(m["role"], m["content"]) for m in second_turn[1:]] == [
+        ("user", "hi"), ("assistant", "Hello!"), ("user", "hi once more")]

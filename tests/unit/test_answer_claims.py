@@ -79,3 +79,11 @@ def test_a_question_about_the_session_holds_claims_to_the_session():
     question = "which tools did you use so far?"
     assert faults("I used memory earlier.", facts(question, session={"memory"})) == []
     assert faults("I used memory earlier.", facts("what is 2 plus 3?", session={"memory"}))
+
+
+def test_a_fact_label_copied_to_the_front_of_an_answer_is_dropped():
+    from stack.agent.corrections import unlabelled
+
+    assert unlabelled("The assistant answered: 42") == "42"
+    assert unlabelled("Assistant: hello there") == "hello there"
+    assert unlabelled("The answer is 42.") == "The answer is 42."
