@@ -16,7 +16,7 @@ import logging
 from ..store import Store
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
-from .corrections import TurnFacts, asks_about_session, fallback_answer, faults, unlabelled
+from .corrections import TurnFacts, asks_about_session, fallback_answer, faults, named_in, unlabelled
 from .decide import ask_decision, parse_decision
 from .history import earlier_facts
 from .llm_client import LlmClient, LlmError, ModelReply
@@ -52,7 +52,8 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     the lane's own model calls; None for "answer" or when asking fails. Before any tool ran it
     chooses among every tool offered and search's best hidden ones; after, among the index's best
     for the request that have not run yet (the index proposes, the model disposes: alone, it named
-    `calculate` for the number a terminal printed when the request said to save it)."""
+    `calculate` for the number a terminal printed when the request said to save it), and one of
+    those the request names ("... then save it to memory") needs no question."""
     tools = decision_tools(toolset)
     hidden: list[tuple[str, str]] = []
     if toolset.bridged and turn.query.strip():
@@ -63,6 +64,9 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
         candidates = set(toolset.best_for(turn.query)) - ran
         if not candidates:
             return None
+        named = sorted(name for name in candidates if named_in(name, turn.query))
+        if named:  # the user's own words name the next step: no question needed
+            return named[0]
         choices = [name for name, _ in [*tools, *hidden] if name in candidates]
         choices += [name for name in candidates - set(choices) if toolset.parameters_of(name) is not None
                     or name in toolset.catalog]
