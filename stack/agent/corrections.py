@@ -194,8 +194,9 @@ def decided(tool: str | None, facts: TurnFacts) -> Correction | None:
     tool already ran in this turn."""
     if tool is None or tool in facts.ran_in_turn:
         return None
-    return Correction(f"The request still needs {tool}, which has not run for it yet. Call {tool} now "
-                      "with the arguments the request needs.", tool, "decide")
+    latest = f" The latest tool result was: {_preview(facts.last_result)}" if facts.last_result else ""
+    return Correction(f"The request still needs {tool}, which has not run for it yet.{latest} Call {tool} "
+                      "now with the arguments the request needs.", tool, "decide")
 
 
 def guessed(found_confidently: bool) -> Correction | None:
