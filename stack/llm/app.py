@@ -122,15 +122,21 @@ def _add_warm_routes(app: FastAPI, engine: Engine) -> None:
 async def _watched(request: Request, job: Job, work: Callable[[], T]) -> T:
     """`work` in a worker thread; the job's cancel flag is set when the client leaves."""
     done = asyncio.ensure_future(asyncio.to_thread(work))
+    await _until_done(request, job, done)
+    return done.result()
+
+
+async def _until_done(request: Request, job: Job, done: "asyncio.Future[Any]") -> None:
+    """Wait for `done`, setting the job's cancel flag when the client leaves (or the server shuts
+    down and cancels this handler): a small model never generates for nobody."""
     try:
         while not done.done():
             await asyncio.wait({done}, timeout=DISCONNECT_POLL_S)
             if not done.done() and not job.cancel.is_set() and await request.is_disconnected():
                 job.cancel.set()
-    finally:  # also when the server shuts down and cancels this handler
+    finally:
         if not done.done():
             job.cancel.set()
-    return done.result()
 
 
 def _loading_in_background(engine: Engine, on_load_failure: Callable[[], None] | None) -> Lifespan:
@@ -205,14 +211,7 @@ async def _complete(
     request: Request, engine: Engine, job: Job, completion_id: str, model_id: str
 ) -> JSONResponse:
     done = _start(engine, job, completion_id, lambda _piece: None)
-    try:
-        while not done.done():
-            await asyncio.wait({done}, timeout=DISCONNECT_POLL_S)
-            if not done.done() and not job.cancel.is_set() and await request.is_disconnected():
-                job.cancel.set()
-    finally:  # also when the server shuts down and cancels this handler
-        if not done.done():
-            job.cancel.set()
+    await _until_done(request, job, done)
     try:
         outcome = done.result()
     except Cancelled:
