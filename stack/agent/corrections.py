@@ -29,7 +29,9 @@ LEVERS: dict[str, str] = {
     "claim": "an answer says a tool did something no ok execution of this turn shows: that tool "
              "forced once (the model's own stated intent)",
     "decide": "an answer the model's own constrained choice (agent/decide.py) says still needs a "
-              "tool that has not run in this turn: that tool forced once",
+              "tool that has not run in this turn (after a tool ran: among the tool index's best "
+              "for the request, and one the request names without asking): that tool forced once, "
+              "told the latest result",
     "guess": "a call to a tool that does not exist, which search answers confidently: the next "
              "call is tool_call",
     "compose": "an answer that gives the user nothing (empty, a stock apology, the request echoed, "
