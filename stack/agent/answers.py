@@ -90,32 +90,38 @@ async def checked_answer(llm: LlmClient, store: Store, turn: Turn, reply: ModelR
                          facts: TurnFacts) -> TurnEnded:
     """The answer as the store allows it: the model's when nothing is wrong with it; else one
     written again from the request and the results; else the lane's own account of what ran."""
-    session = turn.result.session_id
-    content = unlabelled(reply.content)
-    problems = faults(content, facts)
-    if not problems:
-        if content != reply.content:  # the answer as the user gets it is the turn's last reply
-            store.add_message(session, "assistant", content)
-        return TurnEnded(content, "length" if reply.finish_reason == "length" else "stop",
-                         lane_written=False)
-    store.add_message(session, "system", "Answer not passed on: " + "; ".join(problems), lane_note=True)
+    passed = _passed(store, turn, reply, facts)
+    if isinstance(passed, TurnEnded):
+        return passed
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     try:
         composed = await llm.chat(compose_messages(turn.query, results, _earlier(store, turn)), [],
                                   max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS), temperature=0.0)
     except LlmError as exc:
         log.warning("answer not composed: %s", exc)
-        return TurnEnded(fallback_answer(turn.outcomes, problems), "stop")
+        return TurnEnded(fallback_answer(turn.outcomes, passed), "stop")
     count(turn.result, composed)
-    store.add_message(session, "assistant", composed.content, prompt_tokens=composed.prompt_tokens,
-                      completion_tokens=composed.completion_tokens, cached_tokens=composed.cached_tokens)
-    still = faults(unlabelled(composed.content), facts)
-    if not still:
-        if unlabelled(composed.content) != composed.content:
-            store.add_message(session, "assistant", unlabelled(composed.content))
-        return TurnEnded(unlabelled(composed.content), "stop", lane_written=False)
-    store.add_message(session, "system", "Answer not passed on: " + "; ".join(still), lane_note=True)
-    return TurnEnded(fallback_answer(turn.outcomes, still), "stop")
+    store.add_message(turn.result.session_id, "assistant", composed.content,
+                      prompt_tokens=composed.prompt_tokens, completion_tokens=composed.completion_tokens,
+                      cached_tokens=composed.cached_tokens)
+    again = _passed(store, turn, composed, facts, finish="stop")
+    return again if isinstance(again, TurnEnded) else TurnEnded(fallback_answer(turn.outcomes, again), "stop")
+
+
+def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts,
+            finish: str | None = None) -> TurnEnded | list[str]:
+    """The turn's end with this reply as its answer (without a copied fact label, stored as the
+    turn's last reply when that changed it), or why it may not be passed on (a lane note)."""
+    session = turn.result.session_id
+    content = unlabelled(reply.content)
+    problems = faults(content, facts)
+    if problems:
+        store.add_message(session, "system", "Answer not passed on: " + "; ".join(problems), lane_note=True)
+        return problems
+    if content != reply.content:
+        store.add_message(session, "assistant", content)
+    reason = finish or ("length" if reply.finish_reason == "length" else "stop")
+    return TurnEnded(content, reason, lane_written=False)
 
 
 def _earlier(store: Store, turn: Turn) -> str:
