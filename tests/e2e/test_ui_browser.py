@@ -35,6 +35,9 @@ SCRIPT = [
                        "arguments": {"amount": 21, "to": "USD"}}),                      # bridge
     call("add", {"a": XSS}),                                                            # fails
     text(f'Done. I also saved it with save_note(text="{XSS}").'),                       # not run
+    # That reply claims a call that never ran, so the lane holds it back and has the answer
+    # written again from the turn's results: this is the rewrite.
+    text("2+3 is 5, 4+5 is 9, and 21 EUR came to 42 USD."),
 ]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -90,6 +93,7 @@ def test_trace_page_shows_what_really_ran(tmp_path):
         reply = lane.chat(f"Add 2+3 and 4+5, convert 21 EUR. {XSS}", session=SESSION,
                           headers={"Authorization": f"Bearer {KEY}"})
         assert reply.status_code == 200, reply.text
+        assert reply.json()["choices"][0]["message"]["content"] == SCRIPT[-1].content
         # A real `lane check` against the same lane (the script is spent, so steps fail): it
         # saves its report in checks/ beside the store, where the overview page reads it.
         code, _, _ = run_check("--url", str(lane.client.base_url), "--db",
@@ -97,6 +101,8 @@ def test_trace_page_shows_what_really_ran(tmp_path):
         assert code == 1
         [saved] = (lane.settings.db_path.parent / "checks").glob("*.json")
         report = json.loads(saved.read_text())
+        lane_calls = lane.rows("SELECT purpose FROM lane_calls WHERE session_id = ? ORDER BY id",
+                               SESSION)
 
         base = str(lane.client.base_url).rstrip("/")
         session_url = f"{base}/ui/sessions/{SESSION}?key={KEY}"
@@ -121,7 +127,15 @@ def test_trace_page_shows_what_really_ran(tmp_path):
     assert "add" in failed and "'b' is a required property" in failed
     [not_run] = page.texts("div", "notrun")
     assert "NOT RUN" in not_run and "save_note" in not_run
-    assert len(page.texts("div", "call")) == 5
+    # The model's five replies, and apart from them each call the lane made for itself (the
+    # decision asked before a reply may end the turn), labelled with its purpose.
+    shown_calls = page.texts("div", "call")
+    own = [t for t in shown_calls if t.startswith("model call for the lane:")]
+    assert len(shown_calls) - len(own) == 6
+    assert shown_calls[-1].endswith("21 EUR came to 42 USD.")
+    assert lane_calls and len(own) == len(lane_calls)
+    assert all(t.startswith(f"model call for the lane: {purpose}")
+               for t, (purpose,) in zip(own, lane_calls))
     # Model output is shown as text, never run or rendered as markup.
     assert page.tags("script") == 0 and page.tags("img") == 0
     assert page.texts("div", "user")[0].endswith(XSS)
