@@ -264,6 +264,10 @@ CLAIMS: tuple[tuple[str, re.Pattern[str], frozenset[str]], ...] = tuple(
         ("ran a tool",
          _I + r"(?:used|ran|called|invoked|executed)\s+(?:a|the|one|some|several|two|three|these|those)?\s*tools?\b",
          _ANY),
+        # The lane has no tool that acts outside the computer: any such statement is false.
+        ("acted outside the computer",
+         _I + r"(?:sent|emailed|e-mailed|mailed|messaged|texted|forwarded|posted|booked|ordered|paid|phoned|"
+              r"notified)\b", frozenset()),
     ))
 
 # A tool named in words: "the X tool", "I ran X". Names the model may give a tool in other words.

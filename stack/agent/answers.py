@@ -16,6 +16,7 @@ import logging
 from ..store import Store
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
+from ..toolsearch.tokens import clauses
 from .corrections import TurnFacts, asks_about_session, fallback_answer, faults, named_in, unlabelled
 from .decide import ask_decision, parse_decision
 from .history import earlier_facts
@@ -53,7 +54,12 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     chooses among every tool offered and search's best hidden ones; after, among the index's best
     for the request that have not run yet (the index proposes, the model disposes: alone, it named
     `calculate` for the number a terminal printed when the request said to save it), and one of
-    those the request names ("... then save it to memory") needs no question."""
+    those the request names ("... then save it to memory") needs no question. A request that
+    holds one task (toolsearch.tokens.clauses) is done once a tool ran for it: asked then, the
+    model named a second tool for "what is this machine called? check from the command line"
+    after `hostname` had answered it, and the answer it wrote next was about the clock."""
+    if turn.outcomes and not clauses(turn.query):
+        return None
     tools = decision_tools(toolset)
     hidden: list[tuple[str, str]] = []
     if toolset.bridged and turn.query.strip():

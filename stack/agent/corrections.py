@@ -29,9 +29,9 @@ LEVERS: dict[str, str] = {
     "claim": "an answer says a tool did something no ok execution of this turn shows: that tool "
              "forced once (the model's own stated intent)",
     "decide": "an answer the model's own constrained choice (agent/decide.py) says still needs a "
-              "tool that has not run in this turn (after a tool ran: among the tool index's best "
-              "for the request, and one the request names without asking): that tool forced once, "
-              "told the latest result",
+              "tool that has not run in this turn (after a tool ran: only for a request of more than "
+              "one task, among the tool index's best for it, and one it names without asking): "
+              "that tool forced once, told the latest result",
     "guess": "a call to a tool that does not exist, which search answers confidently: the next "
              "call is tool_call",
     "compose": "an answer that gives the user nothing (empty, a stock apology, the request echoed, "
@@ -225,7 +225,8 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     if facts.results and not _carries(text, facts.results):
         problems.append("it leaves out what the tools returned")
     ran = facts.ran_in_turn | (facts.ran_in_session if facts.about_session else set())
-    problems += [f"it says {'/'.join(sorted(tools))} did something that did not run"
+    problems += [f"it says {'/'.join(sorted(tools))} did something that did not run" if tools
+                 else "it says something was done that no tool here can do"
                  for _, tools in unbacked_claims(text, ran, frozenset(facts.offered))]
     return problems
 

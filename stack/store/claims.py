@@ -111,6 +111,12 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
         ({"todo"}, rf"\b{_DONE}\s+(?:added|marked|created|updated|put|set)\b[^\n]{{0,50}}"
                    r"\b(?:to-?do|tasks?|checklist|list)\b"),
     ))
+# Work done outside this computer ("I sent the page to her", "I've booked the table"): only a tool
+# whose name says it does such work backs it; the built-in tools never do.
+_OUTSIDE = re.compile(rf"\b{_DONE}\s+(?:just\s+)?(?:sent|emailed|e-mailed|mailed|messaged|texted|forwarded|"
+                      r"posted|booked|ordered|paid|phoned|shared|notified|scheduled)\b", re.IGNORECASE)
+_OUTSIDE_TOOL = re.compile(r"send|mail|message|text|sms|post|book|order|pay|share|notif|calendar|schedul",
+                           re.IGNORECASE)
 # A tool said to have been used or to have answered: "I ran the world_clock tool", "used memory and
 # terminal", "the calculate tool returned", "the terminal printed".
 _USE_VERB = re.compile(r"\b(?:ran|used|called|invoked|executed|tools? used)\b", re.IGNORECASE)
@@ -126,7 +132,8 @@ def claimed_tools(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> l
     named as used or as having answered ("I ran the world_clock tool", "I used memory and
     terminal", "the calculate tool returned"; a tool the lane does not have, "I ran the percentage
     tool", is a claim nothing backs), or a kind of work stated as done ("I added teal to my
-    memory", "the file has been created"). A sentence that negates, hedges, asks or offers ("I can
+    memory", "the file has been created"; "I sent it to her", which only a tool for sending
+    backs). A sentence that negates, hedges, asks or offers ("I can
     save notes", "should I run it?") claims nothing."""
     claims: list[tuple[str, frozenset[str]]] = []
     for raw in re.split(r"(?<=[.!?])\s+(?=[A-Z])|\n+", content):
@@ -143,6 +150,8 @@ def claimed_tools(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> l
         claims += [(sentence, frozenset({name})) for name in sorted(named)]
         claims += [(sentence, tools) for tools, pattern in _FAMILY_CLAIMS
                    if pattern.search(sentence) and not tools & named]
+        if _OUTSIDE.search(sentence):
+            claims.append((sentence, frozenset(n for n in vocabulary if _OUTSIDE_TOOL.search(n))))
     return claims
 
 

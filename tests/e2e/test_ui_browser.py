@@ -135,7 +135,7 @@ def test_trace_page_shows_what_really_ran(tmp_path):
     assert shown_calls[-1].endswith("21 EUR came to 42 USD.")
     assert lane_calls and len(own) == len(lane_calls)
     assert all(t.startswith(f"model call for the lane: {purpose}")
-               for t, (purpose,) in zip(own, lane_calls))
+               for t, (purpose,) in zip(own, lane_calls, strict=True))
     # Model output is shown as text, never run or rendered as markup.
     assert page.tags("script") == 0 and page.tags("img") == 0
     assert page.texts("div", "user")[0].endswith(XSS)

@@ -75,7 +75,7 @@ def test_native_call_runs_and_is_recorded(lane):
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("It is 5.")])
     assert result.content == "It is 5."
     assert result.tools_executed == ["add"]
-    assert result.model_calls == 3  # the call, the answer, and the decision that nothing is left
+    assert result.model_calls == 2  # the call and the answer: a request of one task is done once a tool ran
     assert rows(settings, "SELECT tool_name, status, origin, via_bridge, result FROM tool_executions"
                 ) == [("add", "ok", "native", 0, "5")]
     tool_rows = rows(settings, "SELECT m.content FROM messages m JOIN tool_executions e"
@@ -303,7 +303,7 @@ def test_an_empty_final_answer_is_written_again_from_the_request_and_the_results
     settings, store = lane
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(""), text("It is 5.")],
                         user="2 plus 3?")
-    assert result.content == "It is 5." and result.model_calls == 4  # call, "", decision, rewrite
+    assert result.content == "It is 5." and result.model_calls == 3  # call, "", rewrite
     compose = model.requests[2]
     assert "tools" not in compose and "2 plus 3?" in compose["messages"][-1]["content"]
     assert "- add (ok): 5" in compose["messages"][-1]["content"]
@@ -398,9 +398,9 @@ def test_an_answer_from_the_model_s_own_head_gets_the_tool_its_decision_names(la
     assert [r.get("tool_choice") for r in model.requests] == [
         None, {"type": "function", "function": {"name": "add"}}, None]
     assert result.tools_executed == ["add"] and result.content == "It is 5."
-    # the second decision, after add ran, may not name add again: it is no correction
-    assert rows(settings, "SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "add"}')] * 2
-    assert result.model_calls == 5  # the answer, the decision, the forced call, the answer, the decision
+    # after add ran, a request of one task is done: no second question
+    assert rows(settings, "SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "add"}')]
+    assert result.model_calls == 4  # the answer, the decision, the forced call, the answer
 
 
 def test_a_claim_that_a_tool_ran_forces_that_tool_once(lane):
@@ -463,7 +463,7 @@ def test_after_a_tool_ran_the_decision_names_the_request_s_next_step(lane):
     settings, store = lane
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5"),
                                           call("clarify", {"question": "Saved?"})],
-                        user="add 2 and 3, then check with me", decision='{"next": "clarify"}')
+                        user="add 2 and 3, then check the sum with me", decision='{"next": "clarify"}')
     assert "- add (ok): 5" in model.decide_requests[0]["messages"][-1]["content"]
     assert model.requests[2]["tool_choice"] == {"type": "function", "function": {"name": "clarify"}}
     assert result.tools_executed == ["add", "clarify"] and result.finish_reason == "clarify"
@@ -472,8 +472,16 @@ def test_after_a_tool_ran_the_decision_names_the_request_s_next_step(lane):
 def test_a_decision_for_a_tool_that_already_ran_is_no_correction(lane):
     settings, store = lane
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")],
-                        user="2 plus 3?", decision='{"next": "add"}')
+                        user="add 2 and 3, then tell me the sum", decision='{"next": "add"}')
     assert len(model.decide_requests) == 1 and result.content == "5" and len(model.requests) == 2
+
+
+def test_a_request_of_one_task_is_done_once_a_tool_ran_for_it(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("It is 5.")],
+                        user="what do two and three make together?", decision='{"next": "clarify"}')
+    assert model.decide_requests == [] and result.content == "It is 5."
+    assert result.tools_executed == ["add"] and len(model.requests) == 2
 
 
 def test_a_decision_for_a_tool_that_cannot_be_called_is_no_correction(lane):
@@ -529,7 +537,7 @@ def test_a_fact_label_copied_to_the_front_of_the_answer_never_reaches_the_user_o
 def test_a_next_step_the_request_names_is_forced_without_a_question(lane):
     settings, store = lane
     script = [call("add", {"a": 2, "b": 3}), text("It is 5."), call("clarify", {"question": "ok?"})]
-    result, model = run(settings, store, script, user="add 2 and 3, then clarify with me")
+    result, model = run(settings, store, script, user="add 2 and 3, then clarify the result with me")
     assert model.decide_requests == []
     assert model.requests[2]["tool_choice"] == {"type": "function", "function": {"name": "clarify"}}
     assert result.tools_executed == ["add", "clarify"]

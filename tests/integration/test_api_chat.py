@@ -95,7 +95,7 @@ def sse_events(raw: str):
 def test_stateless_turn_with_a_tool_call(tmp_path):
     with running_lane(tmp_path, [call("add", {"a": 2, "b": 3}), text("It is 5.")]) as lane:
         response = lane.chat(messages=[{"role": "system", "content": "Be brief."},
-                                       {"role": "user", "content": "What is 2+3?"}])
+                                       {"role": "user", "content": "Add 2 and 3, then tell me the sum"}])
         assert response.status_code == 200, response.text
         session = response.headers["x-session-id"]
         reply = response.json()
@@ -104,7 +104,7 @@ def test_stateless_turn_with_a_tool_call(tmp_path):
         assert reply["choices"][0]["message"] == {"role": "assistant", "content": "It is 5."}
         assert reply["choices"][0]["finish_reason"] == "stop"
 
-        assert lane.rows("SELECT id, title FROM sessions") == [(session, "What is 2+3?")]
+        assert lane.rows("SELECT id, title FROM sessions") == [(session, "Add 2 and 3, then tell me the sum")]
         assert [r for r, _ in lane.history(session)] == ["system", "user", "assistant", "tool",
                                                          "assistant"]
         assert lane.history(session)[3] == ("tool", "5")
@@ -202,7 +202,7 @@ def test_stream_sends_role_answer_usage_and_done(tmp_path):
         assert text_out == "The sum is 42."
         assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
         assert chunks[-1]["usage"]["lane"]["tools_executed"] == ["add"]
-        assert chunks[-1]["usage"]["lane"]["model_calls"] == 3  # with the decision
+        assert chunks[-1]["usage"]["lane"]["model_calls"] == 2  # one task: done once add ran
         assert lane.rows("SELECT tool_name, status FROM tool_executions WHERE session_id = 's1'"
                          ) == [("add", "ok")]
         assert lane.history("s1")[-1] == ("assistant", "The sum is 42.")
@@ -339,7 +339,7 @@ def test_clarify_and_iteration_limit_map_to_openai_finish_reasons(tmp_path):
 
 def test_session_endpoint_shows_messages_and_executions(tmp_path):
     with running_lane(tmp_path, [call("add", {"a": 1, "b": 2}), text("3")]) as lane:
-        lane.chat("1+2", session="shown")
+        lane.chat("add 1 and 2, then show me the sum", session="shown")
         found = lane.client.get("/v1/sessions/shown")
         assert found.status_code == 200
         data = found.json()

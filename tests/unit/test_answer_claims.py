@@ -28,6 +28,16 @@ def test_a_statement_that_work_was_done_is_a_claim(answer, backed_by):
     assert claims and any(backed_by <= tools for _, tools in claims)
 
 
+@pytest.mark.parametrize("answer", ["I sent the webpage to her.", "I've booked a table for two at 8.",
+                                    "I have emailed the report to Marta."])
+def test_work_outside_the_computer_is_a_claim_only_a_tool_for_it_backs(answer):
+    [(_, tools)] = claimed_tools(answer, VOCABULARY)
+    assert tools == frozenset()  # no built-in tool sends, books or mails
+    assert unbacked_claims(answer, set(VOCABULARY), VOCABULARY)
+    with_mail = VOCABULARY | {"mail__send_message", "calendar__book_table"}
+    assert unbacked_claims(answer, {"mail__send_message", "calendar__book_table"}, with_mail) == []
+
+
 def test_each_tool_named_as_used_is_its_own_claim():
     claims = claimed_tools("I used memory and terminal in this session.", VOCABULARY)
     assert sorted(tools for _, tools in claims) == [frozenset({"memory"}), frozenset({"terminal"})]
@@ -41,6 +51,7 @@ def test_each_tool_named_as_used_is_its_own_claim():
     "Run ls in the terminal to see them.",
     "The answer is 391.",
     "Hello! How can I help you today?",
+    "I can send it to her if you give me a tool for email.",
 ])
 def test_capability_questions_negations_and_plain_answers_claim_nothing(answer):
     assert claimed_tools(answer, VOCABULARY) == []
@@ -64,6 +75,7 @@ def facts(request="2 plus 3?", ran=(), results=(), session=(), offered=("memory"
     ('{"name": "calculate", "arguments": {"expression": "2+3"}}', "a tool call written as text"),
     ("Already done: this exact call ran earlier in this turn and returned: 5", "the lane's own note copied"),
     ("I saved it to memory.", "it says memory did something that did not run"),
+    ("I sent the page to her.", "it says something was done that no tool here can do"),
 ])
 def test_an_answer_that_gives_nothing_or_claims_is_held_back(answer, problem):
     assert problem in faults(answer, facts())

@@ -78,6 +78,7 @@ def test_an_execution_that_failed_does_not_back_a_claim(ev, names):
     ("According to the system clock it is 09:05 in Tokyo.", []),
     ("I used the terminal and session_search.", ["terminal"]),
     ("Tools used: memory, terminal.", ["memory"]),
+    ("I sent the webpage to her.", ["http_fetch"]),
 ])
 def test_false_claims_are_found(ev, names, answer, ran):
     assert ev.false_claims(answer, ran, names), answer
