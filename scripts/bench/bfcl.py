@@ -35,7 +35,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,8 @@ from typing import Any, Iterator
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from stack.launch import LaunchFailed, wait_healthy  # noqa: E402
+import lane_run  # noqa: E402  (scripts/bench, this script's folder)
+from lane_run import free_port  # noqa: E402
 
 BFCL_VERSION = "2026.3.23"
 VENV = Path(os.environ.get("LANE_BFCL_VENV", Path.home() / ".cache" / "fallback-lane" / "bfcl-venv"))
@@ -239,14 +239,6 @@ def select(label: str, split: str, size: int | None, data: Path) -> list[str]:
 
 # ---------------------------------------------------------------- the lane
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def lane_tree(rev: str) -> Iterator[tuple[Path, str]]:
     """The lane's committed code at `rev`, unpacked in a temp dir, and its commit: the working tree
@@ -262,24 +254,12 @@ def lane_tree(rev: str) -> Iterator[tuple[Path, str]]:
 
 @contextlib.contextmanager
 def lane_process(name: str, args: list[str], env: dict[str, str], log_path: Path, tree: Path = ROOT) -> Iterator[str]:
-    """`lane NAME ARGS` run from `tree` (`python -m` puts it first on the path, ahead of the
-    project venv's editable install) until the block ends; yields its base URL once /health answers."""
+    """`lane NAME ARGS` run from `tree` until the block ends; yields its base URL once /health
+    answers (lane_run.lane_process)."""
     port = free_port()
-    with log_path.open("w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "stack.cli", *args, "--port", str(port)], cwd=tree,
-                                env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            try:
-                wait_healthy(f"lane {name}", f"http://127.0.0.1:{port}/health", proc, threading.Event(), 300)
-            except LaunchFailed as exc:
-                raise RuntimeError(f"{exc}:\n{log_path.read_text()[-2000:]}") from None
-            yield f"http://127.0.0.1:{port}/v1"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    with lane_run.lane_process(f"lane {name}", [*args, "--port", str(port)], {**os.environ, **env}, log_path,
+                               f"http://127.0.0.1:{port}/health", tree=tree):
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 def lane_shim(llm_url: str, env: dict[str, str], log_dir: Path, tree: Path) -> contextlib.AbstractContextManager[str]:

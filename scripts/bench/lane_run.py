@@ -108,21 +108,32 @@ def lane_up(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
     up_args = ["up", "--llm-port", str(llm_port), "--port", str(shim_port), "--ctx", str(ctx),
                "--threads", str(threads), "--home", str(home)] + (["--model", model] if model else [])
     log_path = log_dir / f"lane-up-{shim_port}.log"
+    with lane_process("lane up", up_args, environment, log_path,
+                      f"http://127.0.0.1:{shim_port}/health", stop_s=30):
+        yield RunningLane(f"http://127.0.0.1:{shim_port}", home, environment, log_path)
+
+
+@contextlib.contextmanager
+def lane_process(name: str, args: list[str], env: dict[str, str], log_path: Path, health_url: str, *,
+                 tree: Path = ROOT, stop_s: float = 15) -> Iterator[None]:
+    """`python -m stack.cli ARGS` run from `tree` (first on the path, ahead of the project venv's
+    editable install, so an older revision's tree runs its own code) until the block ends,
+    entered once `health_url` answers; its output goes to `log_path`."""
     with log_path.open("w") as log:
-        lane = subprocess.Popen([sys.executable, "-m", "stack.cli", *up_args], cwd=ROOT,
-                                env=environment, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([sys.executable, "-m", "stack.cli", *args], cwd=tree, env=env,
+                                stdout=log, stderr=subprocess.STDOUT)
         try:
             try:
-                wait_healthy("lane up", f"http://127.0.0.1:{shim_port}/health", lane, threading.Event(), 300)
+                wait_healthy(name, health_url, proc, threading.Event(), 300)
             except LaunchFailed as exc:
                 raise RuntimeError(f"{exc}:\n{log_path.read_text()[-2000:]}") from None
-            yield RunningLane(f"http://127.0.0.1:{shim_port}", home, environment, log_path)
+            yield
         finally:
-            lane.terminate()
+            proc.terminate()
             try:
-                lane.wait(30)
+                proc.wait(stop_s)
             except subprocess.TimeoutExpired:
-                lane.kill()
+                proc.kill()
 
 
 def run_check(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
