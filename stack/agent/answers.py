@@ -93,19 +93,27 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
 
 
 async def checked_answer(llm: LlmClient, store: Store, turn: Turn, reply: ModelReply,
-                         facts: TurnFacts) -> TurnEnded:
+                         facts: TurnFacts, memory: str | None = None) -> TurnEnded:
     """The answer as the store allows it: the model's when nothing is wrong with it; else one
     written again from the request and the results; else the lane's own account of what ran."""
     passed = _passed(store, turn, reply, facts)
     if isinstance(passed, TurnEnded):
         return passed
+    return await composed_answer(llm, store, turn, facts, memory, passed)
+
+
+async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnFacts,
+                          memory: str | None = None, held_back: list[str] | None = None) -> TurnEnded:
+    """An answer written from the request, the turn's results, earlier turns as facts and what
+    the lane remembers (prompt.compose_messages); the lane's own account of what ran when that
+    answer may not be passed on either (`held_back`: why the model's own reply was not)."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     try:
-        composed = await llm.chat(compose_messages(turn.query, results, _earlier(store, turn)), [],
+        composed = await llm.chat(compose_messages(turn.query, results, _earlier(store, turn), memory), [],
                                   max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS), temperature=0.0)
     except LlmError as exc:
         log.warning("answer not composed: %s", exc)
-        return TurnEnded(fallback_answer(turn.outcomes, passed), "stop")
+        return TurnEnded(fallback_answer(turn.outcomes, held_back or ()), "stop")
     count(turn.result, composed)
     store.add_message(turn.result.session_id, "assistant", composed.content,
                       prompt_tokens=composed.prompt_tokens, completion_tokens=composed.completion_tokens,

@@ -18,7 +18,7 @@ from ..tools.execute import Outcome
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.surface import Profile, Toolset, assemble
-from .answers import checked_answer, decided_tool, facts_of
+from .answers import checked_answer, composed_answer, decided_tool, facts_of
 from .corrections import Correction, correction, decided, fallback_answer, guessed, named_in, repeated
 from .history import conversation
 from .llm_client import LlmClient, ModelReply
@@ -44,6 +44,8 @@ class Agent:
             self._store_incoming(session_id, message)
         turn = self._new_turn(session_id, new_messages, profile, max_tokens, temperature)
         try:
+            if self.settings.turn == "driven":
+                await self._driven(turn)
             for iteration in range(self.settings.max_iterations):
                 toolset = self._toolset(turn, first=iteration == 0)
                 reply = await self._ask(turn, toolset)
@@ -59,6 +61,30 @@ class Agent:
         return self._finish(turn, TurnEnded(
             f"I stopped after {turn.result.model_calls} model calls without reaching a final "
             f"answer. Tools that ran: {ran}.", "iteration_limit"))
+
+    async def _driven(self, turn: Turn) -> None:
+        """The lane drives the turn: the model's constrained choice (decide.py) names each step,
+        the forced call decodes that tool's arguments under its schema, and the answer is written
+        from the request and the results (answers.composed_answer), never from a free reply."""
+        for step in range(MAX_DECISIONS + 1):
+            toolset = self._toolset(turn, first=step == 0)
+            turn.decisions += 1
+            tool = await decided_tool(self.llm, self.store, turn, toolset)
+            ran = {o.tool_name for o in turn.outcomes if o.status == "ok"}
+            if tool is None or tool in ran or not self._apply(turn, Correction(None, tool, "decide"), toolset):
+                break
+            if turn.force is None:
+                break
+            reply = await self._ask(turn, toolset)
+            calls = calls_in(reply.content, reply.tool_calls, toolset.parameters_of)
+            message_id = self._store_reply(turn, reply, calls)
+            for call in calls:
+                await self._execute(call, toolset, turn, message_id)
+        raise await composed_answer(self.llm, self.store, turn, facts_of(turn, self._toolset(turn, first=False),
+                                                                         self.store), self._memory(turn))
+
+    def _memory(self, turn: Turn) -> str | None:
+        return memory_note(self.store.memory_snapshot(turn.result.session_id, lambda: read_memory(self.settings)))
 
     def _new_turn(self, session_id: str, new_messages: list[dict[str, Any]], profile: Profile,
                   max_tokens: int | None, temperature: float | None) -> Turn:
@@ -116,7 +142,7 @@ class Agent:
             fix = decided(await decided_tool(self.llm, self.store, turn, toolset), facts)
         if self._apply(turn, fix, toolset):
             return
-        raise await checked_answer(self.llm, self.store, turn, reply, facts)
+        raise await checked_answer(self.llm, self.store, turn, reply, facts, self._memory(turn))
 
     def _apply(self, turn: Turn, fix: Correction | None, toolset: Toolset) -> bool:
         """Every lever goes through here: once per kind (and tool), a note the model reads next,

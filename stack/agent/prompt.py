@@ -68,9 +68,12 @@ def turn_facts(request: str, results: Sequence[tuple[str, str, str]], earlier: s
     return "\n\n".join(parts)
 
 
-def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "") -> list[dict[str, str]]:
-    """The question that writes an answer from the request and this turn's results."""
-    return [{"role": "system", "content": COMPOSE},
+def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "",
+                     memory: str | None = None) -> list[dict[str, str]]:
+    """The question that writes an answer from the request and this turn's results (and what the
+    lane remembers, `memory_note`'s text, for a question about something the user said to keep)."""
+    system = f"{COMPOSE}\n\n{memory}" if memory else COMPOSE
+    return [{"role": "system", "content": system},
             {"role": "user", "content": turn_facts(request, results, earlier) + "\n\nWrite the reply."}]
 
 
