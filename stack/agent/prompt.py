@@ -72,8 +72,8 @@ def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earl
                      memory: str | None = None) -> list[dict[str, str]]:
     """The question that writes an answer from the request and this turn's results (and what the
     lane remembers, `memory_note`'s text, for a question about something the user said to keep)."""
-    system = f"{COMPOSE}\n\n{memory}" if memory else COMPOSE
-    return [{"role": "system", "content": system},
+    remembered = [{"role": "system", "content": memory}] if memory else []
+    return [{"role": "system", "content": COMPOSE}, *remembered,
             {"role": "user", "content": turn_facts(request, results, earlier) + "\n\nWrite the reply."}]
 
 
