@@ -3,7 +3,7 @@ the shim's public HTTP API and judged from its store (`GET /v1/sessions/{id}`), 
 model's own words.
 
     flock /tmp/lane-model.lock .venv/bin/python scripts/bench/everyday.py \\
-        --start models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf            # both files, lane started here
+        --start models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf            # every file, lane started here
     .venv/bin/python scripts/bench/everyday.py --url http://127.0.0.1:8642 --home .lane --profile full
     ... --files scripts/bench/data/everyday_heldout.json --limit 6 --json out.json
 
@@ -49,7 +49,7 @@ import httpx
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parents[1]
 DATA = BENCH / "data"
-DEFAULT_FILES = (DATA / "everyday_tuning.json", DATA / "everyday_heldout.json")
+DEFAULT_FILES = (DATA / "everyday_tuning.json", DATA / "everyday_seen.json", DATA / "everyday_heldout.json")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

@@ -54,8 +54,13 @@ _CALL_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 _STOCK = re.compile(r"^\W*(?:i'?m sorry|i apologi[sz]e|sorry|unfortunately)\b.{0,80}\b(?:need more "
                     r"(?:information|context|details)|provide more|(?:do not|don't) have access|"
                     r"can(?:'t|not) (?:help|assist))", re.IGNORECASE | re.DOTALL)
+# The fixed words of every note the lane writes to the model (the corrections below, the repeat
+# breaker's results, "Answer not passed on"): a reply holding them copied a note.
 _LANE_WORDS = ("Do not call it again", "Already done: this exact call", "Not run: this exact call",
-               "reply with only:", "a tool only runs when")
+               "reply with only:", "a tool only runs when", "but did not make it, so nothing ran",
+               "That was not a valid call", "has not run for this request", "has not run for it yet",
+               "now with the arguments the request needs", "The latest tool result was",
+               "Answer not passed on")
 
 
 @dataclass(frozen=True)

@@ -74,6 +74,8 @@ def facts(request="2 plus 3?", ran=(), results=(), session=(), offered=("memory"
     ("2 plus 3?", "the request echoed back"),
     ('{"name": "calculate", "arguments": {"expression": "2+3"}}', "a tool call written as text"),
     ("Already done: this exact call ran earlier in this turn and returned: 5", "the lane's own note copied"),
+    ("The request still needs calculate, which has not run for it yet. Call calculate now with the "
+     "arguments the request needs.", "the lane's own note copied"),
     ("I saved it to memory.", "it says memory did something that did not run"),
     ("I sent the page to her.", "it says something was done that no tool here can do"),
 ])
@@ -99,3 +101,18 @@ def test_a_fact_label_copied_to_the_front_of_an_answer_is_dropped():
     assert unlabelled("The assistant answered: 42") == "42"
     assert unlabelled("Assistant: hello there") == "hello there"
     assert unlabelled("The answer is 42.") == "The answer is 42."
+
+
+def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied():
+    from stack.agent.corrections import correction, decided, repeated
+    from stack.tools.execute import Outcome
+
+    f = facts("2 plus 3?", offered=("memory", "calculate"))
+    notes = [decided("calculate", f).note,
+             correction("I saved it to memory.", f).note,
+             correction('{"name": "calculate", "expression": "2+3"}', f).note]
+    for status in ("ok", "error"):
+        earlier = Outcome("calculate", status, "5", "{\"expression\": \"2+3\"}", "2026-11-26T00:00:00", 1.0)
+        notes.append(repeated("calculate", {"expression": "2+3"}, earlier).output)
+    for note in notes:
+        assert "the lane's own note copied" in faults(note, f), note

@@ -11,7 +11,7 @@ from stack.config import DEFAULT_CORE_TOOLS
 from tests.bench_scripts import bench_script
 
 DATA = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "data"
-FILES = ("everyday_tuning.json", "everyday_heldout.json")
+FILES = ("everyday_tuning.json", "everyday_seen.json", "everyday_heldout.json")
 
 
 @pytest.fixture(scope="module")
@@ -233,6 +233,7 @@ def test_the_files_follow_the_schema(ev, names, benches):
         assert ev.validate(bench, names) == [], name
     assert benches["everyday_heldout.json"]["heldout"] is True
     assert benches["everyday_tuning.json"]["heldout"] is False
+    assert benches["everyday_seen.json"]["heldout"] is False  # read while tuning: no longer held out
 
 
 def test_enough_turns_and_every_family(ev, benches):
