@@ -107,7 +107,9 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
         ({"search_files", "terminal", "run_python", "read_file"},
          rf"\b{_DONE}\s+(?:searched|looked)\b[^\n]{{0,30}}\b(?:files?|folders?|directory|workspace)\b"),
         ({"session_search"}, rf"\b{_DONE}\s+(?:searched|looked through|checked|gone through|went through)"
-                             r"\b[^\n]{0,40}\b(?:sessions?|conversations?|chats?|history)\b"),
+                             r"\b[^\n]{0,40}\b(?:sessions?|conversations?|chats?|history)\b"
+                             rf"|\b{_DONE}\s+(?:found|seen|saw)\b[^\n]{{0,60}}\b(?:earlier|previous|past|old|other)\s+"
+                             r"(?:sessions?|conversations?|chats?)\b"),
         ({"todo"}, rf"\b{_DONE}\s+(?:added|marked|created|updated|put|set)\b[^\n]{{0,50}}"
                    r"\b(?:to-?do|tasks?|checklist|list)\b"),
     ))

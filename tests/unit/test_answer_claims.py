@@ -17,6 +17,7 @@ VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
     ("The calculate tool gave 46.", {"calculate"}),
     ("The file notes.txt has been created with the line hello lane.", {"write_file"}),
     ("I searched your past sessions and found the id.", {"session_search"}),
+    ("I found the plumber's name in our earlier conversations: Mr Novak.", {"session_search"}),
     ("The files in the workspace were listed using the shell.", {"terminal"}),
     ("I wrote down that the plumber comes on Friday.", {"memory"}),
     ('I wrote "flour eggs milk" to list.txt.', {"write_file"}),
