@@ -108,9 +108,10 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
     the lane remembers (prompt.compose_messages); the lane's own account of what ran when that
     answer may not be passed on either (`held_back`: why the model's own reply was not)."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
+    session_tools = sorted(facts.ran_in_session) if facts.about_session else None
+    question = compose_messages(turn.query, results, _earlier(store, turn), memory, session_tools)
     try:
-        composed = await llm.chat(compose_messages(turn.query, results, _earlier(store, turn), memory), [],
-                                  max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS), temperature=0.0)
+        composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS), temperature=0.0)
     except LlmError as exc:
         log.warning("answer not composed: %s", exc)
         return TurnEnded(fallback_answer(turn.outcomes, held_back or ()), "stop")

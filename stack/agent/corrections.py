@@ -221,8 +221,8 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     problems = []
     if _STOCK.search(text):
         problems.append("a stock apology")
-    if _echoes(text, facts.request):
-        problems.append("the request echoed back")
+    if _echoes(text, facts.request) and not any(_plain(text) in _plain(r) for r in facts.results):
+        problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
     if any(words in text for words in _LANE_WORDS):
         problems.append("the lane's own note copied")
     if text_tool_calls(text, frozenset(facts.offered)) or text.startswith("{") and '"name"' in text:

@@ -47,6 +47,8 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("check how full the disk is and keep the number for later", "terminal", "memory"),
     ("make a file todo.md with the line 'buy milk'", "", "write_file"),
     ("how many planets are in the solar system?", "", ANSWER),
+    ("the call to the bank is done, mark it on my list", "", "todo"),
+    ("how many strings does a violin have?", "", ANSWER),
 )
 
 
@@ -69,7 +71,7 @@ def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequ
     conversation said before (short facts, not answers to imitate)."""
     question = turn_facts(request[:MAX_REQUEST_CHARS], ran, context, result_chars=RESULT_CHARS)
     if hidden:
-        question += "\n\nMore tools that may fit:\n" + "\n".join(
+        question += "\n\nOther tools, found by a word search for this message (often none of them fits):\n" + "\n".join(
             f"- {name}: {one_line(description, 110)}" for name, description in hidden)
     question += '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
     known = set(known) | {name for name, _ in [*tools, *hidden]}

@@ -83,8 +83,9 @@ class Agent:
         raise await composed_answer(self.llm, self.store, turn, facts_of(turn, self._toolset(turn, first=False),
                                                                          self.store), self._memory(turn))
 
-    def _memory(self, turn: Turn) -> str | None:
-        return memory_note(self.store.memory_snapshot(turn.result.session_id, lambda: read_memory(self.settings)))
+    def _memory(self, turn: Turn) -> str:
+        """What the lane remembered when the session began (the same snapshot the model reads)."""
+        return self.store.memory_snapshot(turn.result.session_id, lambda: read_memory(self.settings))
 
     def _new_turn(self, session_id: str, new_messages: list[dict[str, Any]], profile: Profile,
                   max_tokens: int | None, temperature: float | None) -> Turn:

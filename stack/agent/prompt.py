@@ -44,37 +44,49 @@ def memory_note(memory: str) -> str | None:
 
 
 COMPOSE = (
-    "You are the assistant. Reply to the user's message, speaking to the user as \"you\", in one "
-    "to three short sentences. Give "
-    "what the user asked for: quote the numbers, text, times or output from the results below. "
-    "Only say something was done (saved, run, written, found) if a result below shows it. If "
-    "nothing ran, answer from what you know, or say plainly what you could not do."
+    "You are a helpful assistant on the user's own computer. Answer the user's last message "
+    "directly, in one to three short sentences, speaking to them as \"you\". The facts below say "
+    "what the tools returned for it: give the user the numbers, text, times or output they asked "
+    "for, quoted from there. Only say something was done (saved, run, written, found) if the facts "
+    "show it. If nothing ran, answer from what you know, or say plainly what you could not do."
 )
 COMPOSE_RESULT_CHARS = 1500
 
 
 def turn_facts(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "", *,
                result_chars: int = COMPOSE_RESULT_CHARS) -> str:
-    """This turn as facts for the lane's own questions (the decision, the answer written again):
-    what the conversation said before, the user's message, and each tool that ran for it as
-    (tool, status, output); no tools offered and no history to imitate."""
-    parts = [f"Earlier in the conversation:\n{earlier.strip()}"] if earlier.strip() else []
-    parts.append(f"The user's message: {request.strip()}")
-    if results:
-        parts.append("What ran for it:\n" + "\n".join(
-            f"- {name} ({status}): {_clip(output, result_chars)}" for name, status, output in results))
-    else:
-        parts.append("Nothing has run for it yet.")
-    return "\n\n".join(parts)
+    """This turn as facts for the lane's own questions (the decision): what the conversation said
+    before, the user's message, and each tool that ran for it as (tool, status, output); no tools
+    offered and no history to imitate."""
+    return "\n\n".join([*_earlier_part(earlier), f"The user's message: {request.strip()}",
+                        _ran_part(results, result_chars, "it")])
 
 
 def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "",
-                     memory: str | None = None) -> list[dict[str, str]]:
-    """The question that writes an answer from the request and this turn's results (and what the
-    lane remembers, `memory_note`'s text, for a question about something the user said to keep)."""
-    remembered = [{"role": "system", "content": memory}] if memory else []
-    return [{"role": "system", "content": COMPOSE}, *remembered,
-            {"role": "user", "content": turn_facts(request, results, earlier) + "\n\nWrite the reply."}]
+                     memory: str | None = None, session_tools: Sequence[str] | None = None
+                     ) -> list[dict[str, str]]:
+    """The question that writes an answer: the fixed instruction (a stable, warmed prefix), the
+    facts (what the user asked the lane to keep, earlier turns, this turn's results, and for a
+    question about the session the tools that ran in it), then the user's own message, which the
+    model answers as it would in a chat."""
+    facts = [f"Notes the user asked you to keep:\n{memory.strip()}"] if memory and memory.strip() else []
+    facts += [*_earlier_part(earlier), _ran_part(results, COMPOSE_RESULT_CHARS, "the user's last message")]
+    if session_tools is not None:
+        facts.append("Tools that ran in this conversation: " + (", ".join(session_tools) or "none"))
+    return [{"role": "system", "content": COMPOSE},
+            {"role": "system", "content": "\n\n".join(facts)},
+            {"role": "user", "content": request.strip()}]
+
+
+def _earlier_part(earlier: str) -> list[str]:
+    return [f"Earlier in the conversation:\n{earlier.strip()}"] if earlier.strip() else []
+
+
+def _ran_part(results: Sequence[tuple[str, str, str]], result_chars: int, what: str) -> str:
+    if not results:
+        return f"Nothing has run for {what} yet."
+    return f"What ran for {what}:\n" + "\n".join(
+        f"- {name} ({status}): {_clip(output, result_chars)}" for name, status, output in results)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 import weakref
@@ -57,13 +58,19 @@ SOURCE_WORD_TOOLS = 3
 VECTOR_WAIT_S = 2.0
 
 
+_ABBREVIATIONS = ("e.g", "i.e", "etc", "vs", "approx", "incl")
+
+
 def one_line(text: str, limit: int = 120) -> str:
-    """The first sentence of a description, on one line, at most `limit` characters."""
+    """The first sentence of a description, on one line, at most `limit` characters ("e.g." and
+    the like end no sentence)."""
     flat = " ".join(text.split())
-    for stop in (". ", "\n"):
-        cut = flat.find(stop)
-        if 0 < cut < limit:
-            return flat[: cut + 1] if stop == ". " else flat[:cut]
+    for match in re.finditer(r"\. ", flat):
+        cut = match.start()
+        if cut >= limit:
+            break
+        if cut > 0 and not flat[:cut].lower().endswith(_ABBREVIATIONS):
+            return flat[: cut + 1]
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 

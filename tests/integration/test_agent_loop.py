@@ -305,8 +305,9 @@ def test_an_empty_final_answer_is_written_again_from_the_request_and_the_results
                         user="2 plus 3?")
     assert result.content == "It is 5." and result.model_calls == 3  # call, "", rewrite
     compose = model.requests[2]
-    assert "tools" not in compose and "2 plus 3?" in compose["messages"][-1]["content"]
-    assert "- add (ok): 5" in compose["messages"][-1]["content"]
+    # the results as facts, then the user's own message to answer
+    assert "tools" not in compose and compose["messages"][-1] == {"role": "user", "content": "2 plus 3?"}
+    assert "- add (ok): 5" in compose["messages"][-2]["content"]
     assert system_notes(settings) == ["Answer not passed on: the model gave no answer"]
     last = rows(settings, "SELECT role, content, lane_note FROM messages ORDER BY id DESC LIMIT 1")[0]
     assert last == ("assistant", "It is 5.", 0)

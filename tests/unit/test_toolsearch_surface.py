@@ -301,3 +301,11 @@ def test_a_source_singled_out_gets_its_best_tools_when_no_clear_winner_does(sett
     assert promoted_tools(catalog, f"in linear, {query}") == ["linear__save_issue"]
     assert promoted_tools(catalog, "what is the weather forecast for Oslo, linear?") == [
         "weather_forecast"]  # a clear winner stays the winner
+
+
+def test_a_description_s_first_line_does_not_end_at_an_abbreviation():
+    from stack.toolsearch.catalog import one_line
+
+    assert one_line("Evaluate an expression exactly, e.g. '17 * 23'. Then more.") == \
+        "Evaluate an expression exactly, e.g. '17 * 23'."
+    assert one_line("Read a file. Optionally a range.") == "Read a file."
