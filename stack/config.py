@@ -57,10 +57,6 @@ class Settings:
     # Qwen2.5-Coder-1.5B (six-step check, arm b), 0.7 passed 1-4 of 6 from run to run, 0 passed 4.
     temperature: float | None = 0.0
     max_iterations: int = 12
-    # EXPERIMENT (issue 32 item 3, measured then one of the two deleted): "free" lets the model's
-    # own reply decide, call and answer; "driven" has the lane ask each step as a constrained
-    # choice, decode the arguments under the tool's schema and write the answer from the results.
-    turn: str = "free"
     home: Path = Path(".lane")
     db: Path | None = None
     host: str = "127.0.0.1"
@@ -150,7 +146,6 @@ _ENV_NAMES = {
     "LANE_LLM_CACHE_MB": "llm_cache_mb",
     "LANE_TEMPERATURE": "temperature",
     "LANE_MAX_ITERATIONS": "max_iterations",
-    "LANE_TURN": "turn",
     "LANE_HOME": "home",
     "LANE_DB": "db",
     "LANE_HOST": "host",

@@ -1,17 +1,16 @@
-"""An answer held to the store before it leaves the lane.
+"""The two questions of a turn the lane asks its model besides the calls, and the answer held
+to the store.
 
-The store knows what ran; a small model's answer often does not agree with it. Before a reply
-without calls ends a turn, the loop reads it against this turn's executions (TurnFacts): a claim
-that a tool did something, or an answer from the model's own head where the model's own
-constrained choice (decide.py) says a tool is needed, earns another model call (corrections.py);
-what ends the turn is the model's answer only when nothing is wrong with it, else an answer written
-again from the request and the results (prompt.compose_messages), else the lane's own account of
-what ran. Every answer held back is a lane note.
+The decision (decide.py) picks the next step under a grammar: before any tool ran, among the
+offered tools and search's best hidden ones; after, only for a request of more than one task. The
+answer is written from the request, the turn's results, earlier turns as facts and what the lane
+remembers (prompt.compose_messages), never from a free reply that copies its history; before it
+leaves the lane it is read against the store (corrections.faults): one that gives nothing, is
+call-shaped or claims what did not run is not passed on, and the user gets the lane's own account
+of what ran instead. Every answer held back is a lane note.
 """
 
 from __future__ import annotations
-
-import logging
 
 from ..store import Store
 from ..toolsearch.bridges import CALL
@@ -20,11 +19,9 @@ from ..toolsearch.tokens import clauses
 from .corrections import TurnFacts, asks_about_session, fallback_answer, faults, named_in, unlabelled
 from .decide import ask_decision, parse_decision
 from .history import earlier_facts
-from .llm_client import LlmClient, LlmError, ModelReply
+from .llm_client import LlmClient, ModelReply
 from .prompt import compose_messages
 from .turn import Turn, TurnEnded, count
-
-log = logging.getLogger("lane.agent")
 
 # The decision question lists the direct tools and at most this many hidden ones (search's best).
 DECIDE_HIDDEN = 5
@@ -48,7 +45,7 @@ def decision_tools(toolset: Toolset) -> list[tuple[str, str]]:
             if t["function"]["name"] not in toolset.bridges and t["function"]["name"] != CALL]
 
 
-async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset) -> str | None:
+async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, memory: str = "") -> str | None:
     """The model's constrained choice of the tool the request still needs (decide.py), kept with
     the lane's own model calls; None for "answer" or when asking fails. Before any tool ran it
     chooses among every tool offered and search's best hidden ones; after, among the index's best
@@ -79,12 +76,8 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     else:
         choices = [name for name, _ in [*tools, *hidden]]
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
-    try:
-        reply = await ask_decision(llm, turn.query, tools, hidden, results, _earlier(store, turn),
-                                   known=set(toolset.catalog.tools), choices=choices)
-    except LlmError as exc:
-        log.warning("no decision: %s", exc)
-        return None
+    reply = await ask_decision(llm, turn.query, tools, hidden, results, _earlier(store, turn),
+                               known=set(toolset.catalog.tools), choices=choices, memory=memory)
     count(turn.result, reply)
     store.add_lane_call(turn.result.session_id, "decide", reply.content,
                         prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
@@ -92,39 +85,24 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     return parse_decision(reply.content, choices)
 
 
-async def checked_answer(llm: LlmClient, store: Store, turn: Turn, reply: ModelReply,
-                         facts: TurnFacts, memory: str | None = None) -> TurnEnded:
-    """The answer as the store allows it: the model's when nothing is wrong with it; else one
-    written again from the request and the results; else the lane's own account of what ran."""
-    passed = _passed(store, turn, reply, facts)
-    if isinstance(passed, TurnEnded):
-        return passed
-    return await composed_answer(llm, store, turn, facts, memory, passed)
-
-
 async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnFacts,
-                          memory: str | None = None, held_back: list[str] | None = None) -> TurnEnded:
-    """An answer written from the request, the turn's results, earlier turns as facts and what
-    the lane remembers (prompt.compose_messages); the lane's own account of what ran when that
-    answer may not be passed on either (`held_back`: why the model's own reply was not)."""
+                          memory: str | None = None) -> TurnEnded:
+    """The turn's answer, written from the request, the turn's results, earlier turns as facts
+    and what the lane remembers; the lane's own account of what ran when it may not be passed on."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     session_tools = sorted(facts.ran_in_session) if facts.about_session else None
     question = compose_messages(turn.query, results, _earlier(store, turn), memory, session_tools)
-    try:
-        composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS), temperature=0.0)
-    except LlmError as exc:
-        log.warning("answer not composed: %s", exc)
-        return TurnEnded(fallback_answer(turn.outcomes, held_back or ()), "stop")
+    composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),
+                              temperature=turn.temperature)
     count(turn.result, composed)
     store.add_message(turn.result.session_id, "assistant", composed.content,
                       prompt_tokens=composed.prompt_tokens, completion_tokens=composed.completion_tokens,
                       cached_tokens=composed.cached_tokens)
-    again = _passed(store, turn, composed, facts, finish="stop")
-    return again if isinstance(again, TurnEnded) else TurnEnded(fallback_answer(turn.outcomes, again), "stop")
+    passed = _passed(store, turn, composed, facts)
+    return passed if isinstance(passed, TurnEnded) else TurnEnded(fallback_answer(turn.outcomes, passed), "stop")
 
 
-def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts,
-            finish: str | None = None) -> TurnEnded | list[str]:
+def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts) -> TurnEnded | list[str]:
     """The turn's end with this reply as its answer (without a copied fact label, stored as the
     turn's last reply when that changed it), or why it may not be passed on (a lane note)."""
     session = turn.result.session_id
@@ -135,8 +113,7 @@ def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts,
         return problems
     if content != reply.content:
         store.add_message(session, "assistant", content)
-    reason = finish or ("length" if reply.finish_reason == "length" else "stop")
-    return TurnEnded(content, reason, lane_written=False)
+    return TurnEnded(content, "length" if reply.finish_reason == "length" else "stop", lane_written=False)
 
 
 def _earlier(store: Store, turn: Turn) -> str:

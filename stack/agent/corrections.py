@@ -19,25 +19,26 @@ from typing import Any, Sequence
 from ..store.claims import text_tool_calls, unbacked_claims
 from ..tools.execute import Outcome, refused
 from ..tools.validation import example_arguments
-from ..toolsearch.bridges import CALL
 from .toolcalls import described_call
 
 # Every lever of the agent loop: the Correction kind, and when it fires. Each is given at most once
-# per turn (per tool for "claim" and "decide"); the loop applies them all the same way.
+# per turn (per tool for "claim", "decide" and "retry"), through TurnLedger.take.
 LEVERS: dict[str, str] = {
-    "call": "a reply told or spelled a call it did not make: shown the call, that tool forced",
-    "claim": "an answer says a tool did something no ok execution of this turn shows: that tool "
-             "forced once (the model's own stated intent)",
-    "decide": "an answer the model's own constrained choice (agent/decide.py) says still needs a "
-              "tool that has not run in this turn (after a tool ran: only for a request of more than "
-              "one task, among the tool index's best for it, and one it names without asking): "
-              "that tool forced once, told the latest result",
-    "guess": "a call to a tool that does not exist, which search answers confidently: the next "
-             "call is tool_call",
-    "compose": "an answer that gives the user nothing (empty, a stock apology, the request echoed, "
-               "call-shaped text, the lane's own note) or still claims what did not run: rewritten "
-               "from the request and the tool results; if that fails too, the lane says what ran",
+    "decide": "each step of an agent turn: the model's own constrained choice (agent/decide.py) of "
+              "the tool the request needs next, before any tool ran among every offered tool and "
+              "search's best hidden ones, after one ran only for a request of more than one task, "
+              "among the tool index's best for it not yet run (one it names needs no question); "
+              "that tool's call is then decoded under its schema, once per tool",
+    "retry": "an agent turn's call that failed: made once more, the model having read the error",
+    "compose": "an agent turn's answer: written from the request, the tool results, earlier turns "
+               "as facts and the notes the lane keeps; one that gives the user nothing (empty, a "
+               "stock apology, the request echoed, call-shaped text, the lane's own note copied) "
+               "or claims what did not run is not passed on: the lane says what ran",
     "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
+    "call": "proxy mode: a reply told or spelled a call it did not make: shown the call, that "
+            "tool forced",
+    "claim": "proxy mode: an answer says a tool did something no call of this turn shows: that "
+             "tool forced once (the model's own stated intent)",
 }
 
 # Asking twice makes a third identical call the end of the turn.
@@ -76,7 +77,7 @@ class Correction:
     def once_per(self) -> str:
         """What the correction is given once per turn for: its kind, and for a claim or a
         decision each tool ("run X, then save it to memory" may need both forced)."""
-        return f"{self.kind}:{self.force}" if self.kind in ("claim", "decide") else self.kind
+        return f"{self.kind}:{self.force}" if self.kind in ("claim", "decide", "retry") else self.kind
 
 
 @dataclass
@@ -194,22 +195,6 @@ def _claimed(text: str, facts: TurnFacts) -> Correction | None:
                               f"so nothing happened. Call {tool} now with the arguments the request needs.",
                               tool, "claim")
     return None
-
-
-def decided(tool: str | None, facts: TurnFacts) -> Correction | None:
-    """The model's own choice (agent/decide.py) of a tool the request still needs, unless that
-    tool already ran in this turn."""
-    if tool is None or tool in facts.ran_in_turn:
-        return None
-    latest = f" The latest tool result was: {_preview(facts.last_result)}" if facts.last_result else ""
-    return Correction(f"The request still needs {tool}, which has not run for it yet.{latest} Call {tool} "
-                      "now with the arguments the request needs.", tool, "decide")
-
-
-def guessed(found_confidently: bool) -> Correction | None:
-    """A call to a tool that does not exist was answered with the hidden tools its guess finds:
-    the next call runs one of them through tool_call."""
-    return Correction(None, CALL, "guess") if found_confidently else None
 
 
 def faults(content: str, facts: TurnFacts) -> list[str]:

@@ -1,13 +1,14 @@
-"""The lane asks its model, as a constrained choice, which tool a request still needs.
+"""The lane asks its model, as a constrained choice, which tool a request needs next.
 
 A 1.5B model given a dozen tools and an open reply often answers from its own head: it "saves"
 a note without calling memory, states the machine's Python version, or says it ran a tool. The
 words of a request do not tell the lane which tool it needs ("shell" is not "terminal", "jot
-down" is not "memory"), but the model understands them. So when a reply ends the turn, the lane
-asks a short question of its own whose reply a grammar holds to `{"next": NAME}` with NAME one of
-the offered tools or "answer": the model's understanding decides, not a word list, and it cannot
-reply with anything else. The question holds the request, what ran in this turn with its result,
-and the tools in one line each, so it is small and its instruction is a cached prefix.
+down" is not "memory"), but the model understands them. So each step of a turn (agent/loop.py)
+begins with a short question whose reply a grammar holds to `{"next": NAME}` with NAME one of the
+offered tools or "answer": the model's understanding decides, not a word list, and it cannot
+reply with anything else. The question holds the notes the lane keeps, the request, what ran in
+this turn with its result, and the tools in one line each, so it is small and its instruction is a
+cached prefix.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ INSTRUCTION = (
     "Pick the one tool the user's request still needs, or \"answer\" when no tool is needed. "
     "Anything about this computer, its files, folders, programs or the output of a command needs "
     "a tool; so do notes to keep for later, the current time, arithmetic and past conversations. "
-    "Greetings, chat and general knowledge need none. For example:\n"
+    "Greetings, chat, general knowledge and what the user's notes already say need none. "
+    "For example:\n"
     "{examples}"
 )
 # Requests written for this prompt, none taken from a benchmark: (request, the tool that already
@@ -64,12 +66,15 @@ def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str]) -> 
 
 
 def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
-                    ran: Sequence[tuple[str, str, str]], context: str = "", known: Collection[str] = ()
-                    ) -> list[dict[str, str]]:
+                    ran: Sequence[tuple[str, str, str]], context: str = "", known: Collection[str] = (),
+                    memory: str = "") -> list[dict[str, str]]:
     """The question: `tools` offered directly and `hidden` ones that search finds for this request,
     as (name, description); `ran` as (tool, status, result) of this turn; `context` what the
-    conversation said before (short facts, not answers to imitate)."""
+    conversation said before (short facts, not answers to imitate); `memory` the notes the lane
+    keeps, so that a question they answer needs no tool."""
     question = turn_facts(request[:MAX_REQUEST_CHARS], ran, context, result_chars=RESULT_CHARS)
+    if memory.strip():
+        question = f"Notes the user asked you to keep:\n{memory.strip()[:MAX_REQUEST_CHARS]}\n\n{question}"
     if hidden:
         question += "\n\nOther tools, found by a word search for this message (often none of them fits):\n" + "\n".join(
             f"- {name}: {one_line(description, 110)}" for name, description in hidden)
@@ -97,11 +102,11 @@ def parse_decision(content: str, names: list[str]) -> str | None:
 async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, str]],
                        hidden: Sequence[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
                        context: str = "", known: Collection[str] = (),
-                       choices: Sequence[str] | None = None) -> ModelReply:
+                       choices: Sequence[str] | None = None, memory: str = "") -> ModelReply:
     """One greedy, grammar-bound model call; the caller reads it with parse_decision. `choices`
     narrows the tools the grammar admits (all of `tools` and `hidden` when None)."""
     names = list(choices) if choices is not None else [name for name, _ in [*tools, *hidden]]
-    messages = decide_messages(request, tools, hidden, ran, context, known)
+    messages = decide_messages(request, tools, hidden, ran, context, known, memory)
     if choices is not None:
         messages[-1]["content"] = messages[-1]["content"].replace(
             '{"next": TOOL}', '{"next": TOOL} with TOOL one of ' + ", ".join(names))

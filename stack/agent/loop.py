@@ -1,5 +1,11 @@
-"""The agent loop: ask the model, run the tools it calls, record everything, repeat.
+"""The agent's turn: the lane asks its model each step, runs the tool, records everything, and
+writes the answer from what ran.
 
+A 1.5B model given a dozen tools and an open reply decides, calls, reads and answers all at once,
+and gets most of it wrong: it answers from its own head where a tool was needed, says it ran tools
+that never ran, and copies its history. So each step is a question it can get right: a choice of the
+next tool or "answer" under a grammar (decide.py), then that tool's arguments decoded under its
+schema, then an answer written from the request and the results (answers.py), held to the store.
 Every message is committed to the store before the next model call, so a crash or a timeout loses
 at most the call in flight, and the store is always the truth about what ran.
 """
@@ -18,8 +24,8 @@ from ..tools.execute import Outcome
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.surface import Profile, Toolset, assemble
-from .answers import checked_answer, composed_answer, decided_tool, facts_of
-from .corrections import Correction, correction, decided, fallback_answer, guessed, named_in, repeated
+from .answers import composed_answer, decided_tool, facts_of
+from .corrections import Correction, fallback_answer, named_in, repeated
 from .history import conversation
 from .llm_client import LlmClient, ModelReply
 from .prompt import memory_note, promoted_tools_note, system_prompt
@@ -29,8 +35,6 @@ from .turn import Turn, TurnEnded, TurnResult, count
 __all__ = ["Agent", "TurnEnded", "TurnResult"]
 
 log = logging.getLogger("lane.agent")
-# A request of two steps ("run X, then keep it for later") may need a decision after each.
-MAX_DECISIONS = 2
 
 
 class Agent:
@@ -44,44 +48,36 @@ class Agent:
             self._store_incoming(session_id, message)
         turn = self._new_turn(session_id, new_messages, profile, max_tokens, temperature)
         try:
-            if self.settings.turn == "driven":
-                await self._driven(turn)
-            for iteration in range(self.settings.max_iterations):
-                toolset = self._toolset(turn, first=iteration == 0)
+            for step in range(self.settings.max_iterations):
+                toolset = self._toolset(turn, first=step == 0)
+                turn.force = await self._next_step(turn, toolset)
+                if turn.force is None:
+                    break
                 reply = await self._ask(turn, toolset)
                 calls = calls_in(reply.content, reply.tool_calls, toolset.parameters_of)
                 message_id = self._store_reply(turn, reply, calls)
-                if not calls:
-                    await self._answer_or_correct(turn, reply, toolset)
                 for call in calls:
                     await self._execute(call, toolset, turn, message_id)
+            else:
+                turn.steps_ran_out = True
+            raise await composed_answer(self.llm, self.store, turn, facts_of(turn, toolset, self.store),
+                                        self._memory(turn))
         except TurnEnded as end:
             return self._finish(turn, end)
-        ran = ", ".join(turn.result.tools_executed) or "none"
-        return self._finish(turn, TurnEnded(
-            f"I stopped after {turn.result.model_calls} model calls without reaching a final "
-            f"answer. Tools that ran: {ran}.", "iteration_limit"))
 
-    async def _driven(self, turn: Turn) -> None:
-        """The lane drives the turn: the model's constrained choice (decide.py) names each step,
-        the forced call decodes that tool's arguments under its schema, and the answer is written
-        from the request and the results (answers.composed_answer), never from a free reply."""
-        for step in range(MAX_DECISIONS + 1):
-            toolset = self._toolset(turn, first=step == 0)
-            turn.decisions += 1
-            tool = await decided_tool(self.llm, self.store, turn, toolset)
-            ran = {o.tool_name for o in turn.outcomes if o.status == "ok"}
-            if tool is None or tool in ran or not self._apply(turn, Correction(None, tool, "decide"), toolset):
-                break
-            if turn.force is None:
-                break
-            reply = await self._ask(turn, toolset)
-            calls = calls_in(reply.content, reply.tool_calls, toolset.parameters_of)
-            message_id = self._store_reply(turn, reply, calls)
-            for call in calls:
-                await self._execute(call, toolset, turn, message_id)
-        raise await composed_answer(self.llm, self.store, turn, facts_of(turn, self._toolset(turn, first=False),
-                                                                         self.store), self._memory(turn))
+    async def _next_step(self, turn: Turn, toolset: Toolset) -> str | None:
+        """The tool the next model call must call, or None when the turn is to be answered: a
+        call that just failed is made again once (the model has read the error), else the
+        model's own constrained choice (answers.decided_tool), once per tool."""
+        ran = {o.tool_name for o in turn.outcomes if o.status == "ok"}
+        failed = turn.outcomes[-1].tool_name if turn.outcomes and turn.outcomes[-1].status == "error" else None
+        if failed and failed not in ran and _reachable(failed, toolset) \
+                and turn.ledger.take(Correction(None, failed, "retry")):
+            return failed
+        tool = await decided_tool(self.llm, self.store, turn, toolset, self._memory(turn))
+        if tool is None or tool in ran or not _reachable(tool, toolset):
+            return None
+        return tool if turn.ledger.take(Correction(None, tool, "decide")) else None
 
     def _memory(self, turn: Turn) -> str:
         """What the lane remembered when the session began (the same snapshot the model reads)."""
@@ -132,31 +128,6 @@ class Agent:
             prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
             cached_tokens=reply.cached_tokens)
 
-    async def _answer_or_correct(self, turn: Turn, reply: ModelReply, toolset: Toolset) -> None:
-        """A reply without calls ends the turn, unless a lever (corrections.LEVERS) earns another
-        model call; what ends it is held to the store first (answers.py)."""
-        facts = facts_of(turn, toolset, self.store)
-        fix = correction(reply.content, facts)
-        if fix is None and turn.decisions < MAX_DECISIONS:
-            # Is a tool still needed: one the model answered without, or a request's next step?
-            turn.decisions += 1
-            fix = decided(await decided_tool(self.llm, self.store, turn, toolset), facts)
-        if self._apply(turn, fix, toolset):
-            return
-        raise await checked_answer(self.llm, self.store, turn, reply, facts, self._memory(turn))
-
-    def _apply(self, turn: Turn, fix: Correction | None, toolset: Toolset) -> bool:
-        """Every lever goes through here: once per kind (and tool), a note the model reads next,
-        and the tool its next reply must call, when that tool can be called at all."""
-        if not turn.ledger.take(fix) or fix is None:
-            return False
-        reachable = fix.force is not None and (toolset.parameters_of(fix.force) is not None
-                                               or (toolset.bridged and fix.force in toolset.catalog))
-        turn.force = fix.force if reachable else None
-        if fix.note:
-            self.store.add_message(turn.result.session_id, "system", fix.note, lane_note=True)
-        return True
-
     def _request_messages(self, session_id: str, toolset: Toolset, cap: int,
                           upstream_context: int | None) -> list[dict[str, Any]]:
         prompt = system_prompt(bridged=toolset.bridged)
@@ -184,8 +155,6 @@ class Agent:
             turn.ledger.outcomes[key] = outcome
             turn.outcomes.append(outcome)
         self._record(turn.ctx.session_id, message_id, call, outcome)
-        if "guess" not in turn.ledger.corrected:
-            self._apply(turn, guessed(toolset.answers_guess(call.name, call.arguments)), toolset)
         if outcome.status == "ok":
             turn.result.tools_executed.append(outcome.tool_name)
         if turn.ctx.question_for_user:
@@ -202,8 +171,14 @@ class Agent:
     def _finish(self, turn: Turn, end: TurnEnded) -> TurnResult:
         if end.lane_written:
             self.store.add_message(turn.result.session_id, "assistant", end.content, lane_note=True)
-        turn.result.content, turn.result.finish_reason = end.content, end.reason
+        reason = "iteration_limit" if turn.steps_ran_out and end.reason == "stop" else end.reason
+        turn.result.content, turn.result.finish_reason = end.content, reason
         return turn.result
+
+
+def _reachable(tool: str, toolset: Toolset) -> bool:
+    """Whether a call to `tool` can be forced: offered, or hidden behind the bridge."""
+    return toolset.parameters_of(tool) is not None or (toolset.bridged and tool in toolset.catalog)
 
 
 def _names_an_offered_tool(query: str, toolset: Toolset) -> bool:

@@ -48,7 +48,7 @@ class Turn:
     ledger: TurnLedger = field(default_factory=TurnLedger)
     force: str | None = None  # the tool the next model call must call (after a correction)
     outcomes: list[Outcome] = field(default_factory=list)
-    decisions: int = 0  # decision questions asked (agent/decide.py)
+    steps_ran_out: bool = False  # every step of settings.max_iterations was taken
 
 
 def count(turn: TurnResult, reply: ModelReply) -> None:

@@ -105,13 +105,6 @@ class Toolset:
         # A deferred tool called by its own name (seen in tool_search results) is in scope: run it.
         return run_tool(tool, raw_arguments, ctx)
 
-    def answers_guess(self, name: str, raw_arguments: Any) -> bool:
-        """Whether a call to `name`, which no tool has, is a guess search answers with a confident
-        hit: worth forcing the next call to be `tool_call` (on a low-confidence answer, or on JSON
-        the model only quoted, forcing would run whatever ranked first)."""
-        if not self.bridged or self.parameters_of(name) is not None or name in self.catalog.tools:
-            return False
-        return self.catalog.search(guessed_task(name, raw_arguments), 1)[1]
 
     def _unknown(self, name: str, raw_arguments: Any, ctx: ToolContext) -> str:
         """What a call to a tool that does not exist is told: with bridges, what tool_search finds

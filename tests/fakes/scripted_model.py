@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -55,10 +56,11 @@ class ScriptedModel:
     # reported as meta.n_ctx in /v1/models, as the lane's llm service does
     n_ctx: int | None = None
     requests: list[dict[str, Any]] = field(default_factory=list)
-    # When a reply would end a turn, the lane asks which tool the request still needs
-    # (agent/decide.py): answered with this (by default "answer": none), or what this function
-    # makes of the request, and kept apart from `script` and `requests`.
-    decision: str | Reply | Callable[[dict[str, Any]], Reply] = '{"next": "answer"}'
+    # The lane asks which tool the request needs next (agent/decide.py): answered with this, or
+    # what this function makes of the request, and kept apart from `script` and `requests`. By
+    # default the decision follows the script, as a model that means what it does next would: the
+    # tool its next scripted reply calls (a bridged call's inner tool), else "answer".
+    decision: str | Reply | Callable[[dict[str, Any]], Reply] | None = None
     decide_requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
     disconnects: int = 0
@@ -81,6 +83,21 @@ class ScriptedModel:
         self._served += 1
         return reply
 
+    def _follow(self, decide: dict[str, Any]) -> Reply:
+        """The decision a model that follows its script makes: the tool its next reply calls."""
+        upcoming = self.script[self._served] if isinstance(self.script, list) and \
+            self._served < len(self.script) else None
+        names: list[str] = []
+        if upcoming and upcoming.tool_calls:
+            first = upcoming.tool_calls[0]
+            arguments = first["arguments"] if isinstance(first["arguments"], dict) else {}
+            names = [str(arguments.get("name", "")), first["name"]]
+        elif upcoming and upcoming.content:
+            names = list(reversed(re.findall(r'"name"\s*:\s*"([^"]+)"', upcoming.content)))
+        choices = decide["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
+        picked = next((n for n in names if n in choices), "answer")
+        return Reply(content=json.dumps({"next": picked}))
+
     def app(self) -> FastAPI:
         app = FastAPI()
 
@@ -100,7 +117,7 @@ class ScriptedModel:
             body = await request.json()
             if _asks(body, DECIDE_INSTRUCTION.split("{tools}")[0], prefix=True):
                 self.decide_requests.append(body)
-                reply = _answer(self.decision, body)
+                reply = _answer(self.decision, body) if self.decision is not None else self._follow(body)
             else:
                 self.requests.append(body)
                 self.authorizations.append(request.headers.get("authorization"))
