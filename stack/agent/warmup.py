@@ -1,12 +1,12 @@
 """The first answer is fast: the shim has the llm service hold its stable prefixes before it
 reports healthy.
 
-Every session's first model call begins with the lane's system prompt and the tools block of the
-default profile (agent/loop.py: the memory snapshot comes after them, in a message of its own).
-On two laptop cores that prefix costs 30 s or more to evaluate; evaluated at start (or restored
-from the llm service's disk on a restart, stack/llm/prefix_state.py), it costs a user's first
-request nothing. The agent's opening goes last, so that the context holds it when the first
-request comes.
+Every turn's model calls begin with one of three fixed prefixes: the decision's question, the
+lane's system prompt with the tools block of the default profile (the forced calls; the memory
+snapshot comes after them, in a message of its own), and the answer's instruction. On two laptop
+cores the tools block alone costs 30 s or more to evaluate; evaluated at start (or restored from
+the llm service's disk on a restart, stack/llm/prefix_state.py), they cost a user's first request
+nothing. The decision's goes last, so that the context holds it when the first request comes.
 
 A request that arrives while the lane warms waits for the model like any other and needs the same
 prefix, so warming never costs it more than it would have paid itself. The example writer starts
@@ -26,7 +26,7 @@ from ..toolsearch.surface import assemble
 from .answers import decision_tools
 from .decide import decide_opening
 from .llm_client import LlmClient, LlmError, LlmNotReady
-from .prompt import system_prompt
+from .prompt import COMPOSE, system_prompt
 
 log = logging.getLogger("lane.warmup")
 
@@ -45,13 +45,16 @@ class Opening:
 
 
 def openings(settings: Settings, registry: Registry) -> list[Opening]:
-    """What the default profile's calls begin with, in the order to warm them (the agent's last):
-    the decision's question (answers.py asks it when an answer comes from the model's own head)
-    and the agent's system prompt with the tools block."""
+    """What the default profile's calls begin with, in the order to warm them (the decision's
+    last, as every turn begins with it, so the context holds it when the first request comes):
+    the answer's instruction, the agent's system prompt with the tools block (its calls), and
+    the decision's question."""
     toolset = assemble(registry, settings, profile="search")
     agent = [{"role": "system", "content": system_prompt(bridged=toolset.bridged)}]
     decide = decide_opening(decision_tools(toolset), set(toolset.catalog.tools))
-    return [Opening("decide", decide, []), Opening("agent", agent, toolset.offered)]
+    compose = [{"role": "system", "content": COMPOSE}]
+    return [Opening("compose", compose, []), Opening("agent", agent, toolset.offered),
+            Opening("decide", decide, [])]
 
 
 class WarmUp:
