@@ -63,8 +63,8 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
         hits, _ = toolset.catalog.search(turn.query, DECIDE_HIDDEN)
         hidden = [(h.name, toolset.catalog.tools[h.name].description) for h in hits]
     if turn.outcomes:
-        ran = {o.tool_name for o in turn.outcomes if o.status == "ok"}
-        candidates = set(toolset.best_for(turn.query)) - ran
+        tried = {o.tool_name for o in turn.outcomes}  # ok, or failed and retried already
+        candidates = set(toolset.best_for(turn.query)) - tried
         if not candidates:
             return None
         named = sorted(name for name in candidates if named_in(name, turn.query))

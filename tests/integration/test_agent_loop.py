@@ -500,6 +500,16 @@ def test_a_next_step_the_request_names_is_forced_without_a_question(lane):
     assert result.tools_executed == ["add", "clarify"]
 
 
+def test_a_failed_step_retried_once_does_not_block_the_request_s_next_one(lane):
+    settings, store = lane
+    script = [call("add", {"a": 2, "b": 3}), call("crash", {}), call("crash", {}), call("fail", {})]
+    result, model = run(settings, store, script, user="add 2 and 3, then run crash, then run fail",
+                        decision=decide_then("add", "answer"))
+    assert [(n, s) for n, s in rows(settings, "SELECT tool_name, status FROM tool_executions ORDER BY id")] == [
+        ("add", "ok"), ("crash", "error"), ("crash", "refused"), ("fail", "error")]  # the retry was identical
+    assert [r["tool_choice"]["function"]["name"] for r in model.requests[:4]] == ["add", "crash", "crash", "fail"]
+
+
 # The answer, held to the store
 
 
