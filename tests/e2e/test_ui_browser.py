@@ -1,7 +1,8 @@
 """The trace page in a real browser: headless Chromium opens /ui against a shim whose scripted
 session has every kind of tool call (native, recovered from text, through the bridge, failed, and
-tool-call text that never ran), logs in with `?key=`, and the rendered DOM must show each of them,
-escape the model's markup, and show the `lane check` report saved beside the store."""
+tool-call text that never ran) beside the lane's own decisions and notes, logs in with `?key=`,
+and the rendered DOM must show each of them, escape the model's markup, and show the `lane check`
+report saved beside the store."""
 
 import json
 import shutil
@@ -13,7 +14,7 @@ import pytest
 
 from stack.tools.base import Tool, object_schema
 from stack.tools.registry import Registry
-from tests.fakes.scripted_model import Reply, call, text
+from tests.fakes.scripted_model import call, text
 from tests.integration.test_api_chat import TOOLS, running_lane
 from tests.integration.test_check_six_steps import run_check
 
@@ -28,16 +29,14 @@ CONVERT = Tool("currency_convert", "Convert an amount of money between currencie
                object_schema({"amount": {"type": "number"}, "to": {"type": "string"}},
                              ["amount", "to"]),
                lambda arguments, ctx: f"{arguments['amount'] * 2} {arguments['to']}", "fx")
+# The lane's decision follows this script (ScriptedModel's default): add first, then, the request
+# holding a second task, currency_convert, hidden behind the bridge.
 SCRIPT = [
-    call("add", {"a": 2, "b": 3}),                                                      # native
-    Reply(content='<tool_call>{"name": "add", "arguments": {"a": 4, "b": 5}}</tool_call>'),  # text
-    call("tool_call", {"name": "currency_convert",
-                       "arguments": {"amount": 21, "to": "USD"}}),                      # bridge
     call("add", {"a": XSS}),                                                            # fails
-    text(f'Done. I also saved it with save_note(text="{XSS}").'),                       # not run
-    # That reply claims a call that never ran, so the lane holds it back and has the answer
-    # written again from the turn's results: this is the rewrite.
-    text("2+3 is 5, 4+5 is 9, and 21 EUR came to 42 USD."),
+    call("add", {"a": 2, "b": 3}),                                          # native: the retry
+    text(json.dumps({"name": "tool_call", "arguments": {                    # bridge, as text
+        "name": "currency_convert", "arguments": {"amount": 21, "to": "USD"}}})),
+    text(f'Done. I also saved it with save_note(text="{XSS}").'),           # the answer: not run
 ]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -90,10 +89,14 @@ def test_trace_page_shows_what_really_ran(tmp_path):
     registry = Registry([*TOOLS, CONVERT])
     with running_lane(tmp_path / "lane", SCRIPT, registry=registry, tool_search="on",
                       api_key=KEY) as lane:
-        reply = lane.chat(f"Add 2+3 and 4+5, convert 21 EUR. {XSS}", session=SESSION,
+        reply = lane.chat(f"Add 2+3, then convert 21 EUR. {XSS}", session=SESSION,
                           headers={"Authorization": f"Bearer {KEY}"})
         assert reply.status_code == 200, reply.text
-        assert reply.json()["choices"][0]["message"]["content"] == SCRIPT[-1].content
+        # The composed answer writes a call as text and leaves out the results, so the lane holds
+        # it back and answers with its own account of what ran.
+        answer = reply.json()["choices"][0]["message"]["content"]
+        assert answer.startswith("I could not write a reliable answer. What ran for this request:")
+        assert "- add returned 5\n- currency_convert returned 42 USD" in answer
         # A real `lane check` against the same lane (the script is spent, so steps fail): it
         # saves its report in checks/ beside the store, where the overview page reads it.
         code, _, _ = run_check("--url", str(lane.client.base_url), "--db",
@@ -117,25 +120,30 @@ def test_trace_page_shows_what_really_ran(tmp_path):
 
     # One tool run per kind, each as the store recorded it.
     ok_runs = page.texts("div", "tool", "ok")
-    assert any("native" in t and "add" in t and '"a": 2' in t and "result: 5" in t
-               for t in ok_runs), ok_runs
-    assert any("recovered from text" in t and '"a": 4' in t and "result: 9" in t
-               for t in ok_runs), ok_runs
-    assert any("via bridge" in t and "currency_convert" in t and "42 USD" in t
-               for t in ok_runs), ok_runs
+    assert any("native" in t and "via bridge" not in t and "add" in t and '"a": 2' in t
+               and "result: 5" in t for t in ok_runs), ok_runs
+    assert any("recovered from text" in t and "via bridge" in t and "currency_convert" in t
+               and "42 USD" in t for t in ok_runs), ok_runs
     [failed] = page.texts("div", "tool", "error")
-    assert "add" in failed and "'b' is a required property" in failed
+    assert "native" in failed and "add" in failed and "'b' is a required property" in failed
     [not_run] = page.texts("div", "notrun")
     assert "NOT RUN" in not_run and "save_note" in not_run
-    # The model's five replies, and apart from them each call the lane made for itself (the
-    # decision asked before a reply may end the turn), labelled with its purpose.
+    # The model's four replies (the forced call, its retry after the error, the bridged call and
+    # the composed answer), and apart from them each call the lane made for itself (a decision
+    # before each step), labelled with its purpose.
     shown_calls = page.texts("div", "call")
     own = [t for t in shown_calls if t.startswith("model call for the lane:")]
-    assert len(shown_calls) - len(own) == 6
-    assert shown_calls[-1].endswith("21 EUR came to 42 USD.")
-    assert lane_calls and len(own) == len(lane_calls)
+    assert len(shown_calls) - len(own) == 4
+    assert shown_calls[-1].startswith("model call ") and "save_note(text=" in shown_calls[-1]
+    assert lane_calls == [("decide",)] * 3 and len(own) == len(lane_calls)
     assert all(t.startswith(f"model call for the lane: {purpose}")
                for t, (purpose,) in zip(own, lane_calls, strict=True))
+    assert [t.split("}")[0].split("{")[-1] for t in own] == [
+        '"next": "add"', '"next": "currency_convert"', '"next": "answer"']
+    notes = page.texts("div", "note")
+    assert any(t.startswith("lane note") and "Answer not passed on: a tool call written as text" in t
+               for t in notes), notes
+    assert any(t.startswith("lane note") and "I could not write a reliable answer." in t for t in notes), notes
     # Model output is shown as text, never run or rendered as markup.
     assert page.tags("script") == 0 and page.tags("img") == 0
     assert page.texts("div", "user")[0].endswith(XSS)

@@ -7,6 +7,7 @@ import argparse
 import io
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import time
@@ -17,14 +18,88 @@ from typing import Any, Iterator
 
 import pytest
 
+from stack.agent.prompt import COMPOSE
 from stack.check.commands import register
 from stack.config import Settings
 from stack.store import Store
-from tests.fakes.scripted_model import ScriptedModel
+from tests.fakes.scripted_model import Reply, ScriptedModel, call, text
 from tests.fakes.six_step_models import competent, never_answers, text_only_liar
 from tests.integration.shim_server import ShimServer
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+# The lane's turn asks its model three kinds of question: which tool a request needs next (a
+# decision), the call of the tool the lane then forces, and the answer it composes from what ran.
+# `competent` (tests/fakes/six_step_models.py) makes the calls; these answer the other two as a
+# competent model would, reading only what the lane sent.
+_REQUEST = re.compile(r"The user's message: (.*)")
+_RAN = re.compile(r"^- (\S+) \((\w+)\)", re.MULTILINE)
+_LISTED = re.compile(r"^- (\S+): (.*)$", re.MULTILINE)
+_CODE = re.compile(r"codename(?: is|:)\s*([A-Z]+-\d+)")
+
+
+def competent_decision(body: dict[str, Any]) -> Reply:
+    """The tool the request still needs among the decision's choices, or "answer"."""
+    question = "\n".join(m["content"] for m in body["messages"])
+    choices = body["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
+    found = _REQUEST.search(question)
+    ask = found[1] if found else ""
+    ran = {name for name, status in _RAN.findall(question.split("What ran for it:")[-1]) if status == "ok"}
+    clock = next((name for name, description in _LISTED.findall(question)
+                  if "current" in description.lower() and "time" in description.lower()), None)
+    wanted: list[str | None] = []
+    if "remember" in ask:
+        wanted = ["memory"]
+    elif "Use the terminal" in ask:
+        wanted = ["terminal", "memory"]
+    elif "Search my past sessions" in ask:
+        wanted = ["session_search", "memory"]
+    elif "current time" in ask:
+        wanted = [clock]
+    picked = next((tool for tool in wanted if tool not in ran), None)
+    return text(json.dumps({"next": picked if picked in choices else "answer"}))
+
+
+def _forced_through_bridge(body: dict[str, Any]) -> str | None:
+    schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
+    return schema.get("properties", {}).get("arguments", {}).get("properties", {}).get("name", {}).get("const")
+
+
+def competent_answer(body: dict[str, Any]) -> Reply:
+    """The answer written from the facts the lane gives: the results, earlier turns, the session's tools."""
+    facts, ask = body["messages"][1]["content"], body["messages"][-1]["content"]
+    results = dict(re.findall(r"^- (\S+) \(ok\): (.*)$", facts, re.MULTILINE))
+    if "17 * 23" in ask:
+        return text("391")
+    if "remember" in ask and (codename := _CODE.search(ask)):
+        return text(f"Saved: your project codename is {codename[1]}." if "memory" in results
+                    else "I could not save it.")
+    if "What is my project codename" in ask:
+        names = _CODE.findall(facts)
+        return text(f"Your project codename is {names[-1]}." if names else "I do not know it.")
+    if "Use the terminal" in ask and "memory" in results:
+        return text(f"The command printed {results.get('terminal', '').split()[-1]}; I saved it to memory.")
+    if "Search my past sessions" in ask and "memory" in results:
+        return text(f"I saved the session id to memory: {results['memory']}")
+    if "Summarize" in ask:
+        used = re.search(r"^Tools that ran in this conversation: (.*)$", facts, re.MULTILINE)
+        return text("I answered an arithmetic question, saved your codename, ran a command and "
+                    f"searched past sessions. Tools I used: {used[1] if used else 'none'}.")
+    if "current time" in ask and results:
+        return text(f"The tool returned: {list(results.values())[-1]}")
+    return text("Noted.")
+
+
+def competent_turn(body: dict[str, Any]) -> Reply:
+    """`competent` for the calls the lane forces (a hidden tool through tool_call, as the reply
+    format makes it), `competent_answer` for the answer."""
+    if body["messages"][0]["content"] == COMPOSE:
+        return competent_answer(body)
+    hidden = _forced_through_bridge(body)
+    if hidden:
+        return call("tool_call", {"name": hidden, "arguments": {"timezone": "UTC"}})
+    return competent(body)
 
 
 @dataclass
@@ -64,15 +139,15 @@ def run_check(*args: str) -> tuple[int, str, str]:
 
 
 @contextmanager
-def lane_with(tmp_path: Path, policy: Any, **overrides: Any) -> Iterator[Lane]:
-    with ScriptedModel(policy) as model:
+def lane_with(tmp_path: Path, policy: Any, decision: Any = None, **overrides: Any) -> Iterator[Lane]:
+    with ScriptedModel(policy, decision=decision) as model:
         settings = Settings(home=tmp_path / "lane", llm_url=model.url, **overrides)
         with ShimServer(settings, keepalive_s=1.0) as shim:
             yield Lane(shim.url, settings.db_path, tmp_path)
 
 
 def test_competent_model_passes_all_six(tmp_path: Path) -> None:
-    with lane_with(tmp_path, competent) as lane:
+    with lane_with(tmp_path, competent_turn, competent_decision) as lane:
         run = lane.check()
     assert run.code == 0, run.out + run.err
     assert (run.report["passed"], run.report["total"]) == (6, 6)
@@ -89,12 +164,17 @@ def test_competent_model_passes_all_six(tmp_path: Path) -> None:
         saved = db.execute("SELECT arguments FROM tool_executions WHERE session_id = ? AND"
                            " tool_name = 'memory' AND status = 'ok'",
                            (run.report["session_id"],)).fetchall()
+        held_back = db.execute("SELECT count(*) FROM messages WHERE session_id = ? AND lane_note = 1"
+                               " AND content LIKE 'Answer not passed on%'",
+                               (run.report["session_id"],)).fetchone()[0]
     assert {row[0] for row in seeded} == {run.report["seed_session_id"], run.report["session_id"]}
     assert run.report["seed_session_id"] in saved[-1][0]
+    assert held_back == 0  # every answer the model composed was passed on
+    assert run.step(1)["model_calls"] == 2  # the decision ("answer") and the answer
 
 
 def test_deferred_step_runs_the_clock_through_the_bridge(tmp_path: Path) -> None:
-    with lane_with(tmp_path, competent) as lane:
+    with lane_with(tmp_path, competent_turn, competent_decision) as lane:
         run = lane.check("--with-deferred")
         with sqlite3.connect(lane.db) as db:
             bridged = db.execute("SELECT tool_name FROM tool_executions WHERE session_id = ?"
@@ -102,22 +182,26 @@ def test_deferred_step_runs_the_clock_through_the_bridge(tmp_path: Path) -> None
                                  (run.report["session_id"],)).fetchall()
     assert run.code == 0, run.out + run.err
     assert run.report["total"] == 7
-    searched, clock = run.step(7)["executed"]
-    assert searched == "tool_search" and clock != "tool_call"
+    # The decision picks the hidden clock among search's hits, and the lane forces its call through
+    # tool_call: no tool_search needed.
+    [clock] = run.step(7)["executed"]
+    assert clock not in ("tool_call", "tool_search")
     assert bridged == [(clock,)]
+    assert run.step(7)["reason"] == f"{clock} ran through tool_call (via_bridge=1)"
 
 
 def test_both_arms_side_by_side(tmp_path: Path) -> None:
-    with lane_with(tmp_path, competent) as lane:
+    with lane_with(tmp_path, competent_turn, competent_decision) as lane:
         run = lane.check("--arms", "ab", "--with-deferred")
     assert run.code == 0, run.out + run.err
     arms = run.report["arms"]
     assert (arms["a"]["passed"], arms["b"]["passed"]) == (7, 7)
     assert arms["a"]["session_id"] != arms["b"]["session_id"]
-    # Arm a has no bridge: the clock is offered, and called, directly.
-    clock = run.step(7, arms["b"])["executed"][-1]
+    # Arm a has no bridge: the clock is offered, and called, directly; arm b calls it through tool_call.
+    [clock] = run.step(7, arms["b"])["executed"]
     assert run.step(7, arms["a"])["executed"] == [clock]
-    assert run.step(7, arms["b"])["executed"] == ["tool_search", clock]
+    assert "offered directly" in run.step(7, arms["a"])["reason"]
+    assert "via_bridge=1" in run.step(7, arms["b"])["reason"]
     total = next(line for line in run.out.splitlines() if line.startswith("total"))
     cells = [c.strip() for c in total.split("|")]
     assert cells[2] == str(arms["a"]["totals"]["prompt_tokens"])
@@ -131,9 +215,17 @@ def test_text_only_liar_fails_the_tool_steps(tmp_path: Path) -> None:
         with sqlite3.connect(lane.db) as db:
             executions = db.execute("SELECT tool_name, status FROM tool_executions WHERE session_id = ?",
                                     (run.report["session_id"],)).fetchall()
+            held_back = db.execute("SELECT content FROM messages WHERE session_id = ? AND lane_note = 1"
+                                   " AND content LIKE 'Answer not passed on%'",
+                                   (run.report["session_id"],)).fetchall()
+            decisions = db.execute("SELECT count(*) FROM lane_calls WHERE session_id = ? AND purpose = 'decide'",
+                                   (run.report["session_id"],)).fetchone()[0]
     assert run.code == 1
-    # Its tagged call to a tool that does not exist is refused (and recorded); nothing runs.
-    assert executions and set(executions) == {("run_shell", "refused")}
+    # It decides no tool is needed (the decision is asked every step), so nothing is called and
+    # nothing runs; an answer is never read as a call. Its answers that write calls as text are
+    # held back, and the user gets the lane's own account (steps 2, 4 and 5).
+    assert executions == [] and decisions == 6
+    assert held_back == [("Answer not passed on: a tool call written as text",)] * 3
     verdicts = [s["verdict"] for s in run.report["steps"]]
     assert verdicts[1] == verdicts[3] == verdicts[4] == verdicts[5] == "fail"
     assert verdicts[0] == "pass"
@@ -172,7 +264,7 @@ def test_shim_down_is_exit_2_with_one_line(tmp_path: Path) -> None:
 def test_wrong_db_is_exit_2(tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     Store(other).close()
-    with lane_with(tmp_path, competent) as lane:
+    with lane_with(tmp_path, competent_turn, competent_decision) as lane:
         missing = lane.check(db=tmp_path / "missing.db")
         foreign = lane.check(db=other)
     assert missing.code == foreign.code == 2
@@ -182,7 +274,7 @@ def test_wrong_db_is_exit_2(tmp_path: Path) -> None:
 
 
 def test_wrong_key_is_exit_2(tmp_path: Path) -> None:
-    with lane_with(tmp_path, competent, api_key="s3cret") as lane:
+    with lane_with(tmp_path, competent_turn, competent_decision, api_key="s3cret") as lane:
         refused = lane.check("--key", "wrong")
         accepted = lane.check("--key", "s3cret")
     assert refused.code == 2 and "refused the API key" in refused.err

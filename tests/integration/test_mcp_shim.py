@@ -1,6 +1,7 @@
 """The shim with the real time server configured in its settings: the lifespan starts it through
 open_lane_registry, arm B reaches its tool through the bridge, arm A (`X-Lane-Tools: full`) offers
-it directly among at least twenty tools, and the store says what ran."""
+it directly among at least fifteen tools; in each the lane's decision picks the tool and forces its
+call, and the store says what ran."""
 
 from __future__ import annotations
 
@@ -33,11 +34,10 @@ def ask(shim: ShimServer, profile: str, session: str) -> dict:
 
 def test_both_arms_run_the_time_server_through_the_shim(tmp_path):
     script = [
-        # arm B: search, then call through the bridge
-        call("tool_search", {"query": "current time in Tokyo"}),
+        # arm B: the decision picks the hidden tool, whose call is forced through the bridge
         call("tool_call", {"name": "time__get_current_time", "arguments": ARGUMENTS}),
         text("Done (search): the Tokyo time."),
-        # arm A: the tool is offered directly
+        # arm A: the tool is offered directly, and its call forced by name
         call("time__get_current_time", ARGUMENTS),
         text("Done (full): the Tokyo time."),
     ]
@@ -48,15 +48,27 @@ def test_both_arms_run_the_time_server_through_the_shim(tmp_path):
             arm_b = ask(shim, "search", "arm-b")
             arm_a = ask(shim, "full", "arm-a")
     assert arm_b["choices"][0]["message"]["content"] == "Done (search): the Tokyo time."
-    assert arm_b["usage"]["lane"]["tools_executed"] == ["tool_search", "time__get_current_time"]
+    assert arm_a["choices"][0]["message"]["content"] == "Done (full): the Tokyo time."
+    assert arm_b["usage"]["lane"]["tools_executed"] == ["time__get_current_time"]
     assert arm_a["usage"]["lane"]["tools_executed"] == ["time__get_current_time"]
-    offered_b = [t["function"]["name"] for t in model.requests[0]["tools"]]
-    offered_a = [t["function"]["name"] for t in model.requests[3]["tools"]]
+    forced_b, _, forced_a, _ = model.requests
+    offered_b = [t["function"]["name"] for t in forced_b["tools"]]
+    offered_a = [t["function"]["name"] for t in forced_a["tools"]]
     assert "tool_call" in offered_b and "time__get_current_time" not in offered_b
     assert "time__get_current_time" in offered_a and "tool_call" not in offered_a
     assert len(offered_a) >= 15 and len(offered_a) > len(offered_b)
+    # arm B forces tool_call naming the hidden tool through its reply's format; arm A names it
+    bridged = forced_b["response_format"]["json_schema"]["schema"]["properties"]["arguments"]
+    assert bridged["properties"]["name"] == {"const": "time__get_current_time"}
+    assert forced_a["tool_choice"] == {"type": "function", "function": {"name": "time__get_current_time"}}
+    # each arm's decision chose among what it offers: arm B's lists the tool as a search hit
+    decide_b, decide_a = model.decide_requests
+    hits_b = decide_b["messages"][-1]["content"].split("Other tools, found by a word search")[1]
+    assert "- time__get_current_time:" in hits_b
+    assert "- time__get_current_time:" not in decide_b["messages"][0]["content"]
+    assert "- time__get_current_time:" in decide_a["messages"][0]["content"]
     with sqlite3.connect(settings.db_path) as db:
         rows = db.execute("SELECT session_id, tool_name, via_bridge, status FROM tool_executions "
                           "ORDER BY id").fetchall()
-    assert rows == [("arm-b", "tool_search", 0, "ok"), ("arm-b", "time__get_current_time", 1, "ok"),
+    assert rows == [("arm-b", "time__get_current_time", 1, "ok"),
                     ("arm-a", "time__get_current_time", 0, "ok")]

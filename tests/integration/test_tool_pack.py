@@ -1,7 +1,7 @@
 """The benchmark's tool pack through the shim: the lane.yaml that scripts/bench/lane_run.py writes
 starts scripts/bench/tool_pack_server.py, arm A (`X-Lane-Tools: full`) offers its 16 real schemas
-beside the 14 built-in tools, arm B keeps them behind the bridges, and a pack tool called through
-`tool_call` runs on the MCP server and answers its canned text."""
+beside the 14 built-in tools, arm B keeps them behind the bridges, and a pack tool the lane's
+decision picks, called through `tool_call`, runs on the MCP server and answers its canned text."""
 
 from __future__ import annotations
 
@@ -40,8 +40,7 @@ def test_the_pack_is_offered_in_arm_a_and_runs_through_the_bridge_in_arm_b(tmp_p
     with bench_script("lane_run") as lane_run:
         config = lane_run.tool_pack_config(tmp_path, COUNT)
     script = [
-        # arm B: search, then call the pack tool through the bridge
-        call("tool_search", {"query": "stage files in git"}),
+        # arm B: the decision picks the pack tool among search's hits, its call goes through the bridge
         call("tool_call", {"name": "pack__git_add", "arguments": ARGUMENTS}),
         text("Staged (search)."),
         # arm A: the pack tool is offered directly
@@ -54,26 +53,27 @@ def test_the_pack_is_offered_in_arm_a_and_runs_through_the_bridge_in_arm_b(tmp_p
         with ShimServer(settings) as shim:
             arm_b = ask(shim, "search", "arm-b")
             arm_a = ask(shim, "full", "arm-a")
-    assert arm_b["usage"]["lane"]["tools_executed"] == ["tool_search", "pack__git_add"]
+    assert arm_b["usage"]["lane"]["tools_executed"] == ["pack__git_add"]
     assert arm_a["usage"]["lane"]["tools_executed"] == ["pack__git_add"]
 
-    offered_b = [t["function"]["name"] for t in model.requests[0]["tools"]]
-    offered_a = [t["function"]["name"] for t in model.requests[3]["tools"]]
+    forced_b, composed_b, forced_a, composed_a = model.requests
+    offered_b = [t["function"]["name"] for t in forced_b["tools"]]
+    offered_a = [t["function"]["name"] for t in forced_a["tools"]]
     builtin = {tool.name for tool in build_registry()}
     assert sorted(offered_a) == sorted(builtin | set(pack))
     assert {"tool_search", "tool_describe", "tool_call"} <= set(offered_b)
     assert not set(offered_b) & set(pack)
 
-    found = model.requests[1]["messages"][-1]
-    assert found["role"] == "tool" and "pack__git_add" in found["content"]
+    found = model.decide_requests[0]["messages"][-1]["content"].split("Other tools, found by a word search")[1]
+    assert "- pack__git_add:" in found
+    assert forced_a["tool_choice"] == {"type": "function", "function": {"name": "pack__git_add"}}
     canned = 'ok: git_add ran with {"files":["notes.md"],"repo_path":"/srv/notes"}'
-    assert canned in model.requests[2]["messages"][-1]["content"]
-    assert canned in model.requests[4]["messages"][-1]["content"]
+    assert canned in composed_b["messages"][1]["content"]  # the facts the answer is written from
+    assert canned in composed_a["messages"][1]["content"]
     with sqlite3.connect(settings.db_path) as db:
         rows = db.execute("SELECT session_id, tool_name, via_bridge, status FROM tool_executions "
                           "ORDER BY id").fetchall()
-    assert rows == [("arm-b", "tool_search", 0, "ok"), ("arm-b", "pack__git_add", 1, "ok"),
-                    ("arm-a", "pack__git_add", 0, "ok")]
+    assert rows == [("arm-b", "pack__git_add", 1, "ok"), ("arm-a", "pack__git_add", 0, "ok")]
 
 
 def test_the_pack_by_server_lists_each_catalog_server_under_its_own_name(tmp_path):
@@ -100,4 +100,6 @@ def test_the_pack_by_server_lists_each_catalog_server_under_its_own_name(tmp_pat
             reply = ask(shim, "full", "by-server")
     assert {t["function"]["name"] for t in model.requests[0]["tools"]} >= set(origins)
     assert reply["usage"]["lane"]["tools_executed"] == [asana_tool]
-    assert canned(own, arguments) in model.requests[1]["messages"][-1]["content"]
+    forced, composed = model.requests
+    assert forced["tool_choice"] == {"type": "function", "function": {"name": asana_tool}}
+    assert canned(own, arguments) in composed["messages"][1]["content"]

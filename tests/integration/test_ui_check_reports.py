@@ -5,12 +5,11 @@ import json
 
 import httpx
 
-from tests.fakes.six_step_models import competent
-from tests.integration.test_check_six_steps import lane_with
+from tests.integration.test_check_six_steps import competent_decision, competent_turn, lane_with
 
 
 def test_check_saves_its_report_beside_the_store_and_the_page_shows_it(tmp_path):
-    with lane_with(tmp_path, competent) as lane:
+    with lane_with(tmp_path, competent_turn, competent_decision) as lane:
         first = lane.check()
         second = lane.check("--arms", "ab")
         page = httpx.get(f"{lane.url}/ui", timeout=20).text
