@@ -62,8 +62,8 @@ class Lane:
 
 
 @contextmanager
-def running_lane(tmp_path, script, *, registry=None, keepalive_s=10.0, **overrides):
-    with ScriptedModel(script) as model:
+def running_lane(tmp_path, script, *, registry=None, keepalive_s=10.0, decision=None, **overrides):
+    with ScriptedModel(script, decision=decision) as model:
         options = {"tool_search": "off", "core_tools": ("add", "ask_user"), **overrides}
         settings = Settings(home=tmp_path, llm_url=model.url, **options)
         with ShimServer(settings, registry=registry or Registry(TOOLS),
@@ -119,10 +119,35 @@ def test_stateless_turn_with_a_tool_call(tmp_path):
             session)[0]
         assert (usage["prompt_tokens"], usage["completion_tokens"]) == (prompt, completion)
         assert usage["total_tokens"] == prompt + completion
-        assert usage["lane"] == {"model_calls": 3, "peak_prompt_tokens": peak,
+        # two tasks ("add ..., then tell me ..."): a decision before the call and one after it,
+        # the forced call, and the composed answer
+        assert usage["lane"] == {"model_calls": 4, "peak_prompt_tokens": peak,
                                  "tools_executed": ["add"], "finish_reason": "stop"}
-        assert len(lane.model.requests) == 2
-        assert {"role": "system", "content": "Be brief."} in lane.model.requests[0]["messages"]
+        assert lane.rows("SELECT purpose, content FROM lane_calls WHERE session_id = ? ORDER BY id",
+                         session) == [("decide", '{"next": "add"}'), ("decide", '{"next": "answer"}')]
+        assert len(lane.model.decide_requests) == 2
+        forced, composed = lane.model.requests
+        assert forced["tool_choice"] == {"type": "function", "function": {"name": "add"}}
+        assert {"role": "system", "content": "Be brief."} in forced["messages"]
+        assert not composed.get("tools")
+        assert composed["messages"][-1] == {"role": "user", "content": "Add 2 and 3, then tell me the sum"}
+        assert "- add (ok): 5" in composed["messages"][1]["content"]
+
+
+def test_an_answer_held_back_reaches_the_client_as_the_lanes_account(tmp_path):
+    with running_lane(tmp_path, [call("add", {"a": 2, "b": 3}), text("Done!")]) as lane:
+        response = lane.chat("what is 2 plus 3?", session="held")
+        assert response.status_code == 200, response.text
+        answer = response.json()["choices"][0]["message"]["content"]
+        assert answer == ("I could not write a reliable answer. What ran for this request:\n- add returned 5\n"
+                          "(The model's reply was not passed on: it leaves out what the tools returned.)")
+        assert response.json()["choices"][0]["finish_reason"] == "stop"
+        # the model's answer, why it was held back, and what the client got, all in the store
+        assert lane.rows("SELECT role, content, lane_note FROM messages WHERE session_id = 'held'"
+                         " AND role != 'tool' AND lane_prompt = 0 AND tool_calls IS NULL ORDER BY id") == [
+            ("user", "what is 2 plus 3?", 0), ("assistant", "Done!", 0),
+            ("system", "Answer not passed on: it leaves out what the tools returned", 1),
+            ("assistant", answer, 1)]
 
 
 def test_stateless_request_stores_every_given_message(tmp_path):
@@ -168,9 +193,14 @@ def test_session_header_keeps_history_and_appends_only_the_last_user_message(tmp
         assert lane.history("conv-1") == [
             ("user", "My codename is Falcon."), ("assistant", "Noted, Falcon."),
             ("user", "What is my codename?"), ("assistant", "Your codename is Falcon.")]
-        upstream = [m["content"] for m in lane.model.requests[1]["messages"]]
-        assert upstream[1:] == ["My codename is Falcon.", "Noted, Falcon.",
-                                "What is my codename?"]
+        # The answer is composed from the session's earlier turn as facts (only what the lane
+        # stored: not the history the client replayed), and the user's message last.
+        _, facts, asked = lane.model.requests[1]["messages"]
+        assert "The user said: My codename is Falcon." in facts["content"]
+        assert "The assistant answered: Noted, Falcon." in facts["content"]
+        assert "an old question the client replays" not in facts["content"]
+        assert asked == {"role": "user", "content": "What is my codename?"}
+        assert "My codename is Falcon." in lane.model.decide_requests[1]["messages"][-1]["content"]
         assert lane.rows("SELECT count(*) FROM sessions") == [(1,)]
 
 
@@ -202,7 +232,9 @@ def test_stream_sends_role_answer_usage_and_done(tmp_path):
         assert text_out == "The sum is 42."
         assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
         assert chunks[-1]["usage"]["lane"]["tools_executed"] == ["add"]
-        assert chunks[-1]["usage"]["lane"]["model_calls"] == 2  # one task: done once add ran
+        # the decision, the forced call, the answer: one task, so no decision after add ran
+        assert chunks[-1]["usage"]["lane"]["model_calls"] == 3
+        assert len(lane.model.decide_requests) == 1
         assert lane.rows("SELECT tool_name, status FROM tool_executions WHERE session_id = 's1'"
                          ) == [("add", "ok")]
         assert lane.history("s1")[-1] == ("assistant", "The sum is 42.")
@@ -228,15 +260,20 @@ def test_max_tokens_is_clamped_never_rejected_and_temperature_passes(tmp_path):
 
 
 def test_tools_profile_header_full_offers_every_granted_tool(tmp_path):
-    with running_lane(tmp_path, [text("a"), text("b")], tool_search="on",
-                      core_tools=("add",)) as lane:
-        assert lane.chat("hi", headers={"X-Lane-Tools": "full"}).status_code == 200
-        assert lane.chat("hi", headers={"X-Lane-Tools": "search"}).status_code == 200
-        full, search = ({t["function"]["name"] for t in r.get("tools", [])}
-                        for r in lane.model.requests)
+    script = [call("add", {"a": 1, "b": 2}), text("It is 3."), call("add", {"a": 1, "b": 2}), text("It is 3.")]
+    with running_lane(tmp_path, script, tool_search="on", core_tools=("add",)) as lane:
+        assert lane.chat("add 1 and 2", headers={"X-Lane-Tools": "full"}).status_code == 200
+        assert lane.chat("add 1 and 2", headers={"X-Lane-Tools": "search"}).status_code == 200
+        forced = [r for r in lane.model.requests if r.get("tool_choice")]
+        assert len(forced) == 2
+        full, search = ({t["function"]["name"] for t in r.get("tools", [])} for r in forced)
         assert {"add", "ask_user"} <= full
         assert not {"tool_search", "tool_call"} & full
         assert "add" in search and "ask_user" not in search
+        # the decision lists the tools offered directly
+        full_decision, search_decision = (r["messages"][0]["content"] for r in lane.model.decide_requests)
+        assert "- ask_user:" in full_decision and "- add:" in full_decision
+        assert "- ask_user:" not in search_decision and "- add:" in search_decision
 
 
 def test_model_timeout_is_504_and_the_session_stays_usable(tmp_path):
@@ -272,6 +309,37 @@ def test_model_failure_is_502_and_the_session_stays_usable(tmp_path):
         assert again.json()["choices"][0]["message"]["content"] == "Recovered."
         assert lane.history("flaky") == [("user", "hello?"), ("user", "hello again"),
                                          ("assistant", "Recovered.")]
+
+
+def test_a_decision_that_fails_is_502_and_nothing_runs(tmp_path):
+    asked = []
+
+    def decision(body):
+        asked.append(body)
+        if len(asked) == 1:
+            raise RuntimeError("the model server broke while deciding")
+        return Reply(content='{"next": "add"}')
+
+    with running_lane(tmp_path, [call("add", {"a": 2, "b": 2}), text("It is 4.")],
+                      decision=decision) as lane:
+        response = lane.chat("what is 2 plus 2?", session="undecided")
+        assert response.status_code == 502, response.text
+        assert response.json()["error"]["type"] == "upstream_error"
+        assert lane.model.requests == []  # no call forced, no answer composed
+        assert lane.rows("SELECT count(*) FROM tool_executions") == [(0,)]
+        again = lane.chat("what is 2 plus 2?", session="undecided")
+        assert again.json()["choices"][0]["message"]["content"] == "It is 4."
+        assert lane.rows("SELECT tool_name, status FROM tool_executions") == [("add", "ok")]
+
+
+def test_a_decision_that_hangs_is_504(tmp_path):
+    with running_lane(tmp_path, [text("unused")], decision=Reply(hang=True), llm_timeout_s=0.5) as lane:
+        response = lane.chat("what is 2 plus 2?", session="slow-decision")
+        assert response.status_code == 504, response.text
+        assert response.json()["error"]["code"] == "llm_timeout"
+        assert wait_for(lambda: lane.model.disconnects >= 1), "the decision's call was not closed"
+        assert lane.model.requests == []
+        assert lane.history("slow-decision") == [("user", "what is 2 plus 2?")]
 
 
 def test_stream_reports_upstream_timeout_as_an_error_event(tmp_path):
@@ -319,22 +387,34 @@ def test_requests_on_one_session_take_turns(tmp_path):
             thread.join(10)
         assert statuses == [200, 200]
         assert [r for r, _ in lane.history("busy")] == ["user", "assistant", "user", "assistant"]
-        second_upstream = [m["content"] for m in lane.model.requests[1]["messages"]]
-        assert "first answer" in second_upstream
+        # the second turn's answer is composed knowing the first turn
+        first_question = lane.history("busy")[0][1]
+        facts = lane.model.requests[1]["messages"][1]["content"]
+        assert f"The user said: {first_question}" in facts
+        assert "The assistant answered: first answer" in facts
 
 
 def test_clarify_and_iteration_limit_map_to_openai_finish_reasons(tmp_path):
+    # ask_user ends the turn with its question; then add fails (no b), is forced once more and
+    # runs, and that second step was the last one max_iterations allows: the answer is still
+    # composed, and the turn reports that its steps ran out.
     script = [call("ask_user", {"question": "Which file?"}),
-              call("add", {"a": 1, "b": 1}), call("add", {"a": 2, "b": 2})]
+              call("add", {"a": 1}), call("add", {"a": 1, "b": 2}), text("1 and 2 make 3.")]
     with running_lane(tmp_path, script, max_iterations=2) as lane:
         asked = lane.chat("edit the file").json()
         assert asked["choices"][0]["message"]["content"] == "Which file?"
         assert asked["choices"][0]["finish_reason"] == "stop"
         assert asked["usage"]["lane"]["finish_reason"] == "clarify"
-        looped = lane.chat("add things").json()
+        assert asked["usage"]["lane"]["model_calls"] == 2  # the decision and the call; no answer composed
+        looped = lane.chat("add one and two", session="looped").json()
+        assert looped["choices"][0]["message"]["content"] == "1 and 2 make 3."
         assert looped["choices"][0]["finish_reason"] == "length"
         assert looped["usage"]["lane"]["finish_reason"] == "iteration_limit"
-        assert looped["usage"]["lane"]["tools_executed"] == ["add", "add"]
+        assert looped["usage"]["lane"]["tools_executed"] == ["add"]
+        assert lane.rows("SELECT tool_name, status FROM tool_executions WHERE session_id = 'looped'"
+                         " ORDER BY id") == [("add", "error"), ("add", "ok")]
+        assert [r.get("tool_choice", {}).get("function", {}).get("name")
+                for r in lane.model.requests[1:]] == ["add", "add", None]
 
 
 def test_session_endpoint_shows_messages_and_executions(tmp_path):
@@ -347,7 +427,9 @@ def test_session_endpoint_shows_messages_and_executions(tmp_path):
         assert [m["role"] for m in data["messages"] if not m["lane_prompt"]] == [
             "user", "assistant", "tool", "assistant"]
         assert [(e["tool_name"], e["status"]) for e in data["executions"]] == [("add", "ok")]
-        assert [c["purpose"] for c in data["lane_calls"]] == ["decide"]  # nothing left to do
+        # two tasks: a decision before add and one after it (which answered)
+        assert [(c["purpose"], c["content"]) for c in data["lane_calls"]] == [
+            ("decide", '{"next": "add"}'), ("decide", '{"next": "answer"}')]
 
 
 def test_health_is_ok_when_store_and_model_are_up(tmp_path):

@@ -264,3 +264,5 @@ def test_rejected_requests_store_nothing(shim):
         assert db.execute("SELECT id FROM sessions").fetchall() == [("down-1",)]
         stored = db.execute("SELECT role, content FROM messages WHERE lane_prompt = 0")
         assert stored.fetchall() == [("user", "hi")]
+        # its decision never got an answer, so none is recorded
+        assert db.execute("SELECT count(*) FROM lane_calls").fetchall() == [(0,)]

@@ -45,6 +45,7 @@ def test_plain_completion_runs_the_tool_and_reports_usage(tmp_path):
         assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (prompt, completion)
         assert reply.usage.prompt_tokens_details.cached_tokens == 0
         assert reply.usage.model_extra["lane"]["tools_executed"] == ["add"]
+        assert reply.usage.model_extra["lane"]["model_calls"] == 3  # decision, call, answer
         assert lane.rows("SELECT tool_name, status FROM tool_executions WHERE session_id = ?",
                          session) == [("add", "ok")]
 
@@ -76,9 +77,12 @@ def test_session_header_through_extra_headers_keeps_the_history(tmp_path):
             assert raw.headers["x-session-id"] == "sdk-session-1"
 
         assert raw.parse().choices[0].message.content == "Your codename is Falcon."
-        # The second model call read the first turn from the store, not from the request.
-        sent = [m["content"] for m in lane.model.requests[1]["messages"] if m["role"] != "system"]
-        assert sent == ["My codename is Falcon.", "Noted: Falcon.", "What is my codename?"]
+        # The second answer was composed from the first turn as the store holds it (the request
+        # carried only the new message), with the user's message last.
+        _, facts, asked = lane.model.requests[1]["messages"]
+        assert "The user said: My codename is Falcon." in facts["content"]
+        assert "The assistant answered: Noted: Falcon." in facts["content"]
+        assert asked == {"role": "user", "content": "What is my codename?"}
         assert [r for r, _ in lane.history("sdk-session-1")] == \
             ["user", "assistant", "user", "assistant"]
 

@@ -122,30 +122,50 @@ def test_sigkill_during_a_tool_call(tmp_path: Path) -> None:
         assert_store_survived(home, model)
 
 
-def test_sigkill_during_a_model_call(tmp_path: Path) -> None:
+@pytest.mark.parametrize("step", ["decision", "answer"])
+def test_sigkill_during_a_model_call(tmp_path: Path, step: str) -> None:
+    """Killed while the lane waits for its decision (the turn's first model call), or for the
+    answer it composes after deciding that no tool is needed."""
     home = tmp_path / "home"
-    with ScriptedModel([Reply(hang=True), text("back")]) as model:
-        kill_mid_turn(home, model, lambda: len(model.requests) == 1)
-        # the user's message, and no call of the lane's own before the turn's first model call
-        assert rows(home / "state.db", "SELECT role FROM messages WHERE lane_prompt = 0") == [("user",)]
-        assert rows(home / "state.db", "SELECT purpose FROM lane_calls") == []
+    decisions = count()
+
+    def decision(body: dict[str, Any]) -> Reply:
+        return Reply(hang=True) if step == "decision" and next(decisions) == 0 else text('{"next": "answer"}')
+
+    script = [Reply(hang=True), text("back")] if step == "answer" else [text("back")]
+    with ScriptedModel(script, decision=decision) as model:
+        waiting = model.decide_requests if step == "decision" else model.requests
+        kill_mid_turn(home, model, lambda: len(waiting) == 1)
+        db = home / "state.db"
+        # the user's message, no answer, and the lane's own decision only once it had its reply
+        assert rows(db, "SELECT role FROM messages WHERE lane_prompt = 0") == [("user",)]
+        assert rows(db, "SELECT purpose, content FROM lane_calls") == (
+            [] if step == "decision" else [("decide", '{"next": "answer"}')])
         assert_store_survived(home, model)
 
 
 @pytest.mark.parametrize("results_before_kill", [1, 7, 16])
 def test_sigkill_while_tool_results_are_written(tmp_path: Path, results_before_kill: int) -> None:
-    """Five quick calls per model reply: the kill lands somewhere in a stream of tool results."""
+    """A hundred quick calls in the reply to the forced todo call: the kill lands somewhere in a
+    stream of tool results (or, at the latest, while the answer is awaited)."""
     home, task = tmp_path / "home", count()
+
+    def decision(body: dict[str, Any]) -> Reply:
+        asked = body["messages"][-1]["content"]
+        return text('{"next": "answer"}' if "are you back?" in asked else '{"next": "todo"}')
 
     def busy(body: dict[str, Any]) -> Reply:
         if body["messages"][-1].get("content") == "are you back?":
             return text("back")
+        if not body.get("tools"):  # the answer, after the calls
+            return Reply(hang=True)
         calls = [{"name": "todo", "arguments": {"action": "set", "items": [f"task {next(task)}"]}}
-                 for _ in range(5)]
+                 for _ in range(100)]
         return Reply(tool_calls=calls)
 
     db = home / "state.db"
-    with ScriptedModel(busy) as model:
+    with ScriptedModel(busy, decision=decision) as model:
         kill_mid_turn(home, model, lambda: db.exists() and rows(
             db, "SELECT count(*) FROM tool_executions")[0][0] >= results_before_kill)
+        assert model.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "todo"}}
         assert_store_survived(home, model)

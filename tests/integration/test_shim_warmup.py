@@ -1,10 +1,12 @@
 """The shim reports healthy only once the llm service holds its stable prefixes, and what it
-warms is exactly what its first model call begins with (the agent's system prompt and tools
-block). Scripted model with the lane llm's warm-up route."""
+warms is exactly what its model calls begin with (the answer's instruction, the agent's system
+prompt and tools block for the forced calls, the decision's question). Scripted model with the
+lane llm's warm-up route."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +22,7 @@ from fastapi.responses import JSONResponse
 from stack.config import Settings
 from stack.tools.base import Tool, object_schema
 from stack.tools.registry import Registry
-from tests.fakes.scripted_model import ScriptedModel, text
+from tests.fakes.scripted_model import ScriptedModel, call, text
 from tests.integration.shim_server import ShimServer
 
 TOOLS = [
@@ -83,21 +85,28 @@ def wait_until(condition: Any, timeout_s: float = 5.0) -> bool:
 
 
 def test_not_healthy_until_warm_and_the_warmed_prefix_is_what_the_first_call_sends(tmp_path: Path) -> None:
-    with WarmingModel([text("Hello!")]) as model, lane(tmp_path, model) as client:
+    with WarmingModel([call("add", {"a": 1, "b": 2}), text("It is 3.")]) as model, \
+            lane(tmp_path, model) as client:
         assert wait_until(lambda: len(model.warm_bodies) == 1)
         assert health(client) == (503, {"status": "unavailable", "store": "ok", "llm": "ok", "warm": "warming"})
         model.release.set()
         assert wait_until(lambda: health(client)[0] == 200)
         assert health(client)[1] == {"status": "ok", "store": "ok", "llm": "ok"}
-        assert client.post("/v1/chat/completions", headers={"X-Session-Id": "first"},
-                           json={"messages": [{"role": "user", "content": "hello"}]}).status_code == 200
-    decide, agent = model.warm_bodies  # the agent's goes last, so the context holds it
-    first_call = model.requests[0]
-    assert first_call["messages"][: len(agent["messages"])] == agent["messages"]
-    assert first_call["tools"] == agent["tools"]
-    decision, = model.decide_requests  # "Hello!" came from the model's own head
+        answer = client.post("/v1/chat/completions", headers={"X-Session-Id": "first"},
+                             json={"messages": [{"role": "user", "content": "add 1 and 2"}]})
+        assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"] == "It is 3."
+    # the decision's goes last, so the context holds it when the first request comes
+    compose, agent, decide = model.warm_bodies
+    decision, = model.decide_requests
     assert decision["messages"][: len(decide["messages"])] == decide["messages"] and "tools" not in decide
+    forced, composed = model.requests
+    assert forced["tool_choice"] == {"type": "function", "function": {"name": "add"}}
+    assert forced["messages"][: len(agent["messages"])] == agent["messages"]
+    assert forced["tools"] == agent["tools"]
     assert {t["function"]["name"] for t in agent["tools"]} >= {"add", "tool_search", "tool_call"}
+    assert composed["messages"][: len(compose["messages"])] == compose["messages"]
+    assert not composed.get("tools") and "tools" not in compose
+    assert len({json.dumps(body["messages"][0]) for body in model.warm_bodies}) == 3
 
 
 def test_a_prefix_the_llm_refuses_leaves_the_lane_healthy_unwarmed(tmp_path: Path) -> None:

@@ -1,5 +1,7 @@
 """What an answer claims was done (store/claims.py) and what the agent holds back (corrections.faults)."""
 
+import asyncio
+
 import pytest
 
 from stack.agent.corrections import TurnFacts, asks_about_session, faults
@@ -75,8 +77,7 @@ def facts(request="2 plus 3?", ran=(), results=(), session=(), offered=("memory"
     ("2 plus 3?", "the request echoed back"),
     ('{"name": "calculate", "arguments": {"expression": "2+3"}}', "a tool call written as text"),
     ("Already done: this exact call ran earlier in this turn and returned: 5", "the lane's own note copied"),
-    ("The request still needs calculate, which has not run for it yet. Call calculate now with the "
-     "arguments the request needs.", "the lane's own note copied"),
+    ("Answer not passed on: a stock apology", "the lane's own note copied"),
     ("I saved it to memory.", "it says memory did something that did not run"),
     ("I sent the page to her.", "it says something was done that no tool here can do"),
 ])
@@ -104,16 +105,42 @@ def test_a_fact_label_copied_to_the_front_of_an_answer_is_dropped():
     assert unlabelled("The answer is 42.") == "The answer is 42."
 
 
-def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied():
-    from stack.agent.corrections import correction, decided, repeated
+def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_path):
+    """The repeat breaker's results (which the composed answer reads as what ran), the note an
+    answer held back leaves in the store, and proxy mode's corrections."""
+    from stack.agent.answers import composed_answer
+    from stack.agent.corrections import correction, repeated
+    from stack.agent.llm_client import ModelReply
+    from stack.agent.turn import Turn, TurnResult
+    from stack.config import Settings
+    from stack.store import Store
+    from stack.tools.base import ToolContext
     from stack.tools.execute import Outcome
 
     f = facts("2 plus 3?", offered=("memory", "calculate"))
-    notes = [decided("calculate", f).note,
-             correction("I saved it to memory.", f).note,
+    notes = [correction("I saved it to memory.", f).note,
+             correction('I called the calculate function with {"expression": "2+3"}.', f).note,
              correction('{"name": "calculate", "expression": "2+3"}', f).note]
     for status in ("ok", "error"):
         earlier = Outcome("calculate", status, "5", "{\"expression\": \"2+3\"}", "2026-11-26T00:00:00", 1.0)
         notes.append(repeated("calculate", {"expression": "2+3"}, earlier).output)
+
+    class Apologetic:
+        async def chat(self, messages, tools, **options):
+            return ModelReply(content="I'm sorry, but I need more information.", tool_calls=[],
+                              finish_reason="stop", prompt_tokens=1, completion_tokens=1, cached_tokens=0)
+
+    settings = Settings(home=tmp_path)
+    store = Store(settings.db_path)
+    session = store.create_session("s")
+    store.add_message(session, "user", "2 plus 3?")
+    turn = Turn(TurnResult(session, "", "stop"), "2 plus 3?", "search", 64, 0.0,
+                ToolContext(settings, store, session))
+    ended = asyncio.run(composed_answer(Apologetic(), store, turn, f))
+    assert ended.content.startswith("No tool ran for this request")  # the lane's own account
+    notes += [m["content"] for m in store.messages(session) if m.get("lane_note")]
+    store.close()
+    assert any(note.startswith("Answer not passed on") for note in notes)
+    assert all(notes)
     for note in notes:
         assert "the lane's own note copied" in faults(note, f), note

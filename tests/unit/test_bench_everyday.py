@@ -280,12 +280,14 @@ def test_run_file_drives_the_shim_and_judges_from_its_store(ev, names, tmp_path)
     from tests.fakes.scripted_model import ScriptedModel, call, text
     from tests.integration.shim_server import ShimServer
 
-    def script(body):
-        last = body["messages"][-1]
-        if last["role"] == "tool":
-            return text("Saved: your favourite colour is teal.")
-        if "teal" in (last.get("content") or ""):
+    def decision(body):  # the lane's question: which tool the request needs
+        return text('{"next": "memory"}' if "teal" in body["messages"][-1]["content"] else '{"next": "answer"}')
+
+    def script(body):  # the forced call, or the composed answer
+        if body.get("tool_choice"):
             return call("memory", {"action": "add", "content": "favourite colour: teal"})
+        if "teal" in body["messages"][-1]["content"]:
+            return text("Saved: your favourite colour is teal.")
         return text("Hello! How can I help?")
 
     bench = {"path": "inline.json", "heldout": True, "sessions": [{"id": "s1", "voice": "terse", "turns": [
@@ -294,14 +296,16 @@ def test_run_file_drives_the_shim_and_judges_from_its_store(ev, names, tmp_path)
          "setup": {"files": {"a.txt": "x\n"}},
          "expect": {"tools": ["memory"], "ran_with": {"memory": ["teal"]}}},
     ]}]}
-    with ScriptedModel(script) as model:
+    with ScriptedModel(script, decision=decision) as model:
         settings = Settings(home=tmp_path, llm_url=model.url)
         with ShimServer(settings, registry=build_registry()) as shim:
             lane = ev.Lane(shim.url, key=None, profile="search", timeout_s=30)
             verdicts = ev.run_file(lane, bench, run_id="t", web_url="http://127.0.0.1:9", home=tmp_path,
                                    limit=None, tool_names=names, progress=lambda line: None)
     assert [(v.passed, v.ran) for v in verdicts] == [(True, []), (True, ["memory"])], verdicts
-    assert all(isinstance(v.model_calls, int) and v.model_calls >= 1 for v in verdicts)
+    # the decision and the answer; the decision, the forced call and the answer
+    assert [v.model_calls for v in verdicts] == [2, 3]
+    assert [v.answer for v in verdicts] == ["Hello! How can I help?", "Saved: your favourite colour is teal."]
     assert (tmp_path / "workspace" / "a.txt").read_text() == "x\n"
     result = ev.summary(verdicts)
     assert (result["passed"], result["total"], result["false_claims"]) == (2, 2, 0)
