@@ -61,7 +61,8 @@ _LANE_WORDS = ("Do not call it again", "Already done: this exact call", "Not run
                "reply with only:", "a tool only runs when", "but did not make it, so nothing ran",
                "That was not a valid call", "has not run for this request", "has not run for it yet",
                "now with the arguments the request needs", "The latest tool result was",
-               "Answer not passed on")
+               "Answer not passed on", "I could not write a reliable answer",
+               "so I have no checked answer to give", "The model's reply was not passed on")
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,10 @@ class TurnLedger:
 
 
 def _gist(arguments: Any, schema: dict[str, Any]) -> Any:
-    """The values of a call that are not a choice among modes (an `enum` property), as a set:
-    what the call is about rather than how it was asked."""
+    """The values of a call that are not a choice among modes (an `enum` property): what the call
+    is about rather than how it was asked. Texts as a set (memory add X, then add X with old_text
+    X, then replace X with X is one call three times); anything else with its keys, so that
+    sub(5, 3) is not sub(3, 5)."""
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
@@ -120,8 +123,10 @@ def _gist(arguments: Any, schema: dict[str, Any]) -> Any:
         return arguments
     modes = {key for key, spec in (schema.get("properties") or {}).items()
              if isinstance(spec, dict) and "enum" in spec}
-    return sorted({json.dumps(value, sort_keys=True, ensure_ascii=False)
-                   for key, value in arguments.items() if key not in modes})
+    kept = {key: value for key, value in arguments.items() if key not in modes}
+    if not all(isinstance(value, str) for value in kept.values()):
+        return json.dumps(kept, sort_keys=True, ensure_ascii=False)
+    return sorted({json.dumps(value, ensure_ascii=False) for value in kept.values()})
 
 
 def call_key(name: str, arguments: Any) -> str:

@@ -95,9 +95,11 @@ FACT_CHARS = 160
 
 def earlier_facts(rows: list[dict[str, Any]], turns: int = 3) -> str:
     """The last few finished turns as facts (what was asked, what ran and returned, what was
-    answered), for the lane's own questions: a small model reads them as context rather than as
-    replies to copy."""
-    rows = [row for row in rows if not (row.get("lane_prompt") or row.get("lane_note"))]
+    answered: nothing where the model's answer was held back and the user got the lane's own
+    account instead, whose words a small model would copy), for the lane's own questions: a small
+    model reads them as context rather than as replies to copy."""
+    rows = [row for row in rows if not (row.get("lane_prompt") or
+                                        (row.get("lane_note") and row["role"] != "assistant"))]
     starts = [i for i, row in enumerate(rows) if row["role"] == "user"]
     lines = []
     for start, end in list(pairwise([*starts, len(rows)]))[-turns - 1:-1]:
@@ -106,7 +108,7 @@ def earlier_facts(rows: list[dict[str, Any]], turns: int = 3) -> str:
         lines += [f"  {row.get('tool_name') or 'a tool'} returned: {_short(row['content'])}"
                   for row in turn if row["role"] == "tool"]
         answers = [row for row in turn if row["role"] == "assistant" and not row.get("tool_calls")]
-        if answers and (answers[-1]["content"] or "").strip():
+        if answers and (answers[-1]["content"] or "").strip() and not answers[-1].get("lane_note"):
             lines.append(f"  The assistant answered: {_short(answers[-1]['content'])}")
     return "\n".join(lines)
 

@@ -53,9 +53,10 @@ class Agent:
                 turn.force = await self._next_step(turn, toolset)
                 if turn.force is None:
                     break
-                reply = await self._ask(turn, toolset)
+                forced_tool, reply = turn.force, await self._ask(turn, toolset)
                 calls = calls_in(reply.content, reply.tool_calls, toolset.parameters_of)
                 message_id = self._store_reply(turn, reply, calls)
+                turn.unmade = None if calls else forced_tool
                 for call in calls:
                     await self._execute(call, toolset, turn, message_id)
             else:
@@ -67,10 +68,12 @@ class Agent:
 
     async def _next_step(self, turn: Turn, toolset: Toolset) -> str | None:
         """The tool the next model call must call, or None when the turn is to be answered: a
-        call that just failed is made again once (the model has read the error), else the
-        model's own constrained choice (answers.decided_tool), once per tool."""
+        call that just failed, or a forced reply that held no readable call, is made again once
+        (the model has read the error), else the model's own constrained choice
+        (answers.decided_tool), once per tool."""
         ran = {o.tool_name for o in turn.outcomes if o.status == "ok"}
-        failed = turn.outcomes[-1].tool_name if turn.outcomes and turn.outcomes[-1].status == "error" else None
+        failed = turn.unmade or (turn.outcomes[-1].tool_name if turn.outcomes and
+                                 turn.outcomes[-1].status == "error" else None)
         if failed and failed not in ran and _reachable(failed, toolset) \
                 and turn.ledger.take(Correction(None, failed, "retry")):
             return failed

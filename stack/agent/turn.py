@@ -49,6 +49,7 @@ class Turn:
     force: str | None = None  # the tool the next model call must call (after a correction)
     outcomes: list[Outcome] = field(default_factory=list)
     steps_ran_out: bool = False  # every step of settings.max_iterations was taken
+    unmade: str | None = None  # the tool the last forced reply was to call and did not
 
 
 def count(turn: TurnResult, reply: ModelReply) -> None:

@@ -143,8 +143,8 @@ def claimed_tools(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> l
         if not sentence or _NOT_ASSERTED.search(sentence):
             continue
         named = {m.group("name") for m in _NAMED_TOOL.finditer(sentence)}
-        if _USE_VERB.search(sentence):
-            named |= named_tools(sentence, vocabulary) & vocabulary
+        if _USE_VERB.search(sentence):  # a tool the lane does not have, named as used, backs nothing
+            named |= {n for n in named_tools(sentence, vocabulary) if n in vocabulary or "_" in n}
         for name in vocabulary:
             if re.search(rf"\bthe\s+`?{re.escape(name)}`?\s+(?:tool\s+|function\s+)?{_ANSWERED}\b",
                          sentence, re.IGNORECASE):

@@ -412,15 +412,15 @@ def test_a_decision_to_answer_runs_nothing_and_composes_the_answer(lane):
     assert rows(settings, "SELECT count(*) FROM tool_executions") == [(0,)]
 
 
-def test_a_decided_call_the_model_did_not_make_is_not_forced_again(lane):
+def test_a_forced_reply_without_a_call_is_forced_once_more_then_never_again(lane):
     settings, store = lane
     spelled = text('{"name": "add", "a": "two", "b": 3}')  # call-shaped, but not a valid call
-    result, model = run(settings, store, [spelled, text("I could not work that out.")],
+    result, model = run(settings, store, [spelled, spelled, text("I could not work that out.")],
                         user="2 plus 3?", decision='{"next": "add"}')
     assert rows(settings, "SELECT count(*) FROM tool_executions") == [(0,)]
-    # asked again (nothing ran yet), the decision names add once more: given once per tool
+    # retried once; asked again (nothing ran yet), the decision names add once more: given once per tool
     assert len(model.decide_requests) == 2
-    assert [r.get("tool_choice") for r in model.requests] == [FORCED_ADD, None]
+    assert [r.get("tool_choice") for r in model.requests] == [FORCED_ADD, FORCED_ADD, None]
     assert result.content == "I could not work that out." and result.tools_executed == []
 
 
@@ -614,6 +614,16 @@ def test_notes_of_earlier_turns_are_not_sent_again(lane):
     earlier = model.requests[3]["messages"][-2]["content"]
     assert "add returned: 5" in earlier
     assert "Answer not passed on" not in earlier and "I could not write" not in earlier
+
+
+def test_an_answer_held_back_is_not_an_earlier_turn_s_answer(lane):
+    settings, store = lane
+    apology = "I'm sorry, but I need more information to answer your question."
+    script = [call("add", {"a": 2, "b": 3}), text(apology), call("add", {"a": 4, "b": 5}), text("It is 9.")]
+    results, model = run_turns(settings, store, script, ["sum 2 and 3", "add 4 and 5"])
+    assert results[0].content.startswith("I could not write a reliable answer")
+    earlier = model.requests[3]["messages"][-2]["content"]
+    assert "add returned: 5" in earlier and "need more information" not in earlier
 
 
 def test_an_answer_copied_from_an_earlier_turn_stands_but_leaves_the_record(lane):

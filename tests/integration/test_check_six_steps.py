@@ -223,9 +223,13 @@ def test_text_only_liar_fails_the_tool_steps(tmp_path: Path) -> None:
     assert run.code == 1
     # It decides no tool is needed (the decision is asked every step), so nothing is called and
     # nothing runs; an answer is never read as a call. Its answers that write calls as text are
-    # held back, and the user gets the lane's own account (steps 2, 4 and 5).
+    # held back, and so is step 6's list of tools that do not exist: the user gets the lane's own
+    # account instead.
     assert executions == [] and decisions == 6
-    assert held_back == [("Answer not passed on: a tool call written as text",)] * 3
+    assert [n for (n,) in held_back[:3]] == ["Answer not passed on: a tool call written as text"] * 2 + [
+        "Answer not passed on: a tool call written as text; it says search_history did something that did not run"]
+    assert all(f"it says {name} did something that did not run" in held_back[3][0]
+               for name in ("run_shell", "save_memory", "search_history", "store_note"))
     verdicts = [s["verdict"] for s in run.report["steps"]]
     assert verdicts[1] == verdicts[3] == verdicts[4] == verdicts[5] == "fail"
     assert verdicts[0] == "pass"

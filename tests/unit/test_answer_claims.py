@@ -41,6 +41,14 @@ def test_work_outside_the_computer_is_a_claim_only_a_tool_for_it_backs(answer):
     assert unbacked_claims(answer, {"mail__send_message", "calendar__book_table"}, with_mail) == []
 
 
+def test_an_invented_tool_named_as_used_is_a_claim_nothing_backs():
+    answer = "Tools used: save_memory, run_shell, memory."
+    claims = claimed_tools(answer, VOCABULARY)
+    assert {frozenset({"save_memory"}), frozenset({"run_shell"}), frozenset({"memory"})} <= {t for _, t in claims}
+    assert [t for _, t in unbacked_claims(answer, {"memory"}, VOCABULARY)] == [
+        frozenset({"run_shell"}), frozenset({"save_memory"})]
+
+
 def test_each_tool_named_as_used_is_its_own_claim():
     claims = claimed_tools("I used memory and terminal in this session.", VOCABULARY)
     assert sorted(tools for _, tools in claims) == [frozenset({"memory"}), frozenset({"terminal"})]
@@ -144,3 +152,18 @@ def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_pa
     assert all(notes)
     for note in notes:
         assert "the lane's own note copied" in faults(note, f), note
+
+
+def test_a_repeat_is_the_same_text_under_another_mode_but_numbers_keep_their_places():
+    from stack.agent.corrections import TurnLedger
+
+    note = {"properties": {"action": {"enum": ["add", "replace"]}, "content": {"type": "string"},
+                           "old_text": {"type": "string"}}}
+    ledger = TurnLedger()
+    first, _ = ledger.attempt("memory", {"action": "add", "content": "dentist 3 March"}, note)
+    again, _ = ledger.attempt("memory", {"action": "replace", "content": "dentist 3 March",
+                                         "old_text": "dentist 3 March"}, note)
+    assert first == again
+    numbers = {"properties": {"a": {"type": "number"}, "b": {"type": "number"}}}
+    keys = {ledger.attempt("sub", args, numbers)[0] for args in ({"a": 5, "b": 3}, {"a": 3, "b": 5}, {"a": 5})}
+    assert len(keys) == 3
