@@ -56,12 +56,13 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
 
 def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str]) -> list[dict[str, str]]:
     """The question's first message: the instruction, the directly offered `tools` as (name,
-    description) and the examples whose tool the lane has (`known`). The same for every request
-    of a profile, so the llm keeps it as a cached (and warmed) prefix."""
+    description) and the examples whose tool the lane has (`tools` or the hidden ones, `known`).
+    The same for every request of a profile, so the llm keeps it as a cached (and warmed) prefix."""
     listed = "\n".join(f"- {name}: {one_line(description, 110)}" for name, description in tools)
+    known = set(known) | {name for name, _ in tools}
     examples = "\n".join(
         f'"{request}"' + (f" (after {done} ran)" if done else "") + f' -> {{"next": "{tool}"}}'
-        for request, done, tool in EXAMPLES if {tool, done} - {ANSWER, ""} <= set(known))
+        for request, done, tool in EXAMPLES if {tool, done} - {ANSWER, ""} <= known)
     return [{"role": "system", "content": INSTRUCTION.format(tools=listed, examples=examples)}]
 
 
@@ -79,7 +80,6 @@ def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequ
         question += "\n\nOther tools, found by a word search for this message (often none of them fits):\n" + "\n".join(
             f"- {name}: {one_line(description, 110)}" for name, description in hidden)
     question += '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
-    known = set(known) | {name for name, _ in [*tools, *hidden]}
     return [*decide_opening(tools, known), {"role": "user", "content": question}]
 
 

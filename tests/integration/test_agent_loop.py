@@ -14,7 +14,7 @@ import time
 import pytest
 
 from stack.agent.llm_client import LlmClient, LlmError, LlmTimeout
-from stack.agent.loop import Agent
+from stack.agent.loop import FORCED_CALL_MAX_TOKENS, Agent
 from stack.config import Settings
 from stack.store import Store
 from stack.tools.base import Tool, ToolError, object_schema
@@ -255,7 +255,7 @@ def test_generation_cap_clamps_requested_max_tokens(lane):
     settings, store = lane
     _, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")], max_tokens=10**6)
     forced_call, compose = model.requests
-    assert forced_call["max_tokens"] == settings.max_tokens
+    assert forced_call["max_tokens"] == min(settings.max_tokens, FORCED_CALL_MAX_TOKENS)
     assert compose["max_tokens"] == min(settings.max_tokens, 400)
     _, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")], max_tokens=10)
     assert [r["max_tokens"] for r in model.requests] == [10, 10]
