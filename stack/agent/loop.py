@@ -59,7 +59,8 @@ class Agent:
                 forced_tool, reply = turn.force, await self._ask(turn, toolset)
                 calls = calls_in(reply.content, reply.tool_calls, toolset.parameters_of)
                 message_id = self._store_reply(turn, reply, calls)
-                turn.unmade = None if calls else forced_tool
+                # cut by the cap, the same prompt would only run into it again: no retry
+                turn.unmade = None if calls or reply.finish_reason == "length" else forced_tool
                 for call in calls:
                     await self._execute(call, toolset, turn, message_id)
             else:

@@ -412,6 +412,15 @@ def test_a_decision_to_answer_runs_nothing_and_composes_the_answer(lane):
     assert rows(settings, "SELECT count(*) FROM tool_executions") == [(0,)]
 
 
+def test_a_forced_reply_cut_by_the_cap_is_not_made_again(lane):
+    settings, store = lane
+    runaway = Reply(content='{"name": "add", "arguments": {"a": "1111111111', finish_reason="length")
+    result, model = run(settings, store, [runaway, text("I could not work that out.")],
+                        user="2 plus 3?", decision='{"next": "add"}')
+    assert [r.get("tool_choice") for r in model.requests] == [FORCED_ADD, None]
+    assert rows(settings, "SELECT count(*) FROM tool_executions") == [(0,)]
+
+
 def test_a_forced_reply_without_a_call_is_forced_once_more_then_never_again(lane):
     settings, store = lane
     spelled = text('{"name": "add", "a": "two", "b": 3}')  # call-shaped, but not a valid call
