@@ -87,8 +87,10 @@ class Agent:
         return tool if turn.ledger.take(Correction(None, tool, "decide")) else None
 
     def _memory(self, turn: Turn) -> str:
-        """What the lane remembered when the session began (the same snapshot the model reads)."""
-        return self.store.memory_snapshot(turn.result.session_id, lambda: read_memory(self.settings))
+        """The notes the lane keeps now, for the decision and the answer: their questions are not
+        the agent's cached prefix, so they read what this session saved too (the forced calls
+        read the session's snapshot, which keeps that prefix stable)."""
+        return read_memory(self.settings)
 
     def _new_turn(self, session_id: str, new_messages: list[dict[str, Any]], profile: Profile,
                   max_tokens: int | None, temperature: float | None) -> Turn:

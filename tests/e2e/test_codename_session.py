@@ -89,8 +89,8 @@ def test_remember_then_recall_the_codename(tmp_path, form, origin):
 def test_a_memory_write_leaves_the_next_requests_prefix_unchanged(tmp_path):
     """The system prompt and the tools block come first in the rendered prompt; a memory write in
     the middle of a session must change neither, or the llm re-reads the whole prompt. The lane's
-    own questions (the decision, the composed answer) keep their fixed first message, and the
-    notes they show are the session's snapshot too."""
+    own questions (the decision, the composed answer) keep their fixed first message; the notes
+    they show come after it and are the notes as they are now, this session's saves included."""
     replies = [call("memory", SAVE), text(f"Saved: {CODENAME}."),
                call("memory", {"action": "add", "content": "Likes tea"}), text("Saved: Likes tea.")]
 
@@ -113,10 +113,12 @@ def test_a_memory_write_leaves_the_next_requests_prefix_unchanged(tmp_path):
     assert first["messages"][1] == {"role": "system", "content": "What you remember (from the memory tool):\n"
                                     "- The user prefers short answers."}
     assert CODENAME not in json.dumps(later["messages"][:2])
-    snapshot = "Notes the user asked you to keep:\n- The user prefers short answers."
+    kept = "Notes the user asked you to keep:\n- The user prefers short answers."
     for decision in model.decide_requests:
         assert decision["messages"][0] == model.decide_requests[0]["messages"][0]
-        assert decision["messages"][-1]["content"].startswith(snapshot + "\n\n")
+        assert decision["messages"][-1]["content"].startswith(kept)
+    assert CODENAME in model.decide_requests[-1]["messages"][-1]["content"]  # saved in turn one
     for answer in (first_answer, later_answer):
         assert answer["messages"][0] == first_answer["messages"][0]
-        assert compose_facts(answer).startswith(snapshot + "\n\n")
+        assert compose_facts(answer).startswith(kept)
+    assert CODENAME in compose_facts(first_answer) and CODENAME in compose_facts(later_answer)

@@ -433,7 +433,7 @@ def test_a_forced_reply_without_a_call_is_forced_once_more_then_never_again(lane
     assert result.content == "I could not work that out." and result.tools_executed == []
 
 
-def test_the_decision_and_the_answer_read_the_notes_the_session_began_with(lane):
+def test_the_decision_and_the_answer_read_the_notes_as_they_are_now(lane):
     settings, store = lane
     settings.memory_path.parent.mkdir(parents=True, exist_ok=True)
     settings.memory_path.write_text("My locker code is 4410\n")
@@ -455,9 +455,11 @@ def test_the_decision_and_the_answer_read_the_notes_the_session_began_with(lane)
     # the decision can see that the notes answer the request, so no tool is needed
     assert model.decide_requests[0]["messages"][-1]["content"].startswith(kept + "\n\n")
     assert model.requests[0]["messages"][1]["content"].startswith(kept)
-    # a snapshot: every turn of the session reads what it began with, not the file as it is now
-    assert model.decide_requests[1]["messages"][-1]["content"].startswith(kept + "\n\n")
-    assert model.requests[1]["messages"][1]["content"].startswith(kept)
+    # a note saved during the session ("remind me, what's my code?" right after saving it) is
+    # read by the next turn's decision and answer
+    now = "Notes the user asked you to keep:\n- My locker code is 1234"
+    assert model.decide_requests[1]["messages"][-1]["content"].startswith(now + "\n\n")
+    assert model.requests[1]["messages"][1]["content"].startswith(now)
 
 
 def test_after_a_tool_ran_the_decision_names_the_request_s_next_step(lane):
