@@ -13,7 +13,6 @@ at most the call in flight, and the store is always the truth about what ran.
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
 from ..config import Settings
@@ -34,7 +33,6 @@ from .turn import Turn, TurnEnded, TurnResult, count
 
 __all__ = ["Agent", "TurnEnded", "TurnResult"]
 
-log = logging.getLogger("lane.agent")
 # A forced call's arguments under its schema's grammar: measured on the 1.5B model, it sometimes
 # writes one string value until the cap (1,024 digits of an "expression", 140 s on two cores).
 FORCED_CALL_MAX_TOKENS = 512
