@@ -35,8 +35,8 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store) -> TurnFacts:
                for t in toolset.offered + toolset.promoted_schemas}
     schemas |= {name: tool.parameters for name, tool in toolset.catalog.tools.items()}
     return TurnFacts(turn.query, schemas, store.tools_that_ran(turn.result.session_id),
-                     {o.tool_name for o in ran}, ran[-1].output if ran else None,
-                     asks_about_session(turn.query), tuple(o.output for o in ran))
+                     {o.tool_name for o in ran}, asks_about_session(turn.query),
+                     tuple(o.output for o in ran))
 
 
 def decision_tools(toolset: Toolset) -> list[tuple[str, str]]:

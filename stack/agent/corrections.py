@@ -157,7 +157,6 @@ class TurnFacts:
     offered: dict[str, dict[str, Any]]  # each callable tool's argument schema
     ran_in_session: set[str]
     ran_in_turn: set[str]
-    last_result: str | None = None  # the latest result of a tool that ran ok in this turn
     about_session: bool = False  # the request asks what happened earlier in the session
     results: tuple[str, ...] = ()  # the outputs of the tools that ran ok in this turn
 

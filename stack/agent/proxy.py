@@ -365,9 +365,8 @@ class ProxyLane:
 
     def _facts(self, turn: ProxyTurn) -> TurnFacts:
         tools = turn.surface.catalog.tools
-        last = next((m.get("content") for m in reversed(turn.request.messages) if m["role"] == "tool"), None)
         return TurnFacts(turn.query, {n: t.parameters for n, t in tools.items()},
-                         {name for _, name, _ in turn.history.calls}, turn.history.since_user, last)
+                         {name for _, name, _ in turn.history.calls}, turn.history.since_user)
 
     def _record(self, turn: ProxyTurn, message_id: int, call: ToolCall, outcome: Outcome) -> None:
         self.store.add_tool_result(

@@ -75,7 +75,7 @@ def test_a_claim_is_backed_by_any_tool_that_does_that_work():
 
 
 def facts(request="2 plus 3?", ran=(), results=(), session=(), offered=("memory", "calculate")):
-    return TurnFacts(request, {name: {} for name in offered}, set(session), set(ran), None,
+    return TurnFacts(request, {name: {} for name in offered}, set(session), set(ran),
                      asks_about_session(request), tuple(results))
 
 
