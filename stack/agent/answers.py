@@ -17,14 +17,12 @@ from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
 from ..toolsearch.tokens import clauses
 from .corrections import TurnFacts, asks_about_session, fallback_answer, faults, named_in, unlabelled
-from .decide import ask_decision, parse_decision
+from .decide import DECIDE_HIDDEN, ask_decision, parse_decision
 from .history import earlier_facts
 from .llm_client import LlmClient, ModelReply
 from .prompt import compose_messages
 from .turn import Turn, TurnEnded, count
 
-# The decision question lists the direct tools and at most this many hidden ones (search's best).
-DECIDE_HIDDEN = 5
 COMPOSE_MAX_TOKENS = 400
 
 

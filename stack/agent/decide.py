@@ -22,6 +22,8 @@ from .prompt import turn_facts
 
 ANSWER = "answer"
 DECIDE_MAX_TOKENS = 24
+# The decision lists at most this many hidden tools (tool search's best for the request).
+DECIDE_HIDDEN = 5
 MAX_REQUEST_CHARS = 1500
 RESULT_CHARS = 200
 
@@ -81,6 +83,27 @@ def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequ
             f"- {name}: {one_line(description, 110)}" for name, description in hidden)
     question += '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
     return [*decide_opening(tools, known), {"role": "user", "content": question}]
+
+
+# Proxy mode asks the same question of a client's conversation, after it and with the client's
+# tools block as it is (proxy.py): the prompt up to this note is the one the reply reads next, so
+# the llm's cache makes the question cost only its own few tokens.
+CLIENT_QUESTION = (
+    "Before you reply: which one of the tools does the user's latest request still need next? "
+    'Reply {"next": TOOL} with the tool to call now, or {"next": "answer"} to reply in words: when '
+    "the request is done, when none of the tools does what it asks, or when you must first ask the "
+    "user for something a call needs."
+)
+
+
+def client_question(hidden: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """The decision's note at the end of a client's conversation; `hidden` the (name,
+    description) of tools search found for the request that the tools block does not show."""
+    text = CLIENT_QUESTION
+    if hidden:
+        text += "\nTools not in your list, found by a search for this request:\n" + "\n".join(
+            f"- {name}: {one_line(description, 110)}" for name, description in hidden)
+    return {"role": "system", "content": text}
 
 
 def decision_schema(names: list[str]) -> dict[str, Any]:

@@ -29,14 +29,9 @@ from .history import conversation
 from .llm_client import LlmClient, ModelReply
 from .prompt import memory_note, promoted_tools_note, system_prompt
 from .toolcalls import ToolCall, calls_in, forced, stored
-from .turn import Turn, TurnEnded, TurnResult, count
+from .turn import FORCED_CALL_MAX_TOKENS, Turn, TurnEnded, TurnResult, count
 
 __all__ = ["Agent", "TurnEnded", "TurnResult"]
-
-# A forced call's arguments under its schema's grammar: measured on the 1.5B model, it sometimes
-# writes one string value until the cap (1,024 digits of an "expression", 140 s on two cores).
-FORCED_CALL_MAX_TOKENS = 512
-
 
 class Agent:
     def __init__(self, settings: Settings, store: Store, registry: Registry, llm: LlmClient):

@@ -3,6 +3,8 @@
 The client owns its tools and runs them; the lane returns OpenAI `tool_calls` and the client sends
 its `role: "tool"` results in the next request, with the whole conversation (stateless, as
 OpenAI is). Inside one request the lane still pulls its levers, for the client's tools:
+* under `tool_choice: auto` the request begins with the decision (decide.py): the next tool, then
+  forced under its schema, or "answer", then written with no tools offered;
 * calls written as text (every shape toolcalls.py salvages) become real tool_calls;
 * arguments are validated against the client's schema and repaired where that cannot change
   their meaning (tools/validation.py); a call that still does not fit is told to the model and
@@ -36,7 +38,7 @@ from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES, Tool, ToolContext
 from ..tools.execute import Outcome, refused, run_tool
 from ..tools.registry import Registry, granted_tools, split_core
-from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
+from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target, forced_bridge_schema
 from ..toolsearch.client_tools import ClientSurface, client_surface, needs_search
 from ..toolsearch.surface import Profile, guessed_task
 from ..wire import ApiError
@@ -48,10 +50,11 @@ from .corrections import (
     correction,
     repeated,
 )
+from .decide import DECIDE_HIDDEN, DECIDE_MAX_TOKENS, client_question, decision_schema, parse_decision
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
 from .toolcalls import ToolCall, extract_calls, forced, python_calls, stored, unmistakable_calls
-from .turn import TurnEnded, TurnResult, count
+from .turn import FORCED_CALL_MAX_TOKENS, TurnEnded, TurnResult, count
 
 ChoiceMode = Literal["auto", "none", "required", "function"]
 # Measured on Qwen2.5-Coder-1.5B through proxy mode: after two tool results it replied with
@@ -169,6 +172,7 @@ class ProxyLane:
         turn = await self._new_turn(session_id, request, profile)
         self._store_incoming(session_id, new_messages, request.messages)
         try:
+            await self._first_step(turn)
             for _ in range(self.settings.max_iterations):
                 reply = await self._ask(turn)
                 calls = _calls_of(reply, turn.surface)
@@ -230,18 +234,58 @@ class ProxyLane:
                 self.store.add_message(session_id, message["role"], message.get("content"),
                                        tool_calls=message.get("tool_calls"), tool_name=message.get("name"))
 
+    async def _first_step(self, turn: ProxyTurn) -> None:
+        """The decide lever, for a client's tools: under `tool_choice: auto`, before the open
+        reply, the model's constrained choice of the tool the conversation needs next, or
+        "answer" (decide.py), asked after the conversation with the tools block as it is, so the
+        prompt it evaluates is the reply's own cached prefix. A tool is then forced (its arguments
+        decoded under its schema; a hidden one through the bridge); "answer" gets a reply with no
+        tools. Measured on Qwen2.5-Coder-1.5B: offered any tool in an open reply, it called one
+        for every request, "difference between cpu and gpu?" included."""
+        if turn.request.tool_choice.mode != "auto" or turn.request.messages[-1]["role"] not in ("user", "tool"):
+            return
+        surface = turn.surface
+        direct = [*surface.direct, *turn.lane_tools]
+        hidden: list[tuple[str, str]] = []
+        if surface.bridged and turn.query.strip():
+            hits, _ = surface.catalog.search(turn.query, DECIDE_HIDDEN + len(direct))
+            hidden = [(h.name, surface.catalog.tools[h.name].description) for h in hits
+                      if h.name not in direct][:DECIDE_HIDDEN]
+        names = direct + [name for name, _ in hidden]
+        if not names:
+            return
+        reply = await self.llm.chat(turn.opening + turn.scratch + [client_question(hidden)], self._tools(turn),
+                                    max_tokens=DECIDE_MAX_TOKENS, temperature=0.0,
+                                    response_schema=decision_schema(names))
+        count(turn.result, reply)
+        self.store.add_lane_call(turn.result.session_id, "decide", reply.content, prompt_tokens=reply.prompt_tokens,
+                                 completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
+        turn.force = parse_decision(reply.content, names)
+        turn.answer_next = turn.force is None
+
+    def _tools(self, turn: ProxyTurn) -> list[dict[str, Any]]:
+        """The tools block of this request's model calls: the client's (as tool search shows them)
+        and the lane's own where configured."""
+        return turn.surface.offered + [tool.openai_schema() for tool in turn.lane_tools.values()]
+
     async def _ask(self, turn: ProxyTurn) -> ModelReply:
         choice = turn.request.tool_choice
-        tools = [] if choice.mode == "none" or turn.answer_next else \
-            turn.surface.offered + [tool.openai_schema() for tool in turn.lane_tools.values()]
-        if turn.force:
+        tools = [] if choice.mode == "none" or turn.answer_next else self._tools(turn)
+        in_tools = turn.force in {t["function"]["name"] for t in tools}
+        through_bridge = None if in_tools or not turn.surface.bridged else \
+            forced_bridge_schema(turn.surface.catalog, turn.force)
+        if in_tools:
             tool_choice: dict[str, Any] | str | None = forced(turn.force)
         elif choice.mode == "function":
             tool_choice = forced(choice.name)
         else:
             tool_choice = "required" if choice.mode == "required" else None
-        reply = await self.llm.chat(turn.opening + turn.scratch, tools, max_tokens=turn.request.max_tokens,
-                                    temperature=turn.request.temperature, tool_choice=tool_choice)
+        max_tokens = turn.request.max_tokens
+        if in_tools or through_bridge:
+            max_tokens = min(max_tokens, FORCED_CALL_MAX_TOKENS)
+        reply = await self.llm.chat(turn.opening + turn.scratch, tools, max_tokens=max_tokens,
+                                    temperature=turn.request.temperature, tool_choice=tool_choice,
+                                    response_schema=through_bridge)
         turn.force, turn.answer_next = None, False
         count(turn.result, reply)
         return reply
@@ -254,7 +298,7 @@ class ProxyLane:
             if self._note(turn, "No tool can be called for this request: answer in words.", "none"):
                 return
             raise TurnEnded("I could not answer that without a tool call, and none was allowed.", "stop")
-        decided = [await self._decide(turn, call) for call in calls]
+        decided = [await self._routed(turn, call) for call in calls]
         returned = [d for d in decided if isinstance(d, ClientCall)]
         if returned:
             for call, outcome in zip(calls, decided, strict=True):
@@ -277,7 +321,7 @@ class ProxyLane:
             if outcome.status == "ok":
                 turn.result.tools_executed.append(outcome.tool_name)
 
-    async def _decide(self, turn: ProxyTurn, call: ToolCall) -> ClientCall | Outcome:
+    async def _routed(self, turn: ProxyTurn, call: ToolCall) -> ClientCall | Outcome:
         """A call to return, or the outcome the model is told instead. A bridge search (or a lane
         tool, where configured) runs now; its outcome is dropped if another call of the reply goes
         to the client."""

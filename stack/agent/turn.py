@@ -14,6 +14,10 @@ from ..toolsearch.surface import Profile
 from .corrections import TurnLedger
 from .llm_client import ModelReply
 
+# A forced call's arguments under its schema's grammar (the agent's steps, proxy mode's decided
+# calls): measured on the 1.5B model, it sometimes writes one string value until the cap (1,024
+# digits of an "expression", 140 s on two cores).
+FORCED_CALL_MAX_TOKENS = 512
 
 @dataclass
 class TurnResult:

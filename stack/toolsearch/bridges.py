@@ -60,6 +60,19 @@ CALL_SCHEMA: dict[str, Any] = {"type": "function", "function": {
     "name": CALL, "description": CALL_DESCRIPTION, "parameters": CALL_PARAMETERS}}
 
 
+def forced_bridge_schema(catalog: Catalog, tool: str | None) -> dict[str, Any] | None:
+    """The reply schema that forces a call to a hidden tool: a tool_call naming it, with
+    arguments that fit its schema. A response format rather than a change to `tools`, so the
+    prompt's cached tools block stays as it is. None for a tool the catalog does not hold."""
+    if tool is None or tool not in catalog:
+        return None
+    arguments = {"type": "object", "required": ["name", "arguments"], "properties": {
+        "name": {"const": tool},
+        "arguments": catalog.tools[tool].parameters or {"type": "object"}}}
+    return {"type": "object", "required": ["name", "arguments"],
+            "properties": {"name": {"const": CALL}, "arguments": arguments}}
+
+
 def call_through_bridge(catalog: Catalog, direct: Collection[str], raw_arguments: Any,
                         ctx: ToolContext) -> Outcome:
     """Run the deferred tool that a tool_call names. The outcome carries that tool's name with

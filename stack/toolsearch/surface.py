@@ -22,7 +22,7 @@ from ..tools.base import Tool, ToolContext, ToolError
 from ..tools.execute import Outcome, refused, run_tool
 from ..tools.registry import Registry
 from ..tools.validation import parse_arguments
-from .bridges import CALL, CALL_SCHEMA, SEARCH, bridge_tools, call_through_bridge
+from .bridges import CALL, CALL_SCHEMA, SEARCH, bridge_tools, call_through_bridge, forced_bridge_schema
 from .catalog import Catalog, build_catalog, installed_method
 from .promotion import promoted_tools
 from .retrieval import ToolDoc, ToolIndex
@@ -75,16 +75,9 @@ class Toolset:
         return CALL_SCHEMA["function"]["parameters"] if self.bridged and name == CALL else None
 
     def forced_through_bridge(self, tool: str | None) -> dict[str, Any] | None:
-        """The reply schema that forces a call to a hidden tool: a tool_call naming it, with
-        arguments that fit its schema. A response format rather than a change to `tools`, so the
-        prompt's cached tools block stays as it is. None for a tool that is not hidden here."""
-        if tool is None or not self.bridged or tool not in self.catalog:
-            return None
-        arguments = {"type": "object", "required": ["name", "arguments"], "properties": {
-            "name": {"const": tool},
-            "arguments": self.catalog.tools[tool].parameters or {"type": "object"}}}
-        return {"type": "object", "required": ["name", "arguments"],
-                "properties": {"name": {"const": CALL}, "arguments": arguments}}
+        """The reply schema that forces a call to a hidden tool (bridges.forced_bridge_schema);
+        None for a tool that is not hidden here."""
+        return forced_bridge_schema(self.catalog, tool) if self.bridged else None
 
     def best_for(self, request: str, limit: int = NEXT_STEP_CANDIDATES) -> list[str]:
         """The tools the index ranks best for the request, over every tool this surface reaches

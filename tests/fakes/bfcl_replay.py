@@ -89,6 +89,18 @@ def _python_text(calls: list[dict[str, Any]]) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
+def replay_decision(truths: dict[str, list[list[dict[str, Any]]]]) -> Callable[[dict[str, Any]], Reply]:
+    """The lane's decision question (agent/decide.py) answered as the replay goes on: the turn's
+    first ground-truth call while its calls are due, else "answer"."""
+    script = replay(truths)
+
+    def decide(body: dict[str, Any]) -> Reply:
+        reply = script({**body, "messages": [m for m in body.get("messages", []) if m.get("role") != "system"]})
+        names = [c["name"] for c in reply.tool_calls or []]
+        return Reply(content=json.dumps({"next": names[0] if names else "answer"}))
+    return decide
+
+
 def replay(truths: dict[str, list[list[dict[str, Any]]]]) -> Callable[[dict[str, Any]], Reply]:
     """The script: the latest known user message picks the turn; anything after it means the
     turn's calls were already answered."""

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from stack.agent.decide import INSTRUCTION as DECIDE_INSTRUCTION
+from stack.agent.decide import ANSWER
 from tests.fakes.threaded_server import ThreadedServer
 
 
@@ -94,8 +94,8 @@ class ScriptedModel:
             names = [str(arguments.get("name", "")), first["name"]]
         elif upcoming and upcoming.content:
             names = list(reversed(re.findall(r'"name"\s*:\s*"([^"]+)"', upcoming.content)))
-        choices = decide["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
-        picked = next((n for n in names if n in choices), "answer")
+        choices = _decision_choices(decide) or []
+        picked = next((n for n in names if n in choices), ANSWER)
         return Reply(content=json.dumps({"next": picked}))
 
     def app(self) -> FastAPI:
@@ -115,7 +115,7 @@ class ScriptedModel:
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:
             body = await request.json()
-            if _asks(body, DECIDE_INSTRUCTION.split("{tools}")[0], prefix=True):
+            if _decision_choices(body) is not None:
                 self.decide_requests.append(body)
                 reply = _answer(self.decision, body) if self.decision is not None else self._follow(body)
             else:
@@ -245,6 +245,15 @@ def _completion(model: str, reply: Reply, usage: dict[str, int],
                      **({"logprobs": logprobs} if logprobs else {})}],
         "usage": usage,
     }
+
+
+def _decision_choices(body: dict[str, Any]) -> list[str] | None:
+    """The choices of the lane's decision question (agent/decide.py, in the agent's turn or
+    after a proxy client's conversation), known by its reply schema; None for any other request."""
+    fmt = body.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or {} if isinstance(fmt, dict) else {}
+    choices = ((schema.get("properties") or {}).get("next") or {}).get("enum")
+    return choices if isinstance(choices, list) else None
 
 
 def _asks(body: dict[str, Any], instruction: str, *, prefix: bool = False) -> bool:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from stack.config import Settings
-from tests.fakes.bfcl_replay import replay, turn_truths
+from tests.fakes.bfcl_replay import replay, replay_decision, turn_truths
 from tests.fakes.scripted_model import ScriptedModel
 from tests.integration.shim_server import ShimServer
 
@@ -58,7 +58,7 @@ def scores(out: Path, arm: str, plan: dict[str, list[str]], summary: dict) -> di
 @pytest.mark.parametrize("arm", ["D", "H"])
 def test_ground_truth_through_proxy_mode_scores_every_entry(tmp_path, bfcl_python, arm):
     plan, ids, truths = plan_and_truths()
-    with ScriptedModel(replay(truths)) as model:
+    with ScriptedModel(replay(truths), decision=replay_decision(truths)) as model:
         settings = Settings(home=tmp_path, llm_url=model.url, proxy_tool_search=arm == "H")
         with ShimServer(settings) as shim:
             summary = bfcl.run_arm(bfcl.ARMS[arm], ids, f"{shim.url}/v1", tmp_path / "files", python=bfcl_python)

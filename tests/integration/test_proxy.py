@@ -201,26 +201,33 @@ def _many_tools(count):
 
 def test_many_client_tools_are_reached_through_search_and_returned_as_the_real_tool(tmp_path):
     tools = _many_tools(60) + [WEATHER]
-    script = [call("tool_search", {"query": "weather for a city"}),
+    # The decision (promotion put get_weather in the tools block) forces get_weather; the forced
+    # call comes through the bridge with a wrong argument, and after the error the model searches.
+    script = [call("tool_call", {"name": "get_weather", "arguments": {"town": "Paris"}}),
+              call("tool_search", {"query": "weather for a city"}),
               call("tool_call", {"name": "get_weather", "arguments": {"city": "Paris"}}),
               text("Sunny in Paris.")]
     with running_lane(tmp_path, script) as lane:
         first = lane.chat(messages=ASK, tools=tools)
         name, arguments, call_id = only_call(first.json())
         assert (name, arguments) == ("get_weather", {"city": "Paris"})
+        decision = lane.model.decide_requests[0]
+        assert "get_weather" in decision["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
         seen = offered(lane.model.requests[0])
         assert seen[:3] == ["tool_search", "tool_describe", "tool_call"]
         assert len(seen) < 10
+        assert lane.model.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
         # The search ran inside the lane; the model read its answer.
-        assert "get_weather" in lane.model.requests[1]["messages"][-1]["content"]
-        assert lane.rows("SELECT tool_name, status FROM tool_executions") == [("tool_search", "ok")]
+        assert "get_weather" in lane.model.requests[2]["messages"][-1]["content"]
+        assert lane.rows("SELECT tool_name, status FROM tool_executions") == [
+            ("get_weather", "error"), ("tool_search", "ok")]
         assert lane.rows("SELECT tool_name, via_bridge FROM returned_calls") == [("get_weather", 1)]
 
         history = ASK + [first.json()["choices"][0]["message"],
                          {"role": "tool", "tool_call_id": call_id, "content": "sunny"}]
         lane.chat(messages=history, tools=tools)
         # A tool the conversation used is offered directly from then on.
-        assert "get_weather" in offered(lane.model.requests[2])
+        assert "get_weather" in offered(lane.model.decide_requests[1])
 
 
 def test_two_thousand_tools_are_served_through_search(tmp_path):
@@ -272,7 +279,7 @@ def test_the_lanes_own_tools_never_run_for_a_client_by_default(tmp_path):
     with running_lane(tmp_path, [call("add", {"a": 1, "b": 2}), text("Done.")]) as lane:
         reply = lane.chat(messages=ASK, tools=[WEATHER]).json()
         assert reply["choices"][0]["message"]["content"] == "Done."
-        assert offered(lane.model.requests[0]) == ["get_weather"]
+        assert offered(lane.model.decide_requests[0]) == ["get_weather"]
         assert lane.rows("SELECT tool_name, status FROM tool_executions") == [("add", "refused")]
         assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
 
@@ -306,7 +313,8 @@ def test_generation_and_iterations_are_capped(tmp_path):
         # The same search a third time ends the turn; its answer says what ran, and is no call.
         assert reply["choices"][0]["finish_reason"] in ("stop", "length")
         assert "tool_calls" not in reply["choices"][0]["message"]
-        assert reply["usage"]["lane"]["model_calls"] == 3
+        assert reply["usage"]["lane"]["model_calls"] == 4  # the decision and three replies
+        assert lane.model.decide_requests[0]["max_tokens"] < 256
 
 
 def test_the_offered_tools_only_grow_at_the_end_within_a_users_request(tmp_path):
@@ -324,7 +332,7 @@ def test_the_offered_tools_only_grow_at_the_end_within_a_users_request(tmp_path)
         lane.chat(messages=history, tools=tools)
         lane.chat(messages=history + [{"role": "assistant", "content": "Noon and sunny."},
                                       {"role": "user", "content": "Thanks!"}], tools=tools)
-        seen = [offered(r) for r in lane.model.requests]
+        seen = [offered(r) for r in lane.model.decide_requests]  # each request's tools block
         assert "get_time" not in seen[0]
         assert seen[1][:len(seen[0])] == seen[0] and seen[1][-1] == "get_time"
         assert seen[2][:len(seen[1])] == seen[1]
@@ -382,3 +390,36 @@ def test_an_empty_reply_is_asked_for_an_answer_once(tmp_path):
         # Empty again after the note: the lane says so itself, without a call.
         again = lane.chat(messages=history, tools=[WEATHER]).json()["choices"][0]["message"]["content"]
         assert again == "The model gave no answer to that, and made no tool call."
+
+
+def test_a_request_no_client_tool_fits_is_answered_in_words(tmp_path):
+    """The decision says "answer": the reply is written with no tools offered, and the client
+    gets words, not a call; the decision is one of the lane's own calls in the store."""
+    script = [text("A CPU runs a few tasks fast; a GPU runs many small ones at once.")]
+    with running_lane(tmp_path, script, decision=Reply(content='{"next": "answer"}')) as lane:
+        ask = [{"role": "user", "content": "What is the difference between a CPU and a GPU?"}]
+        reply = lane.chat(messages=ask, tools=[WEATHER, TIME]).json()["choices"][0]
+        assert reply["finish_reason"] == "stop" and "tool_calls" not in reply["message"]
+        assert reply["message"]["content"].startswith("A CPU runs")
+        assert offered(lane.model.decide_requests[0]) == ["get_weather", "get_time"]
+        assert lane.model.requests[0].get("tools") in (None, [])
+        assert lane.rows("SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "answer"}')]
+
+
+def test_a_hidden_client_tool_the_decision_picks_is_forced_through_the_bridge(tmp_path):
+    def hidden_pick(body):
+        shown = set(offered(body))
+        choices = body["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
+        return Reply(content=json.dumps({"next": next(c for c in choices if c not in shown and c != "answer")}))
+
+    tools = _many_tools(60) + [WEATHER]
+    ask = [{"role": "user", "content": "Run the action of an unrelated service with a long description"}]
+    with running_lane(tmp_path, lambda body: call("tool_call", {"name": body["response_format"]["json_schema"][
+            "schema"]["properties"]["arguments"]["properties"]["name"]["const"], "arguments": {"value": "v"}}),
+            decision=hidden_pick) as lane:
+        reply = lane.chat(messages=ask, tools=tools).json()
+        name, arguments, _ = only_call(reply)
+        assert name.startswith("service_") and name not in offered(lane.model.requests[0])
+        assert arguments == {"value": "v"}
+        assert f"- {name}: " in lane.model.decide_requests[0]["messages"][-1]["content"]
+        assert lane.rows("SELECT tool_name, via_bridge FROM returned_calls") == [(name, 1)]
