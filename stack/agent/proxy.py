@@ -59,6 +59,8 @@ from .turn import FORCED_CALL_MAX_TOKENS, TurnEnded, TurnResult, count
 ChoiceMode = Literal["auto", "none", "required", "function"]
 # Measured on Qwen2.5-Coder-1.5B through proxy mode: after two tool results it replied with
 # nothing, and answered after this note.
+# Kept free beside the conversation for the decision's question and the lane's notes.
+QUESTION_ROOM = 400
 EMPTY_REPLY = ("Your reply was empty. Answer the user now in one or two sentences, using the tool results "
                "above; or call a tool if the task still needs one.")
 
@@ -161,6 +163,7 @@ class ProxyTurn:
     # After a call that repeats itself (History.repeats) the next model call gets no tools: seen on
     # Qwen2.5-Coder-1.5B, told "already done", it made the same call again rather than answer.
     answer_next: bool = False
+    left_out: int = 0  # the client's oldest messages not shown to the model (fitted)
 
 
 class ProxyLane:
@@ -171,6 +174,10 @@ class ProxyLane:
                        request: ProxyRequest, profile: Profile = "search") -> ProxyResult:
         turn = await self._new_turn(session_id, request, profile)
         self._store_incoming(session_id, new_messages, request.messages)
+        if turn.left_out:
+            self.store.add_message(session_id, "system", f"The model was not shown the oldest {turn.left_out} "
+                                   "messages of the client's conversation: with them it exceeds the context.",
+                                   lane_note=True)
         try:
             await self._first_step(turn)
             for _ in range(self.settings.max_iterations):
@@ -206,13 +213,22 @@ class ProxyLane:
                                 f"more than the model's context of {context} leaves for them; send fewer "
                                 "tools, or let the lane search them (without X-Lane-Tools: full, with "
                                 "LANE_PROXY_TOOL_SEARCH on)", code="tools_too_large")
+        lane_tools = self._lane_tools(surface)
+        budget = room - estimate_tokens(surface.offered) - estimate_tokens(
+            [tool.openai_schema() for tool in lane_tools.values()]) - QUESTION_ROOM
+        opening, left_out = fitted(_model_messages(request.messages, surface.bridged), budget)
+        if estimate_tokens(opening) > budget:
+            raise ApiError(400, f"the latest user message and what follows it take about "
+                                f"{estimate_tokens(opening)} tokens, more than the model's context of {context} "
+                                "leaves beside the tools and the reply; send a shorter conversation",
+                           code="context_length_exceeded")
         if surface.bridged and self.store.last_lane_prompt(session_id) != BRIDGE:
             self.store.add_message(session_id, "system", BRIDGE, lane_prompt=True)
         temperature = self.settings.temperature if request.temperature is None else request.temperature
         result = ProxyResult(session_id, "", "stop")
         return ProxyTurn(result, replace(request, temperature=temperature), surface, history, query,
-                         ToolContext(self.settings, self.store, session_id),
-                         _model_messages(request.messages, surface.bridged), self._lane_tools(surface))
+                         ToolContext(self.settings, self.store, session_id), opening, lane_tools,
+                         left_out=left_out)
 
     def _lane_tools(self, surface: ClientSurface) -> dict[str, Tool]:
         """The lane's core tools, only where configured, and never under a name the client uses."""
@@ -505,6 +521,24 @@ def _history(messages: list[dict[str, Any]]) -> History:
         if message["role"] == "tool":
             results[message["tool_call_id"]] = message.get("content") or ""
     return History(calls, results, before_user)
+
+
+def fitted(messages: list[dict[str, Any]], budget: int) -> tuple[list[dict[str, Any]], int]:
+    """The conversation within `budget` tokens, and how many of its messages were left out: the
+    leading system messages, the latest user message and everything after it are always kept;
+    earlier exchanges (a user message and what answered it, calls with their results) go whole,
+    oldest first. A client's history grows with every request, and OpenAI-style clients send
+    all of it; past the model's context the llm could only refuse the request."""
+    head = 0
+    while head < len(messages) and messages[head]["role"] == "system":
+        head += 1
+    users = [i for i in range(head, len(messages)) if messages[i]["role"] == "user"]
+    cuts = [head, *users] if users else [head]
+    for cut in cuts:
+        kept = messages[:head] + messages[cut:]
+        if estimate_tokens(kept) <= budget:
+            return kept, cut - head
+    return messages[:head] + messages[cuts[-1]:], cuts[-1] - head
 
 
 def _model_messages(messages: list[dict[str, Any]], bridged: bool) -> list[dict[str, Any]]:

@@ -423,3 +423,35 @@ def test_a_hidden_client_tool_the_decision_picks_is_forced_through_the_bridge(tm
         assert arguments == {"value": "v"}
         assert f"- {name}: " in lane.model.decide_requests[0]["messages"][-1]["content"]
         assert lane.rows("SELECT tool_name, via_bridge FROM returned_calls") == [(name, 1)]
+
+
+def _long_history(exchanges: int) -> list[dict]:
+    history = [{"role": "system", "content": "You are a weather assistant."}]
+    for i in range(exchanges):
+        history += [{"role": "user", "content": f"Question {i}: " + "tell me about the weather " * 40},
+                    {"role": "assistant", "content": f"Answer {i}: " + "it was sunny " * 40}]
+    return history + ASK
+
+
+def test_a_history_beyond_the_context_loses_its_oldest_exchanges_not_the_request(tmp_path):
+    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})], context_tokens=4096) as lane:
+        response = lane.chat(messages=_long_history(40), tools=[WEATHER])
+        assert response.status_code == 200, response.text
+        assert only_call(response.json())[:2] == ("get_weather", {"city": "Paris"})
+        sent = lane.model.requests[0]["messages"]
+        assert sent[0]["content"] == "You are a weather assistant." and sent[-1] == ASK[0]
+        assert "Question 0:" not in json.dumps(sent) and "Question 39:" in json.dumps(sent)
+        assert sent[1]["role"] == "user"  # whole exchanges went, never half of one
+        notes = lane.rows("SELECT content FROM messages WHERE lane_note = 1")
+        assert any("not shown the oldest" in n for (n,) in notes)
+        # Nothing the client sent is lost from the store.
+        assert lane.rows("SELECT count(*) FROM messages WHERE content LIKE 'Question 0:%'") == [(1,)]
+
+
+def test_a_latest_message_beyond_the_context_is_a_clear_400(tmp_path):
+    with running_lane(tmp_path, [], context_tokens=2048) as lane:
+        huge = [{"role": "user", "content": "weather " * 4000}]
+        response = lane.chat(messages=huge, tools=[WEATHER])
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "context_length_exceeded"
+        assert lane.model.requests == []
