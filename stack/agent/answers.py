@@ -24,6 +24,8 @@ from .prompt import compose_messages
 from .turn import Turn, TurnEnded, count
 
 COMPOSE_MAX_TOKENS = 400
+# A client's system prompt can be an agent framework's pages of rules; the answer needs its gist.
+MAX_INSTRUCTION_CHARS = 2000
 
 
 def facts_of(turn: Turn, toolset: Toolset, store: Store) -> TurnFacts:
@@ -89,7 +91,8 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
     and what the lane remembers; the lane's own account of what ran when it may not be passed on."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     session_tools = sorted(facts.ran_in_session) if facts.about_session else None
-    question = compose_messages(turn.query, results, _earlier(store, turn), memory, session_tools)
+    question = compose_messages(turn.query, results, _earlier(store, turn), memory, session_tools,
+                                _client_instructions(store, turn.result.session_id))
     composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),
                               temperature=turn.temperature)
     count(turn.result, composed)
@@ -112,6 +115,13 @@ def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts) -> Tu
     if content != reply.content:
         store.add_message(session, "assistant", content)
     return TurnEnded(content, "length" if reply.finish_reason == "length" else "stop", lane_written=False)
+
+
+def _client_instructions(store: Store, session_id: str) -> str:
+    """The latest system message the client sent in this session (none of the lane's own)."""
+    own = [row for row in store.messages(session_id)
+           if row["role"] == "system" and not row.get("lane_prompt") and not row.get("lane_note")]
+    return (own[-1]["content"] or "")[:MAX_INSTRUCTION_CHARS] if own else ""
 
 
 def _earlier(store: Store, turn: Turn) -> str:

@@ -63,17 +63,19 @@ def turn_facts(request: str, results: Sequence[tuple[str, str, str]], earlier: s
 
 
 def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "",
-                     memory: str | None = None, session_tools: Sequence[str] | None = None
-                     ) -> list[dict[str, str]]:
+                     memory: str | None = None, session_tools: Sequence[str] | None = None,
+                     instructions: str = "") -> list[dict[str, str]]:
     """The question that writes an answer: the fixed instruction (a stable, warmed prefix), the
-    facts (what the user asked the lane to keep, earlier turns, this turn's results, and for a
+    client's own system message (`instructions`: "answer in French" holds for the answer too),
+    the facts (what the user asked the lane to keep, earlier turns, this turn's results, and for a
     question about the session the tools that ran in it), then the user's own message, which the
     model answers as it would in a chat."""
     facts = [f"Notes the user asked you to keep:\n{memory.strip()}"] if memory and memory.strip() else []
     facts += [*_earlier_part(earlier), _ran_part(results, COMPOSE_RESULT_CHARS, "the user's last message")]
     if session_tools is not None:
         facts.append("Tools that ran in this conversation: " + (", ".join(session_tools) or "none"))
-    return [{"role": "system", "content": COMPOSE},
+    own = [{"role": "system", "content": instructions.strip()}] if instructions.strip() else []
+    return [{"role": "system", "content": COMPOSE}, *own,
             {"role": "system", "content": "\n\n".join(facts)},
             {"role": "user", "content": request.strip()}]
 

@@ -655,3 +655,25 @@ def test_answers_held_back_and_copied_errors_leave_the_record(lane):
     assert results[1].content == "ERROR: the disk is on fire"
     assert model.requests[4]["tool_choice"] == FORCED_ADD
     assert history(model.requests[4]) == [("user", "hello"), ("user", "do the thing"), ("user", "add 2 and 3")]
+
+
+def test_the_clients_system_message_reaches_the_composed_answer(lane):
+    settings, store = lane
+
+    async def go():
+        with ScriptedModel([text("Bonjour !")], decision='{"next": "answer"}') as model:
+            llm = LlmClient(model.url, model=None, timeout_s=2.0)
+            try:
+                agent = Agent(settings, store, Registry(TOOLS), llm)
+                session = store.create_session()
+                result = await agent.run_turn(session, [{"role": "system", "content": "Always answer in French."},
+                                                        {"role": "user", "content": "hi"}])
+                return result, model
+            finally:
+                await llm.aclose()
+
+    result, model = asyncio.run(go())
+    assert result.content == "Bonjour !"
+    compose = model.requests[0]["messages"]
+    assert compose[1] == {"role": "system", "content": "Always answer in French."}
+    assert compose[-1] == {"role": "user", "content": "hi"}
