@@ -75,35 +75,42 @@ def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequ
     as (name, description); `ran` as (tool, status, result) of this turn; `context` what the
     conversation said before (short facts, not answers to imitate); `memory` the notes the lane
     keeps, so that a question they answer needs no tool."""
-    question = turn_facts(request[:MAX_REQUEST_CHARS], ran, context, result_chars=RESULT_CHARS)
+    question = _question(request, hidden, ran, context)
     if memory.strip():
         question = f"Notes the user asked you to keep:\n{memory.strip()[:MAX_REQUEST_CHARS]}\n\n{question}"
-    if hidden:
-        question += "\n\nOther tools, found by a word search for this message (often none of them fits):\n" + "\n".join(
-            f"- {name}: {one_line(description, 110)}" for name, description in hidden)
-    question += '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
     return [*decide_opening(tools, known), {"role": "user", "content": question}]
 
 
-# Proxy mode asks the same question of a client's conversation, after it and with the client's
-# tools block as it is (proxy.py): the prompt up to this note is the one the reply reads next, so
-# the llm's cache makes the question cost only its own few tokens.
-CLIENT_QUESTION = (
-    "Before you reply: which one of the tools does the user's latest request still need next? "
-    'Reply {"next": TOOL} with the tool to call now, or {"next": "answer"} to reply in words: when '
-    "the request is done, when none of the tools does what it asks, or when you must first ask the "
-    "user for something a call needs."
+def _question(request: str, hidden: Sequence[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
+              context: str) -> str:
+    question = turn_facts(request[:MAX_REQUEST_CHARS], ran, context, result_chars=RESULT_CHARS)
+    if hidden:
+        question += "\n\nOther tools, found by a word search for this message (often none of them fits):\n" + "\n".join(
+            f"- {name}: {one_line(description, 110)}" for name, description in hidden)
+    return question + '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
+
+
+# Proxy mode asks it about a client's tools (proxy.py): the same question without the lane's own
+# examples, which name its tools. Measured on Qwen2.5-Coder-1.5B (BFCL, even ids): asked instead
+# after the client's whole conversation, with the tools block as the reply sees it (a cached prefix),
+# it chose "answer" for every request, those that needed a tool included.
+CLIENT_INSTRUCTION = (
+    "You decide the next step of an assistant. Its tools:\n"
+    "{tools}\n\n"
+    "Pick the one tool the user's request still needs, or \"answer\" when no tool is needed: the "
+    "request is done, it is chat or a question answered from general knowledge, or none of the "
+    "tools does what it asks."
 )
 
 
-def client_question(hidden: Sequence[tuple[str, str]]) -> dict[str, str]:
-    """The decision's note at the end of a client's conversation; `hidden` the (name,
-    description) of tools search found for the request that the tools block does not show."""
-    text = CLIENT_QUESTION
-    if hidden:
-        text += "\nTools not in your list, found by a search for this request:\n" + "\n".join(
-            f"- {name}: {one_line(description, 110)}" for name, description in hidden)
-    return {"role": "system", "content": text}
+def client_decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
+                           ran: Sequence[tuple[str, str, str]], context: str = "") -> list[dict[str, str]]:
+    """The question about a client's tools: its first message (the instruction and the tools
+    offered directly) is the same for every request of that client, a cached prefix."""
+    listed = "\n".join(f"- {name}: {one_line(description, 110)}" for name, description in tools)
+    question = _question(request, hidden, ran, context)
+    return [{"role": "system", "content": CLIENT_INSTRUCTION.format(tools=listed or "(none)")},
+            {"role": "user", "content": question}]
 
 
 def decision_schema(names: list[str]) -> dict[str, Any]:
@@ -133,5 +140,17 @@ async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, 
     if choices is not None:
         messages[-1]["content"] = messages[-1]["content"].replace(
             '{"next": TOOL}', '{"next": TOOL} with TOOL one of ' + ", ".join(names))
+    return await _asked(llm, messages, names)
+
+
+async def ask_client_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, str]],
+                              hidden: Sequence[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
+                              context: str = "") -> ModelReply:
+    """The decision about a proxy client's tools (client_decide_messages), read likewise."""
+    names = [name for name, _ in [*tools, *hidden]]
+    return await _asked(llm, client_decide_messages(request, tools, hidden, ran, context), names)
+
+
+async def _asked(llm: LlmClient, messages: list[dict[str, str]], names: list[str]) -> ModelReply:
     return await llm.chat(messages, [], max_tokens=DECIDE_MAX_TOKENS, temperature=0.0,
                           response_schema=decision_schema(names))

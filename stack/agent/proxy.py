@@ -50,17 +50,18 @@ from .corrections import (
     correction,
     repeated,
 )
-from .decide import DECIDE_HIDDEN, DECIDE_MAX_TOKENS, client_question, decision_schema, parse_decision
+from .decide import DECIDE_HIDDEN, ask_client_decision, parse_decision
+from .history import earlier_facts
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
 from .toolcalls import ToolCall, extract_calls, forced, python_calls, stored, unmistakable_calls
 from .turn import FORCED_CALL_MAX_TOKENS, TurnEnded, TurnResult, count
 
 ChoiceMode = Literal["auto", "none", "required", "function"]
+# Kept free beside the conversation for the lane's notes and the bridge steps of a request.
+NOTES_ROOM = 400
 # Measured on Qwen2.5-Coder-1.5B through proxy mode: after two tool results it replied with
 # nothing, and answered after this note.
-# Kept free beside the conversation for the decision's question and the lane's notes.
-QUESTION_ROOM = 400
 EMPTY_REPLY = ("Your reply was empty. Answer the user now in one or two sentences, using the tool results "
                "above; or call a tool if the task still needs one.")
 
@@ -215,7 +216,7 @@ class ProxyLane:
                                 "LANE_PROXY_TOOL_SEARCH on)", code="tools_too_large")
         lane_tools = self._lane_tools(surface)
         budget = room - estimate_tokens(surface.offered) - estimate_tokens(
-            [tool.openai_schema() for tool in lane_tools.values()]) - QUESTION_ROOM
+            [tool.openai_schema() for tool in lane_tools.values()]) - NOTES_ROOM
         opening, left_out = fitted(_model_messages(request.messages, surface.bridged), budget)
         if estimate_tokens(opening) > budget:
             raise ApiError(400, f"the latest user message and what follows it take about "
@@ -251,32 +252,33 @@ class ProxyLane:
                                        tool_calls=message.get("tool_calls"), tool_name=message.get("name"))
 
     async def _first_step(self, turn: ProxyTurn) -> None:
-        """The decide lever, for a client's tools: under `tool_choice: auto`, before the open
-        reply, the model's constrained choice of the tool the conversation needs next, or
-        "answer" (decide.py), asked after the conversation with the tools block as it is, so the
-        prompt it evaluates is the reply's own cached prefix. A tool is then forced (its arguments
-        decoded under its schema; a hidden one through the bridge); "answer" gets a reply with no
-        tools. Measured on Qwen2.5-Coder-1.5B: offered any tool in an open reply, it called one
-        for every request, "difference between cpu and gpu?" included."""
+        """The decide lever, for a client's tools: under `tool_choice: auto`, before the reply,
+        the model's constrained choice of the tool the conversation needs next, or "answer"
+        (decide.py: the tools offered directly and search's best hidden ones, one line each; what
+        ran since the user's latest message; earlier turns as facts). A tool is then forced (its
+        arguments decoded under its schema; a hidden one through the bridge); "answer" gets a
+        reply with no tools. Measured on Qwen2.5-Coder-1.5B: offered any tool in an open reply,
+        it called one for every request, "difference between cpu and gpu?" included."""
         if turn.request.tool_choice.mode != "auto" or turn.request.messages[-1]["role"] not in ("user", "tool"):
             return
         surface = turn.surface
-        direct = [*surface.direct, *turn.lane_tools]
+        tools = [(name, surface.catalog.tools[name].description) for name in surface.direct]
+        tools += [(name, tool.description) for name, tool in turn.lane_tools.items()]
         hidden: list[tuple[str, str]] = []
         if surface.bridged and turn.query.strip():
-            hits, _ = surface.catalog.search(turn.query, DECIDE_HIDDEN + len(direct))
+            hits, _ = surface.catalog.search(turn.query, DECIDE_HIDDEN + len(tools))
             hidden = [(h.name, surface.catalog.tools[h.name].description) for h in hits
-                      if h.name not in direct][:DECIDE_HIDDEN]
-        names = direct + [name for name, _ in hidden]
-        if not names:
+                      if h.name not in surface.direct][:DECIDE_HIDDEN]
+        if not tools and not hidden:
             return
-        reply = await self.llm.chat(turn.opening + turn.scratch + [client_question(hidden)], self._tools(turn),
-                                    max_tokens=DECIDE_MAX_TOKENS, temperature=0.0,
-                                    response_schema=decision_schema(names))
+        since = turn.history.calls[turn.history.before_user:]
+        ran = [(name, "ok", turn.history.results.get(call_id, "")) for call_id, name, _ in since]
+        reply = await ask_client_decision(self.llm, turn.query, tools, hidden, ran,
+                                          earlier_facts(_as_rows(turn.request.messages)))
         count(turn.result, reply)
         self.store.add_lane_call(turn.result.session_id, "decide", reply.content, prompt_tokens=reply.prompt_tokens,
                                  completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
-        turn.force = parse_decision(reply.content, names)
+        turn.force = parse_decision(reply.content, [name for name, _ in [*tools, *hidden]])
         turn.answer_next = turn.force is None
 
     def _tools(self, turn: ProxyTurn) -> list[dict[str, Any]]:
@@ -539,6 +541,13 @@ def fitted(messages: list[dict[str, Any]], budget: int) -> tuple[list[dict[str, 
         if estimate_tokens(kept) <= budget:
             return kept, cut - head
     return messages[:head] + messages[cuts[-1]:], cuts[-1] - head
+
+
+def _as_rows(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A client's conversation as the store's rows read (history.earlier_facts): each result
+    named by the call it answers."""
+    names = {call["id"]: call["function"]["name"] for m in messages for call in m.get("tool_calls") or []}
+    return [{**m, "tool_name": names.get(m.get("tool_call_id", ""))} for m in messages]
 
 
 def _model_messages(messages: list[dict[str, Any]], bridged: bool) -> list[dict[str, Any]]:

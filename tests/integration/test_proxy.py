@@ -227,7 +227,7 @@ def test_many_client_tools_are_reached_through_search_and_returned_as_the_real_t
                          {"role": "tool", "tool_call_id": call_id, "content": "sunny"}]
         lane.chat(messages=history, tools=tools)
         # A tool the conversation used is offered directly from then on.
-        assert "get_weather" in offered(lane.model.decide_requests[1])
+        assert "get_weather" in listed(lane.model.decide_requests[1])
 
 
 def test_two_thousand_tools_are_served_through_search(tmp_path):
@@ -279,7 +279,7 @@ def test_the_lanes_own_tools_never_run_for_a_client_by_default(tmp_path):
     with running_lane(tmp_path, [call("add", {"a": 1, "b": 2}), text("Done.")]) as lane:
         reply = lane.chat(messages=ASK, tools=[WEATHER]).json()
         assert reply["choices"][0]["message"]["content"] == "Done."
-        assert offered(lane.model.decide_requests[0]) == ["get_weather"]
+        assert listed(lane.model.decide_requests[0]) == ["get_weather"]
         assert lane.rows("SELECT tool_name, status FROM tool_executions") == [("add", "refused")]
         assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
 
@@ -332,12 +332,14 @@ def test_the_offered_tools_only_grow_at_the_end_within_a_users_request(tmp_path)
         lane.chat(messages=history, tools=tools)
         lane.chat(messages=history + [{"role": "assistant", "content": "Noon and sunny."},
                                       {"role": "user", "content": "Thanks!"}], tools=tools)
-        seen = [offered(r) for r in lane.model.decide_requests]  # each request's tools block
+        seen = [listed(r) for r in lane.model.decide_requests]  # each request's direct tools, in order
         assert "get_time" not in seen[0]
         assert seen[1][:len(seen[0])] == seen[0] and seen[1][-1] == "get_time"
         assert seen[2][:len(seen[1])] == seen[1]
         # A new user message: what was called before it comes first, in the order first called.
-        assert seen[3][3:5] == ["get_time", "get_weather"]
+        assert seen[3][0:2] == ["get_time", "get_weather"]
+        forced_blocks = [offered(r) for r in lane.model.requests if r.get("tools")]
+        assert forced_blocks[1][:len(forced_blocks[0])] == forced_blocks[0]  # the tools block grew at its end
 
 
 def test_a_fenced_call_that_does_not_fit_is_corrected_not_answered(tmp_path):
@@ -401,14 +403,14 @@ def test_a_request_no_client_tool_fits_is_answered_in_words(tmp_path):
         reply = lane.chat(messages=ask, tools=[WEATHER, TIME]).json()["choices"][0]
         assert reply["finish_reason"] == "stop" and "tool_calls" not in reply["message"]
         assert reply["message"]["content"].startswith("A CPU runs")
-        assert offered(lane.model.decide_requests[0]) == ["get_weather", "get_time"]
+        assert listed(lane.model.decide_requests[0]) == ["get_weather", "get_time"]
         assert lane.model.requests[0].get("tools") in (None, [])
         assert lane.rows("SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "answer"}')]
 
 
 def test_a_hidden_client_tool_the_decision_picks_is_forced_through_the_bridge(tmp_path):
     def hidden_pick(body):
-        shown = set(offered(body))
+        shown = set(listed(body))
         choices = body["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
         return Reply(content=json.dumps({"next": next(c for c in choices if c not in shown and c != "answer")}))
 
@@ -423,6 +425,11 @@ def test_a_hidden_client_tool_the_decision_picks_is_forced_through_the_bridge(tm
         assert arguments == {"value": "v"}
         assert f"- {name}: " in lane.model.decide_requests[0]["messages"][-1]["content"]
         assert lane.rows("SELECT tool_name, via_bridge FROM returned_calls") == [(name, 1)]
+
+
+def listed(decision: dict) -> list[str]:
+    """The tools a decision question lists in its first message ("- name: description")."""
+    return re.findall(r"^- ([\w.-]+): ", decision["messages"][0]["content"], re.MULTILINE)
 
 
 def _long_history(exchanges: int) -> list[dict]:
@@ -455,3 +462,20 @@ def test_a_latest_message_beyond_the_context_is_a_clear_400(tmp_path):
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "context_length_exceeded"
         assert lane.model.requests == []
+
+
+def test_the_decision_reads_what_ran_since_the_request_and_earlier_turns(tmp_path):
+    with running_lane(tmp_path, [text("It is sunny in Paris.")]) as lane:
+        history = [{"role": "user", "content": "Hi, I am planning a trip."},
+                   {"role": "assistant", "content": "Nice! Where to?"},
+                   *ASK,
+                   {"role": "assistant", "content": "", "tool_calls": [
+                       {"id": "c1", "type": "function", "function": {"name": "get_weather",
+                                                                     "arguments": '{"city": "Paris"}'}}]},
+                   {"role": "tool", "tool_call_id": "c1", "content": "sunny, 21 C"}]
+        reply = lane.chat(messages=history, tools=[WEATHER, TIME]).json()["choices"][0]
+        assert reply["message"]["content"] == "It is sunny in Paris."
+        question = lane.model.decide_requests[0]["messages"][-1]["content"]
+        assert "- The user said: Hi, I am planning a trip." in question
+        assert "The user's message: What is the weather in Paris?" in question
+        assert "- get_weather (ok): sunny, 21 C" in question
