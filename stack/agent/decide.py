@@ -90,29 +90,6 @@ def _question(request: str, hidden: Sequence[tuple[str, str]], ran: Sequence[tup
     return question + '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
 
 
-# Proxy mode asks it about a client's tools (proxy.py): the same question without the lane's own
-# examples, which name its tools. Measured on Qwen2.5-Coder-1.5B (BFCL, even ids): asked instead
-# after the client's whole conversation, with the tools block as the reply sees it (a cached prefix),
-# it chose "answer" for every request, those that needed a tool included.
-CLIENT_INSTRUCTION = (
-    "You decide the next step of an assistant. Its tools:\n"
-    "{tools}\n\n"
-    "Pick the one tool the user's request still needs, or \"answer\" when no tool is needed: the "
-    "request is done, it is chat or a question answered from general knowledge, or none of the "
-    "tools does what it asks."
-)
-
-
-def client_decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
-                           ran: Sequence[tuple[str, str, str]], context: str = "") -> list[dict[str, str]]:
-    """The question about a client's tools: its first message (the instruction and the tools
-    offered directly) is the same for every request of that client, a cached prefix."""
-    listed = "\n".join(f"- {name}: {one_line(description, 110)}" for name, description in tools)
-    question = _question(request, hidden, ran, context)
-    return [{"role": "system", "content": CLIENT_INSTRUCTION.format(tools=listed or "(none)")},
-            {"role": "user", "content": question}]
-
-
 def decision_schema(names: list[str]) -> dict[str, Any]:
     """The only replies the grammar admits."""
     return {"type": "object", "properties": {"next": {"enum": [*names, ANSWER]}},
@@ -141,14 +118,6 @@ async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, 
         messages[-1]["content"] = messages[-1]["content"].replace(
             '{"next": TOOL}', '{"next": TOOL} with TOOL one of ' + ", ".join(names))
     return await _asked(llm, messages, names)
-
-
-async def ask_client_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, str]],
-                              hidden: Sequence[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
-                              context: str = "") -> ModelReply:
-    """The decision about a proxy client's tools (client_decide_messages), read likewise."""
-    names = [name for name, _ in [*tools, *hidden]]
-    return await _asked(llm, client_decide_messages(request, tools, hidden, ran, context), names)
 
 
 async def _asked(llm: LlmClient, messages: list[dict[str, str]], names: list[str]) -> ModelReply:
