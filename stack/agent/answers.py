@@ -16,7 +16,16 @@ from ..store import Store
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
 from ..toolsearch.tokens import clauses
-from .corrections import TurnFacts, asks_about_session, fallback_answer, faults, named_in, unlabelled
+from .corrections import (
+    Correction,
+    TurnFacts,
+    asks_about_session,
+    correction,
+    fallback_answer,
+    faults,
+    named_in,
+    unlabelled,
+)
 from .decide import DECIDE_HIDDEN, ask_decision, parse_decision
 from .history import earlier_facts
 from .llm_client import LlmClient, ModelReply
@@ -86,9 +95,11 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
 
 
 async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnFacts,
-                          memory: str | None = None) -> TurnEnded:
+                          memory: str | None = None) -> tuple[TurnEnded, Correction | None]:
     """The turn's answer, written from the request, the turn's results, earlier turns as facts
-    and what the lane remembers; the lane's own account of what ran when it may not be passed on."""
+    and what the lane remembers; the lane's own account of what ran when it may not be passed on,
+    with the correction its words earn (corrections.correction: the tool it says ran, or that a
+    fact it states needs), for the loop to act on before giving that account."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     session_tools = sorted(facts.ran_in_session) if facts.about_session else None
     question = compose_messages(turn.query, results, _earlier(store, turn), memory, session_tools,
@@ -100,7 +111,9 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
                       prompt_tokens=composed.prompt_tokens, completion_tokens=composed.completion_tokens,
                       cached_tokens=composed.cached_tokens)
     passed = _passed(store, turn, composed, facts)
-    return passed if isinstance(passed, TurnEnded) else TurnEnded(fallback_answer(turn.outcomes, passed), "stop")
+    if isinstance(passed, TurnEnded):
+        return passed, None
+    return TurnEnded(fallback_answer(turn.outcomes, passed), "stop"), correction(composed.content, facts)
 
 
 def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts) -> TurnEnded | list[str]:

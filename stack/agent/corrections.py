@@ -38,10 +38,14 @@ LEVERS: dict[str, str] = {
                "stock apology, the request echoed, call-shaped text, the lane's own note copied) "
                "or claims what did not run is not passed on: the lane says what ran",
     "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
-    "call": "proxy mode: a reply told or spelled a call it did not make: shown the call, that "
-            "tool forced",
-    "claim": "proxy mode: an answer says a tool did something no call of this turn shows: that "
-             "tool forced once (the model's own stated intent)",
+    "call": "a reply (proxy mode) or a composed answer held back (agent) told or spelled a call it "
+            "did not make: that tool forced (in proxy mode shown the call)",
+    "claim": "a reply (proxy mode) or a composed answer held back (agent) says a tool did "
+             "something no call of this turn shows: that tool forced once (the model's own "
+             "stated intent), the agent's answer then composed again",
+    "fact": "an agent turn's composed answer states a fact about this computer (a path, a user "
+            "name, an installed version) while no tool ran: held back, terminal forced once, the "
+            "answer composed again",
 }
 
 # Asking twice makes a third identical call the end of the turn.
@@ -65,7 +69,8 @@ _LANE_WORDS = ("Do not call it again", "Already done: this exact call", "Not run
                "That was not a valid call", "has not run for this request", "has not run for it yet",
                "now with the arguments the request needs", "The latest tool result was",
                "Answer not passed on", "I could not write a reliable answer",
-               "so I have no checked answer to give", "The model's reply was not passed on")
+               "so I have no checked answer to give", "The model's reply was not passed on",
+               "Nothing has checked that on this computer")
 
 
 @dataclass(frozen=True)
@@ -172,7 +177,7 @@ def correction(content: str, facts: TurnFacts) -> Correction | None:
     text = content.strip()
     if not text:
         return None
-    return _unmade_call(text, facts) or _claimed(text, facts)
+    return _unmade_call(text, facts) or _claimed(text, facts) or _unchecked_fact(text, facts)
 
 
 def _unmade_call(text: str, facts: TurnFacts) -> Correction | None:
@@ -188,6 +193,30 @@ def _unmade_call(text: str, facts: TurnFacts) -> Correction | None:
     if spelled:
         return Correction(f"That was not a valid call, so {spelled[0]} did not run. To call a tool, reply "
                           f"with only:\n{call_example(spelled[0], offered[spelled[0]])}", spelled[0])
+    return None
+
+
+# What an answer says about this computer that only a command could know. Seen as answers on the
+# 1.5B model with nothing run: "You are logged in as the user named \"your_username\"", "The full
+# path of the current directory is /home/your_username", "The Python version installed on this
+# machine is 3.8.10".
+_MACHINE_FACT = re.compile(
+    r"(?:(?<![\w.~])/(?:home|Users|usr|root|etc|var|opt)/|\b[A-Z]:\\|\byour_?username\b|\blogged in as\b|"
+    r"\b(?:current|working) (?:directory|folder) is\b|\bhost ?name is\b|"
+    r"\b(?:machine|computer) is (?:called|named)\b|\binstalled (?:here|on (?:this|your)) |"
+    r"\bversion (?:installed|(?:here |on this \w+ )?is)\b[^.]{0,40}\d+\.\d+)", re.IGNORECASE)
+FACT_TOOL = "terminal"
+
+
+def states_unchecked_fact(text: str, facts: TurnFacts) -> bool:
+    """Whether the answer states a fact about this computer while no tool ran in the turn."""
+    return not facts.ran_in_turn and bool(_MACHINE_FACT.search(text))
+
+
+def _unchecked_fact(text: str, facts: TurnFacts) -> Correction | None:
+    if FACT_TOOL in facts.offered and states_unchecked_fact(text, facts):
+        return Correction(f"Nothing has checked that on this computer: call {FACT_TOOL} with the command "
+                          "that finds out.", FACT_TOOL, "fact")
     return None
 
 
@@ -221,6 +250,8 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("a tool call written as text")
     if facts.results and not _carries(text, facts.results):
         problems.append("it leaves out what the tools returned")
+    if states_unchecked_fact(text, facts):
+        problems.append("it states a fact about this computer that no tool checked")
     ran = facts.ran_in_turn | (facts.ran_in_session if facts.about_session else set())
     problems += [f"it says {'/'.join(sorted(tools))} did something that did not run" if tools
                  else "it says something was done that no tool here can do"

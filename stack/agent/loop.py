@@ -48,7 +48,11 @@ class Agent:
                 toolset = self._toolset(turn, first=step == 0)
                 turn.force = await self._next_step(turn, toolset)
                 if turn.force is None:
-                    break
+                    answer, fix = await composed_answer(self.llm, self.store, turn, facts_of(turn, toolset, self.store),
+                                                        self._memory(turn))
+                    turn.force = self._acted_on(turn, toolset, fix)
+                    if turn.force is None:
+                        raise answer
                 forced_tool, reply = turn.force, await self._ask(turn, toolset)
                 calls = calls_in(reply.content, reply.tool_calls, toolset.parameters_of)
                 message_id = self._store_reply(turn, reply, calls)
@@ -56,10 +60,10 @@ class Agent:
                 turn.unmade = None if calls or reply.finish_reason == "length" else forced_tool
                 for call in calls:
                     await self._execute(call, toolset, turn, message_id)
-            else:
-                turn.steps_ran_out = True
-            raise await composed_answer(self.llm, self.store, turn, facts_of(turn, toolset, self.store),
-                                        self._memory(turn))
+            turn.steps_ran_out = True
+            answer, _ = await composed_answer(self.llm, self.store, turn, facts_of(turn, toolset, self.store),
+                                              self._memory(turn))
+            raise answer
         except TurnEnded as end:
             return self._finish(turn, end)
 
@@ -78,6 +82,15 @@ class Agent:
         if tool is None or tool in ran or not _reachable(tool, toolset):
             return None
         return tool if turn.ledger.take(Correction(None, tool, "decide")) else None
+
+    def _acted_on(self, turn: Turn, toolset: Toolset, fix: Correction | None) -> str | None:
+        """The tool a held-back answer's own words ask for (it says the tool ran, or states what
+        only a command could check), forced once when it has not been tried in this turn: the
+        model's stated intent, not a word list, picks it; the answer is then composed again."""
+        tool = fix.force if fix is not None else None
+        if tool is None or tool in {o.tool_name for o in turn.outcomes} or not _reachable(tool, toolset):
+            return None
+        return tool if turn.ledger.take(fix) else None
 
     def _memory(self, turn: Turn) -> str:
         """The notes the lane keeps now, for the decision and the answer: their questions are not

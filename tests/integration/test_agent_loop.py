@@ -560,15 +560,54 @@ def test_an_empty_answer_is_the_lane_s_account_of_what_ran(lane):
 
 
 def test_an_answer_that_claims_a_tool_that_did_not_run_never_reaches_the_user(lane):
+    """The claim is held back and acted on: the tool it names is forced once, then the answer is
+    composed again from what ran."""
     settings, store = lane
-    result, model = run(settings, store, [text("I used add for that: 5."), text("never sent")],
-                        user="2 plus 3?", decision='{"next": "answer"}')
-    assert len(model.requests) == 1  # no tool is forced for a claim: the answer is held back
-    assert "I used add" not in result.content
-    assert result.content == ("No tool ran for this request, so I have no checked answer to give.\n"
-                              "(The model's reply was not passed on: it says add did something that did not run.)")
+    script = [text("I used add for that: 5."), call("add", {"a": 2, "b": 3}), text("It is 5.")]
+    result, model = run(settings, store, script, user="2 plus 3?", decision='{"next": "answer"}')
+    assert result.content == "It is 5." and result.tools_executed == ["add"]
+    assert [r.get("tool_choice") for r in model.requests] == [None, FORCED_ADD, None]
     assert system_notes(settings) == ["Answer not passed on: it says add did something that did not run"]
+    assert rows(settings, "SELECT tool_name, status FROM tool_executions") == [("add", "ok")]
+
+
+def test_a_claim_still_unbacked_after_its_tool_was_forced_is_never_passed_on(lane):
+    settings, store = lane
+    script = [text("I used add for that: 5."), text("no call"), text("no call again"), text("I used add: 5.")]
+    result, model = run(settings, store, script, user="2 plus 3?", decision='{"next": "answer"}')
+    assert "I used add" not in result.content
+    assert "No tool ran for this request" in result.content
+    assert [r.get("tool_choice") for r in model.requests] == [None, FORCED_ADD, FORCED_ADD, None]
     assert rows(settings, "SELECT * FROM tool_executions") == []
+
+
+def test_a_fact_about_the_machine_that_nothing_checked_forces_the_terminal(tmp_path):
+    """An answer that states what only a command could know, with nothing run, is held back and
+    the terminal is forced once; the answer is then composed from its output."""
+    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
+    store = Store(settings.db_path)
+    terminal = Tool("terminal", "Run a shell command.", object_schema({"command": {"type": "string"}}, ["command"]),
+                    lambda arguments, ctx: "alice\n", "builtin")
+    script = [text("You are logged in as the user named \"your_username\"."), call("terminal", {"command": "whoami"}),
+              text("You are logged in as alice.")]
+
+    async def go():
+        with ScriptedModel(script, decision='{"next": "answer"}') as model:
+            llm = LlmClient(model.url, model=None, timeout_s=2.0)
+            try:
+                agent = Agent(settings, store, Registry([*TOOLS, terminal]), llm)
+                result = await agent.run_turn(store.create_session(),
+                                              [{"role": "user", "content": "who am I logged in as here?"}])
+                return result, model
+            finally:
+                await llm.aclose()
+
+    result, model = asyncio.run(go())
+    store.close()
+    assert result.content == "You are logged in as alice." and result.tools_executed == ["terminal"]
+    assert model.requests[1]["tool_choice"] == {"type": "function", "function": {"name": "terminal"}}
+    assert system_notes(settings) == [
+        "Answer not passed on: it states a fact about this computer that no tool checked"]
 
 
 def test_a_claim_about_the_session_is_held_to_the_session(lane):

@@ -131,7 +131,8 @@ def test_stateless_turn_with_a_tool_call(tmp_path):
         assert {"role": "system", "content": "Be brief."} in forced["messages"]
         assert not composed.get("tools")
         assert composed["messages"][-1] == {"role": "user", "content": "Add 2 and 3, then tell me the sum"}
-        assert "- add (ok): 5" in composed["messages"][1]["content"]
+        assert composed["messages"][1] == {"role": "system", "content": "Be brief."}  # the client's own
+        assert "- add (ok): 5" in composed["messages"][2]["content"]
 
 
 def test_an_answer_held_back_reaches_the_client_as_the_lanes_account(tmp_path):

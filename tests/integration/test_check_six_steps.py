@@ -221,14 +221,16 @@ def test_text_only_liar_fails_the_tool_steps(tmp_path: Path) -> None:
             decisions = db.execute("SELECT count(*) FROM lane_calls WHERE session_id = ? AND purpose = 'decide'",
                                    (run.report["session_id"],)).fetchone()[0]
     assert run.code == 1
-    # It decides no tool is needed (the decision is asked every step), so nothing is called and
-    # nothing runs; an answer is never read as a call. Its answers that write calls as text are
-    # held back, and so is step 6's list of tools that do not exist: the user gets the lane's own
-    # account instead.
-    assert executions == [] and decisions == 6
-    assert [n for (n,) in held_back[:3]] == ["Answer not passed on: a tool call written as text"] * 2 + [
+    # It decides no tool is needed (the decision is asked every step); an answer is never read as
+    # a call. Its answers that write calls as text are held back, and so is step 6's list of tools
+    # that do not exist: the user gets the lane's own account instead. Where a held-back answer
+    # named a real tool, that tool was forced once, and the liar's text named tools that do not
+    # exist: refused, so nothing ran.
+    assert executions and all(status == "refused" for _, status in executions) and decisions == 6
+    # step 2's answer (a call written as text) was held back twice: before and after its tool was forced
+    assert [n for (n,) in held_back[:4]] == ["Answer not passed on: a tool call written as text"] * 3 + [
         "Answer not passed on: a tool call written as text; it says search_history did something that did not run"]
-    assert all(f"it says {name} did something that did not run" in held_back[3][0]
+    assert all(f"it says {name} did something that did not run" in held_back[4][0]
                for name in ("run_shell", "save_memory", "search_history", "store_note"))
     verdicts = [s["verdict"] for s in run.report["steps"]]
     assert verdicts[1] == verdicts[3] == verdicts[4] == verdicts[5] == "fail"

@@ -128,7 +128,8 @@ def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_pa
     f = facts("2 plus 3?", offered=("memory", "calculate"))
     notes = [correction("I saved it to memory.", f).note,
              correction('I called the calculate function with {"expression": "2+3"}.', f).note,
-             correction('{"name": "calculate", "expression": "2+3"}', f).note]
+             correction('{"name": "calculate", "expression": "2+3"}', f).note,
+             correction("You are logged in as alice.", facts("who am I?", offered=("terminal",))).note]
     for status in ("ok", "error"):
         earlier = Outcome("calculate", status, "5", "{\"expression\": \"2+3\"}", "2026-11-26T00:00:00", 1.0)
         notes.append(repeated("calculate", {"expression": "2+3"}, earlier).output)
@@ -144,7 +145,7 @@ def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_pa
     store.add_message(session, "user", "2 plus 3?")
     turn = Turn(TurnResult(session, "", "stop"), "2 plus 3?", "search", 64, 0.0,
                 ToolContext(settings, store, session))
-    ended = asyncio.run(composed_answer(Apologetic(), store, turn, f))
+    ended, _ = asyncio.run(composed_answer(Apologetic(), store, turn, f))
     assert ended.content.startswith("No tool ran for this request")  # the lane's own account
     notes += [m["content"] for m in store.messages(session) if m.get("lane_note")]
     store.close()
@@ -167,3 +168,24 @@ def test_a_repeat_is_the_same_text_under_another_mode_but_numbers_keep_their_pla
     numbers = {"properties": {"a": {"type": "number"}, "b": {"type": "number"}}}
     keys = {ledger.attempt("sub", args, numbers)[0] for args in ({"a": 5, "b": 3}, {"a": 3, "b": 5}, {"a": 5})}
     assert len(keys) == 3
+
+
+@pytest.mark.parametrize("answer, unchecked", [
+    ('You are logged in as the user named "your_username".', True),
+    ("The full path of the current directory is `/home/your_username`.", True),
+    ("The Python version installed on this machine is 3.8.10.", True),
+    ("This machine is called dev-box-01.", True),
+    ("Python 3.12 was released in October 2023.", False),
+    ("The boiling point of water is 212 °F.", False),
+    ("A hexagon has 6 sides.", False),
+    ("I can run shell commands in your workspace, like listing files.", False),
+])
+def test_a_fact_about_the_machine_is_unchecked_only_when_nothing_ran(answer, unchecked):
+    from stack.agent.corrections import TurnFacts, correction, states_unchecked_fact
+
+    nothing_ran = TurnFacts("q", {"terminal": {}}, set(), set())
+    assert states_unchecked_fact(answer, nothing_ran) is unchecked
+    fix = correction(answer, nothing_ran)
+    assert (fix is not None and fix.force == "terminal" and fix.kind == "fact") is unchecked
+    after_a_command = TurnFacts("q", {"terminal": {}}, {"terminal"}, {"terminal"}, results=("alice",))
+    assert states_unchecked_fact(answer, after_a_command) is False
