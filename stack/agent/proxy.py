@@ -4,7 +4,8 @@ The client owns its tools and runs them; the lane returns OpenAI `tool_calls` an
 its `role: "tool"` results in the next request, with the whole conversation (stateless, as
 OpenAI is). Inside one request the lane still pulls its levers, for the client's tools:
 * under `tool_choice: auto` the request begins with the decision (decide.py): the next tool, then
-  forced under its schema, or "answer", then written with no tools offered;
+  forced under its schema (a hidden one offered for that call), or "answer", then written with no
+  tools offered;
 * calls written as text (every shape toolcalls.py salvages) become real tool_calls;
 * arguments are validated against the client's schema and repaired where that cannot change
   their meaning (tools/validation.py); a call that still does not fit is told to the model and
@@ -38,7 +39,7 @@ from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES, Tool, ToolContext
 from ..tools.execute import Outcome, refused, run_tool
 from ..tools.registry import Registry, granted_tools, split_core
-from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target, forced_bridge_schema
+from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
 from ..toolsearch.client_tools import ClientSurface, client_surface, needs_search
 from ..toolsearch.surface import Profile, guessed_task
 from ..wire import ApiError
@@ -257,7 +258,7 @@ class ProxyLane:
         agent's own question (decide.py: the tools offered directly and search's best hidden ones,
         one line each; what ran since the user's latest message; earlier turns as facts; of its
         examples, those whose tools the client has). A tool is then forced (its arguments decoded
-        under its schema; a hidden one through the bridge); "answer" gets a reply with no tools.
+        under its schema; a hidden one offered for that call); "answer" gets a reply with no tools.
         Measured on Qwen2.5-Coder-1.5B: offered any tool in an open reply, it called one for
         every request, "difference between cpu and gpu?" included; of the questions tried on BFCL
         even ids (docs/measurements.md), the agent's chose right most often."""
@@ -291,21 +292,24 @@ class ProxyLane:
     async def _ask(self, turn: ProxyTurn) -> ModelReply:
         choice = turn.request.tool_choice
         tools = [] if choice.mode == "none" or turn.answer_next else self._tools(turn)
-        in_tools = turn.force in {t["function"]["name"] for t in tools}
-        through_bridge = None if in_tools or not turn.surface.bridged else \
-            forced_bridge_schema(turn.surface.catalog, turn.force)
+        names = {t["function"]["name"] for t in tools}
+        if turn.force and turn.force not in names and turn.force in turn.surface.catalog.tools:
+            # A hidden tool the decision chose is offered for this call, at the end of the tools
+            # block (the cached prefix before it holds): forced through the bridge instead, its
+            # arguments were decoded from the grammar alone, with no description to read
+            # (measured on BFCL even ids: live_multiple >= 7 functions 2/6 with search, 3/6 without).
+            tools = [*tools, turn.surface.catalog.tools[turn.force].openai_schema()]
+            names.add(turn.force)
+        in_tools = turn.force in names
         if in_tools:
             tool_choice: dict[str, Any] | str | None = forced(turn.force)
         elif choice.mode == "function":
             tool_choice = forced(choice.name)
         else:
             tool_choice = "required" if choice.mode == "required" else None
-        max_tokens = turn.request.max_tokens
-        if in_tools or through_bridge:
-            max_tokens = min(max_tokens, FORCED_CALL_MAX_TOKENS)
+        max_tokens = min(turn.request.max_tokens, FORCED_CALL_MAX_TOKENS) if in_tools else turn.request.max_tokens
         reply = await self.llm.chat(turn.opening + turn.scratch, tools, max_tokens=max_tokens,
-                                    temperature=turn.request.temperature, tool_choice=tool_choice,
-                                    response_schema=through_bridge)
+                                    temperature=turn.request.temperature, tool_choice=tool_choice)
         turn.force, turn.answer_next = None, False
         count(turn.result, reply)
         return reply

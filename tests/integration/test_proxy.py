@@ -408,7 +408,7 @@ def test_a_request_no_client_tool_fits_is_answered_in_words(tmp_path):
         assert lane.rows("SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "answer"}')]
 
 
-def test_a_hidden_client_tool_the_decision_picks_is_forced_through_the_bridge(tmp_path):
+def test_a_hidden_client_tool_the_decision_picks_is_offered_for_the_forced_call(tmp_path):
     def hidden_pick(body):
         shown = set(listed(body))
         choices = body["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
@@ -416,15 +416,19 @@ def test_a_hidden_client_tool_the_decision_picks_is_forced_through_the_bridge(tm
 
     tools = _many_tools(60) + [WEATHER]
     ask = [{"role": "user", "content": "Run the action of an unrelated service with a long description"}]
-    with running_lane(tmp_path, lambda body: call("tool_call", {"name": body["response_format"]["json_schema"][
-            "schema"]["properties"]["arguments"]["properties"]["name"]["const"], "arguments": {"value": "v"}}),
-            decision=hidden_pick) as lane:
+    with running_lane(tmp_path, lambda body: call(body["tool_choice"]["function"]["name"], {"value": "v"}),
+                      decision=hidden_pick) as lane:
         reply = lane.chat(messages=ask, tools=tools).json()
         name, arguments, _ = only_call(reply)
-        assert name.startswith("service_") and name not in offered(lane.model.requests[0])
-        assert arguments == {"value": "v"}
+        assert name.startswith("service_") and arguments == {"value": "v"}
         assert f"- {name}: " in lane.model.decide_requests[0]["messages"][-1]["content"]
-        assert lane.rows("SELECT tool_name, via_bridge FROM returned_calls") == [(name, 1)]
+        forced_call = lane.model.requests[0]
+        seen = offered(forced_call)
+        # offered at the end of the tools block, the bridges and direct tools before it unchanged
+        assert seen[:3] == ["tool_search", "tool_describe", "tool_call"] and seen[-1] == name
+        assert name not in listed(lane.model.decide_requests[0])
+        assert forced_call["tool_choice"] == {"type": "function", "function": {"name": name}}
+        assert lane.rows("SELECT tool_name, via_bridge FROM returned_calls") == [(name, 0)]
 
 
 def listed(decision: dict) -> list[str]:
