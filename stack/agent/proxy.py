@@ -40,6 +40,7 @@ from ..tools.base import RESERVED_NAMES, Tool, ToolContext
 from ..tools.execute import Outcome, refused, run_tool
 from ..tools.registry import Registry, granted_tools, split_core
 from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
+from ..toolsearch.catalog import one_line
 from ..toolsearch.client_tools import ClientSurface, client_surface, needs_search
 from ..toolsearch.surface import Profile, guessed_task
 from ..wire import ApiError
@@ -59,6 +60,11 @@ from .toolcalls import ToolCall, extract_calls, forced, python_calls, stored, un
 from .turn import FORCED_CALL_MAX_TOKENS, TurnEnded, TurnResult, count
 
 ChoiceMode = Literal["auto", "none", "required", "function"]
+# With tool search on, the decision still lists every client tool (a line each) while they take
+# no more than this; beyond, those offered directly and search's best. Measured on BFCL even ids
+# (multi_turn_base, 18-39 functions): listing only search's best hidden tools, it found no tool for
+# "refuel the vehicle" or "add the stock to my watchlist" and answered in words.
+DECIDE_LIST_TOKENS = 1500
 # Kept free beside the conversation for the lane's notes and the bridge steps of a request.
 NOTES_ROOM = 400
 # Measured on Qwen2.5-Coder-1.5B through proxy mode: after two tool results it replied with
@@ -265,13 +271,17 @@ class ProxyLane:
         if turn.request.tool_choice.mode != "auto" or turn.request.messages[-1]["role"] not in ("user", "tool"):
             return
         surface = turn.surface
-        tools = [(name, surface.catalog.tools[name].description) for name in surface.direct]
-        tools += [(name, tool.description) for name, tool in turn.lane_tools.items()]
+        every = [(name, tool.description) for name, tool in surface.catalog.tools.items()]
         hidden: list[tuple[str, str]] = []
-        if surface.bridged and turn.query.strip():
-            hits, _ = surface.catalog.search(turn.query, DECIDE_HIDDEN + len(tools))
-            hidden = [(h.name, surface.catalog.tools[h.name].description) for h in hits
-                      if h.name not in surface.direct][:DECIDE_HIDDEN]
+        if not surface.bridged or _listing_tokens(every) <= DECIDE_LIST_TOKENS:
+            tools = every  # in the client's order: the question's first message stays a cached prefix
+        else:
+            tools = [(name, surface.catalog.tools[name].description) for name in surface.direct]
+            if turn.query.strip():
+                hits, _ = surface.catalog.search(turn.query, DECIDE_HIDDEN + len(tools))
+                hidden = [(h.name, surface.catalog.tools[h.name].description) for h in hits
+                          if h.name not in surface.direct][:DECIDE_HIDDEN]
+        tools += [(name, tool.description) for name, tool in turn.lane_tools.items()]
         if not tools and not hidden:
             return
         since = turn.history.calls[turn.history.before_user:]
@@ -547,6 +557,10 @@ def fitted(messages: list[dict[str, Any]], budget: int) -> tuple[list[dict[str, 
         if estimate_tokens(kept) <= budget:
             return kept, cut - head
     return messages[:head] + messages[cuts[-1]:], cuts[-1] - head
+
+
+def _listing_tokens(tools: list[tuple[str, str]]) -> int:
+    return estimate_tokens([f"- {name}: {one_line(description, 110)}" for name, description in tools])
 
 
 def _as_rows(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -483,3 +483,15 @@ def test_the_decision_reads_what_ran_since_the_request_and_earlier_turns(tmp_pat
         assert "- The user said: Hi, I am planning a trip." in question
         assert "The user's message: What is the weather in Paris?" in question
         assert "- get_weather (ok): sunny, 21 C" in question
+
+
+def test_with_search_on_the_decision_still_lists_every_tool_of_a_short_list(tmp_path):
+    """Tool search hides most of 20 client tools from the tools block, but their one-line listing
+    is short: the decision reads all of them, in the client's order."""
+    tools = [{"type": "function", "function": {
+        "name": f"tool_{i}", "description": f"Does job {i} with a description long enough to take room. " * 4,
+        "parameters": {"type": "object", "properties": {"value": {"type": "string"}}}}} for i in range(20)]
+    with running_lane(tmp_path, [text("Nothing to do.")], context_tokens=8192,
+                      decision=Reply(content='{"next": "answer"}')) as lane:
+        lane.chat(messages=ASK, tools=tools)
+        assert listed(lane.model.decide_requests[0]) == [f"tool_{i}" for i in range(20)]
