@@ -405,6 +405,7 @@ def test_a_request_no_client_tool_fits_is_answered_in_words(tmp_path):
         assert reply["message"]["content"].startswith("A CPU runs")
         assert listed(lane.model.decide_requests[0]) == ["get_weather", "get_time"]
         assert lane.model.requests[0].get("tools") in (None, [])
+        assert lane.model.requests[0]["max_tokens"] == 1024  # a reply in words is capped
         assert lane.rows("SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "answer"}')]
 
 
