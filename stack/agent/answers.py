@@ -12,6 +12,8 @@ of what ran instead. Every answer held back is a lane note.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..store import Store
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
@@ -102,8 +104,9 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
     fact it states needs), for the loop to act on before giving that account."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     session_tools = sorted(facts.ran_in_session) if facts.about_session else None
-    question = compose_messages(turn.query, results, _earlier(store, turn), memory, session_tools,
-                                _client_instructions(store, turn.result.session_id))
+    rows = store.messages(turn.result.session_id)  # read once for the facts and the instructions
+    question = compose_messages(turn.query, results, earlier_facts(rows), memory, session_tools,
+                                _client_instructions(rows))
     composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),
                               temperature=turn.temperature)
     count(turn.result, composed)
@@ -130,9 +133,9 @@ def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts) -> Tu
     return TurnEnded(content, "length" if reply.finish_reason == "length" else "stop", lane_written=False)
 
 
-def _client_instructions(store: Store, session_id: str) -> str:
+def _client_instructions(rows: list[dict[str, Any]]) -> str:
     """The latest system message the client sent in this session (none of the lane's own)."""
-    own = [row for row in store.messages(session_id)
+    own = [row for row in rows
            if row["role"] == "system" and not row.get("lane_prompt") and not row.get("lane_note")]
     return (own[-1]["content"] or "")[:MAX_INSTRUCTION_CHARS] if own else ""
 

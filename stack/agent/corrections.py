@@ -29,8 +29,8 @@ LEVERS: dict[str, str] = {
               "search's best hidden ones, after one ran only for a request of more than one task, "
               "among the tool index's best for it not yet run (one it names needs no question); "
               "that tool's call is then decoded under its schema, once per tool; in proxy mode, "
-              "under tool_choice auto, once per request, asked after the client's conversation "
-              "among its offered tools and search's best hidden ones: a tool is forced, "
+              "under tool_choice auto, once per request, among every client tool (past 1,500 "
+              "tokens of lines: those offered directly and search's best): a tool is forced, "
               "\"answer\" gets a reply with no tools",
     "retry": "an agent turn's call that failed: made once more, the model having read the error",
     "compose": "an agent turn's answer: written from the request, the tool results, earlier turns "

@@ -251,8 +251,7 @@ class ProxyLane:
 
     def _store_incoming(self, session_id: str, new_messages: list[dict[str, Any]],
                         conversation: list[dict[str, Any]]) -> None:
-        names = {call["id"]: call["function"]["name"] for m in conversation
-                 for call in m.get("tool_calls") or []}
+        names = _call_names(conversation)
         for message in new_messages:
             if message["role"] == "tool":
                 self.store.add_client_result(session_id, message["tool_call_id"], message.get("content"),
@@ -264,8 +263,9 @@ class ProxyLane:
     async def _first_step(self, turn: ProxyTurn) -> None:
         """The decide lever, for a client's tools: under `tool_choice: auto`, before the reply,
         the model's constrained choice of the tool the conversation needs next, or "answer": the
-        agent's own question (decide.py: the tools offered directly and search's best hidden ones,
-        one line each; what ran since the user's latest message; earlier turns as facts; of its
+        agent's own question (decide.py: every client tool, or past DECIDE_LIST_TOKENS of lines
+        those offered directly and search's best hidden ones, one line each;
+        what ran since the user's latest message; earlier turns as facts; of its
         examples, those whose tools the client has). A tool is then forced (its arguments decoded
         under its schema; a hidden one offered for that call); "answer" gets a reply with no tools.
         Measured on Qwen2.5-Coder-1.5B: offered any tool in an open reply, it called one for
@@ -573,8 +573,13 @@ def _listing_tokens(tools: list[tuple[str, str]]) -> int:
 def _as_rows(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A client's conversation as the store's rows read (history.earlier_facts): each result
     named by the call it answers."""
-    names = {call["id"]: call["function"]["name"] for m in messages for call in m.get("tool_calls") or []}
+    names = _call_names(messages)
     return [{**m, "tool_name": names.get(m.get("tool_call_id", ""))} for m in messages]
+
+
+def _call_names(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """tool_call_id -> the function each assistant call of the conversation named."""
+    return {call["id"]: call["function"]["name"] for m in messages for call in m.get("tool_calls") or []}
 
 
 def _model_messages(messages: list[dict[str, Any]], bridged: bool) -> list[dict[str, Any]]:
