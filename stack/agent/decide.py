@@ -58,11 +58,17 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def listed_tool(name: str, description: str) -> str:
+    """A tool's line in the question: its name and the first sentence of its description (the
+    name alone when there is none)."""
+    return f"- {name}: {one_line(description, 110)}" if description.strip() else f"- {name}"
+
+
 def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str]) -> list[dict[str, str]]:
     """The question's first message: the instruction, the directly offered `tools` as (name,
     description) and the examples whose tool the lane has (`tools` or the hidden ones, `known`).
     The same for every request of a profile, so the llm keeps it as a cached (and warmed) prefix."""
-    listed = "\n".join(f"- {name}: {one_line(description, 110)}" for name, description in tools)
+    listed = "\n".join(listed_tool(name, description) for name, description in tools)
     known = set(known) | {name for name, _ in tools}
     examples = "\n".join(
         f'"{request}"' + (f" (after {done} ran)" if done else "") + f' -> {{"next": "{tool}"}}'
@@ -88,7 +94,7 @@ def _question(request: str, hidden: Sequence[tuple[str, str]], ran: Sequence[tup
     question = turn_facts(request[:MAX_REQUEST_CHARS], ran, context, result_chars=RESULT_CHARS)
     if hidden:
         question += "\n\nOther tools, found by a word search for this message (often none of them fits):\n" + "\n".join(
-            f"- {name}: {one_line(description, 110)}" for name, description in hidden)
+            listed_tool(name, description) for name, description in hidden)
     return question + '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
 
 

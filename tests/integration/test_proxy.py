@@ -332,14 +332,33 @@ def test_the_offered_tools_only_grow_at_the_end_within_a_users_request(tmp_path)
         lane.chat(messages=history, tools=tools)
         lane.chat(messages=history + [{"role": "assistant", "content": "Noon and sunny."},
                                       {"role": "user", "content": "Thanks!"}], tools=tools)
-        seen = [listed(r) for r in lane.model.decide_requests]  # each request's direct tools, in order
-        assert "get_time" not in seen[0]
-        assert seen[1][:len(seen[0])] == seen[0] and seen[1][-1] == "get_time"
-        assert seen[2][:len(seen[1])] == seen[1]
-        # A new user message: what was called before it comes first, in the order first called.
-        assert seen[3][0:2] == ["get_time", "get_weather"]
-        forced_blocks = [offered(r) for r in lane.model.requests if r.get("tools")]
-        assert forced_blocks[1][:len(forced_blocks[0])] == forced_blocks[0]  # the tools block grew at its end
+        first, second = [offered(r) for r in lane.model.requests if r.get("tools")]
+        # The hidden tool the first decision chose is offered for its call, after the bridges.
+        assert first == ["tool_search", "tool_describe", "tool_call", "get_time"]
+        assert second[:len(first)] == first and second[-1] == "get_weather"  # grew at its end
+        # A new user message: what was called before it is listed, described, in the decision.
+        assert {"get_time", "get_weather"} <= set(listed(lane.model.decide_requests[3]))
+
+
+def test_the_decision_lists_the_best_match_first_and_hidden_tools_by_name(tmp_path):
+    """A small model leans towards the first lines it reads: the tools that match the request
+    come first. With tool search on, tools neither offered nor among search's best are listed by
+    name alone, and the grammar still admits every listed name."""
+    tools = _many_tools(60) + [WEATHER, TIME]
+    with running_lane(tmp_path, [text("Noon.")]) as lane:
+        lane.chat(messages=[{"role": "user", "content": "What is the local time in Lima?"}], tools=tools)
+        [decision] = lane.model.decide_requests
+        lines = decision["messages"][0]["content"].split("\n")
+        tool_lines = [line for line in lines if line.startswith("- ")]
+        assert tool_lines[0] == "- get_time: Current local time in a city."
+        assert "- service_59_action" in tool_lines  # hidden, not among search's best: its name only
+        choices = decision["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
+        assert set(choices) == {line[2:].split(":")[0] for line in tool_lines} | {"answer"}
+    with running_lane(tmp_path / "off", [text("Noon.")], proxy_tool_search=False) as lane:
+        lane.chat(messages=[{"role": "user", "content": "What is the local time in Lima?"}], tools=tools[-8:])
+        [decision] = lane.model.decide_requests
+        # Search off: every tool described, the best match still first.
+        assert listed(decision)[0] == "get_time" and len(listed(decision)) == 8
 
 
 def test_a_fenced_call_that_does_not_fit_is_corrected_not_answered(tmp_path):
