@@ -441,7 +441,7 @@ def test_a_hidden_client_tool_the_decision_picks_is_offered_for_the_forced_call(
         reply = lane.chat(messages=ask, tools=tools).json()
         name, arguments, _ = only_call(reply)
         assert name.startswith("service_") and arguments == {"value": "v"}
-        assert f"- {name}: " in lane.model.decide_requests[0]["messages"][-1]["content"]
+        assert f"\n- {name}\n" in lane.model.decide_requests[0]["messages"][0]["content"]  # by name alone
         forced_call = lane.model.requests[0]
         seen = offered(forced_call)
         # offered at the end of the tools block, the bridges and direct tools before it unchanged
@@ -505,13 +505,16 @@ def test_the_decision_reads_what_ran_since_the_request_and_earlier_turns(tmp_pat
         assert "- get_weather (ok): sunny, 21 C" in question
 
 
-def test_with_search_on_the_decision_still_lists_every_tool_of_a_short_list(tmp_path):
-    """Tool search hides most of 20 client tools from the tools block, but their one-line listing
-    is short: the decision reads all of them, in the client's order."""
+def test_with_search_on_the_decision_still_names_every_tool_of_a_short_list(tmp_path):
+    """Tool search hides most of 20 client tools from the tools block; the decision names all of
+    them (search's best with their descriptions), so a tool search missed can still be chosen."""
     tools = [{"type": "function", "function": {
         "name": f"tool_{i}", "description": f"Does job {i} with a description long enough to take room. " * 4,
         "parameters": {"type": "object", "properties": {"value": {"type": "string"}}}}} for i in range(20)]
     with running_lane(tmp_path, [text("Nothing to do.")], context_tokens=8192,
                       decision=Reply(content='{"next": "answer"}')) as lane:
         lane.chat(messages=ASK, tools=tools)
-        assert listed(lane.model.decide_requests[0]) == [f"tool_{i}" for i in range(20)]
+        question = lane.model.decide_requests[0]["messages"][0]["content"]
+        named = re.findall(r"^- ([\w.-]+)", question, re.MULTILINE)
+        assert sorted(named) == sorted(f"tool_{i}" for i in range(20))
+        assert 0 < len(listed(lane.model.decide_requests[0])) < 20
