@@ -31,15 +31,25 @@ def conversation(rows: list[dict[str, Any]], budget_tokens: int,
                  failed_calls: frozenset[str] | set[str] = frozenset()) -> list[dict[str, Any]]:
     """The stored conversation as the model reads it, newest exchanges first to be kept when the
     whole does not fit. `failed_calls`: ids of calls that errored or were refused."""
-    messages = [openai_message(row) for row in _clean_record(rows, failed_calls)]
-    starts = [i for i, m in enumerate(messages) if m["role"] == "user"] or [0]
-    # The opening system messages (a client's own) survive a cut; later ones belong to their turn.
-    opening = [m for m in messages[:starts[0]] if m["role"] == "system"]
-    for start in starts:
-        kept = messages[start:]
-        if estimate_tokens(kept) <= budget_tokens or start == starts[-1]:
-            return opening + kept
-    return messages
+    return fitted([openai_message(row) for row in _clean_record(rows, failed_calls)], budget_tokens)[0]
+
+
+def fitted(messages: list[dict[str, Any]], budget: int) -> tuple[list[dict[str, Any]], int]:
+    """The conversation within `budget` tokens, and how many of its messages were left out: the
+    leading system messages, the latest user message and everything after it are always kept;
+    earlier exchanges (a user message and what answered it, calls with their results) go whole,
+    oldest first. Histories grow with every request (OpenAI-style clients send all of it); past
+    the model's context the llm could only refuse the request."""
+    head = 0
+    while head < len(messages) and messages[head]["role"] == "system":
+        head += 1
+    users = [i for i in range(head, len(messages)) if messages[i]["role"] == "user"]
+    cuts = [head, *users] if users else [head]
+    for cut in cuts[:-1]:
+        kept = messages[:head] + messages[cut:]
+        if estimate_tokens(kept) <= budget:
+            return kept, cut - head
+    return messages[:head] + messages[cuts[-1]:], cuts[-1] - head
 
 
 def _clean_record(rows: list[dict[str, Any]], failed_calls: frozenset[str] | set[str]) -> list[dict[str, Any]]:

@@ -52,7 +52,7 @@ from .corrections import (
     repeated,
 )
 from .decide import DECIDE_HIDDEN, ask_decision, listed_tool, parse_decision
-from .history import earlier_facts
+from .history import earlier_facts, fitted
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
 from .toolcalls import ToolCall, extract_calls, forced, python_calls, stored, unmistakable_calls
@@ -535,24 +535,6 @@ def _history(messages: list[dict[str, Any]]) -> History:
         if message["role"] == "tool":
             results[message["tool_call_id"]] = message.get("content") or ""
     return History(calls, results, before_user)
-
-
-def fitted(messages: list[dict[str, Any]], budget: int) -> tuple[list[dict[str, Any]], int]:
-    """The conversation within `budget` tokens, and how many of its messages were left out: the
-    leading system messages, the latest user message and everything after it are always kept;
-    earlier exchanges (a user message and what answered it, calls with their results) go whole,
-    oldest first. A client's history grows with every request, and OpenAI-style clients send
-    all of it; past the model's context the llm could only refuse the request."""
-    head = 0
-    while head < len(messages) and messages[head]["role"] == "system":
-        head += 1
-    users = [i for i in range(head, len(messages)) if messages[i]["role"] == "user"]
-    cuts = [head, *users] if users else [head]
-    for cut in cuts:
-        kept = messages[:head] + messages[cut:]
-        if estimate_tokens(kept) <= budget:
-            return kept, cut - head
-    return messages[:head] + messages[cuts[-1]:], cuts[-1] - head
 
 
 def decision_listing(surface: ClientSurface, query: str) -> list[tuple[str, str]]:
