@@ -62,9 +62,10 @@ ChoiceMode = Literal["auto", "none", "required", "function"]
 # The decision lists client tools (best match first) while their lines take no more than this: the
 # question stays small even for a client that sends thousands of tools.
 DECIDE_LIST_TOKENS = 1500
-# A reply in words, with no tools offered (the decision said "answer", or tool_choice none): measured
-# on BFCL even ids (multi-turn, 2 cores), such a reply ran 2,695 tokens until the 300 s timeout.
-WORDS_MAX_TOKENS = 1024
+# Every reply the decision did not force (words, or an open reply with the tools): measured on BFCL
+# even ids (multi-turn, 2 cores), a reply in words ran 2,695 tokens and an open reply after a bridge
+# step past 4,000 until the 300 s timeout, three times over as the client retried.
+REPLY_MAX_TOKENS = 1024
 # Kept free beside the conversation for the lane's notes and the bridge steps of a request.
 NOTES_ROOM = 400
 # Measured on Qwen2.5-Coder-1.5B through proxy mode: after two tool results it replied with
@@ -309,11 +310,7 @@ class ProxyLane:
             tool_choice = forced(choice.name)
         else:
             tool_choice = "required" if choice.mode == "required" else None
-        max_tokens = turn.request.max_tokens
-        if in_tools:
-            max_tokens = min(max_tokens, FORCED_CALL_MAX_TOKENS)
-        elif not tools:
-            max_tokens = min(max_tokens, WORDS_MAX_TOKENS)
+        max_tokens = min(turn.request.max_tokens, FORCED_CALL_MAX_TOKENS if in_tools else REPLY_MAX_TOKENS)
         reply = await self.llm.chat(turn.opening + turn.scratch, tools, max_tokens=max_tokens,
                                     temperature=turn.request.temperature, tool_choice=tool_choice)
         turn.force, turn.answer_next = None, False

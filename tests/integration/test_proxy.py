@@ -413,6 +413,15 @@ def test_an_empty_reply_is_asked_for_an_answer_once(tmp_path):
         assert again == "The model gave no answer to that, and made no tool call."
 
 
+def test_an_open_reply_is_capped_below_the_lanes_own_cap(tmp_path):
+    """A reply the decision did not force, here under tool_choice "required", is held to 1,024
+    tokens whatever the client asks: on two cores the lane's own cap (4,096) outlasts a timeout."""
+    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})], max_tokens=4096) as lane:
+        reply = lane.chat(messages=ASK, tools=[WEATHER], tool_choice="required", max_tokens=100_000).json()
+        assert only_call(reply)[0] == "get_weather"
+        assert lane.model.requests[0]["max_tokens"] == 1024
+
+
 def test_a_request_no_client_tool_fits_is_answered_in_words(tmp_path):
     """The decision says "answer": the reply is written with no tools offered, and the client
     gets words, not a call; the decision is one of the lane's own calls in the store."""
