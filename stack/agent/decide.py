@@ -67,7 +67,9 @@ def listed_tool(name: str, description: str) -> str:
 def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str]) -> list[dict[str, str]]:
     """The question's first message: the instruction, the directly offered `tools` as (name,
     description) and the examples whose tool the lane has (`tools` or the hidden ones, `known`).
-    The same for every request of a profile, so the llm keeps it as a cached (and warmed) prefix."""
+    The agent's is the same for every request of a profile, so the llm keeps it as a cached (and
+    warmed) prefix; proxy mode's lists the client's tools in the request's own order instead
+    (proxy.decision_listing), trading that cache for a better choice."""
     listed = "\n".join(listed_tool(name, description) for name, description in tools)
     known = set(known) | {name for name, _ in tools}
     examples = "\n".join(
