@@ -135,10 +135,10 @@ def answer_share(reply: ModelReply, names: Sequence[str]) -> float | None:
                     tools += math.exp(logprob)
             return answer / (answer + tools) if answer + tools else None
         rest = reply.content[len(consumed):]
-        chosen = max((t for t in alternatives if t and rest.startswith(t)), key=len, default=None)
-        if chosen is None:
+        token = max((t for t in alternatives if t and rest.startswith(t)), key=len, default=None)
+        if token is None:
             return None
-        consumed += chosen
+        consumed += token
     return None
 
 
