@@ -31,9 +31,7 @@ LEVERS: dict[str, str] = {
               "that tool's call is then decoded under its schema, once per tool; in proxy mode, "
               "under tool_choice auto, once per request, among the client's tools listed best word "
               "match first (with tool search on, those offered directly and search's best described, "
-              "the rest by name; before anything ran for the message, \"answer\" must outweigh those "
-              "tools together, else asked again without it): a tool is forced, \"answer\" gets a "
-              "reply with no tools",
+              "the rest by name): a tool is forced, \"answer\" gets a reply with no tools",
     "retry": "an agent turn's call that failed: made once more, the model having read the error",
     "compose": "an agent turn's answer: written from the request, the tool results, earlier turns "
                "as facts and the notes the lane keeps; one that gives the user nothing (empty, a "

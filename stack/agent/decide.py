@@ -14,8 +14,6 @@ cached prefix.
 from __future__ import annotations
 
 import json
-import math
-import re
 from typing import Any, Collection, Sequence
 
 from ..toolsearch.catalog import one_line
@@ -29,8 +27,6 @@ DECIDE_MAX_TOKENS = 24
 # time (19 turns); each further line is ~25 tokens of the question "hello" waits for.
 DECIDE_HIDDEN = 3
 MAX_REQUEST_CHARS = 1500
-# Where the decision weighs "answer" (weighed_decision), the likeliest choice tokens it reads.
-WEIGH_ALTERNATIVES = 20
 RESULT_CHARS = 200
 
 INSTRUCTION = (
@@ -120,66 +116,20 @@ def parse_decision(content: str, names: list[str]) -> str | None:
     return picked if isinstance(picked, str) and picked in names else None
 
 
-def answer_share(reply: ModelReply, names: Sequence[str]) -> float | None:
-    """At the token where the decision chose, the share of "answer" in the probability of the
-    tokens that begin a choice ("answer" or one of `names`), from the reply's logprobs (the raw
-    model's, before the grammar); None where they do not show that token."""
-    consumed = ""
-    for alternatives in reply.logprobs:
-        if re.sub(r"\s", "", consumed).endswith('"next":"'):
-            answer = tools = 0.0
-            for token, logprob in alternatives.items():
-                if token and ANSWER.startswith(token):
-                    answer += math.exp(logprob)
-                elif token and any(name.startswith(token) for name in names):
-                    tools += math.exp(logprob)
-            return answer / (answer + tools) if answer + tools else None
-        rest = reply.content[len(consumed):]
-        token = max((t for t in alternatives if t and rest.startswith(t)), key=len, default=None)
-        if token is None:
-            return None
-        consumed += token
-    return None
-
-
-async def weighed_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, str]],
-                           ran: Sequence[tuple[str, str, str]], context: str = "",
-                           known: Collection[str] = ()) -> tuple[str | None, list[ModelReply]]:
-    """The decision, where "answer" must outweigh the offered tools together, not only the
-    likeliest one: a greedy pick of "answer" whose share (answer_share) is under a half is asked
-    again without "answer", and the tool it names is the decision. Returns the pick (None for
-    "answer") and the replies, for the caller to count and record.
-    Why: a small model reading many similar tools spreads its belief over them ("Music", "Media",
-    "Travel") while "answer" is one token, so "answer" won requests a tool served. Measured on
-    76 BFCL even-id requests in proxy mode (docs/measurements.md): live_multiple 19/30 -> 21/30,
-    live_irrelevance 25/30 -> 24/30, simple_python 14/16 both."""
-    names = [name for name, _ in tools]
-    reply = await ask_decision(llm, request, tools, [], ran, context, known, weigh=True)
-    picked = parse_decision(reply.content, names)
-    share = answer_share(reply, names)
-    if picked is not None or share is None or share >= 0.5:
-        return picked, [reply]
-    again = await ask_decision(llm, request, tools, [], ran, context, known, answer=False)
-    return parse_decision(again.content, names), [reply, again]
-
-
 async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, str]],
                        hidden: Sequence[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
                        context: str = "", known: Collection[str] = (),
-                       choices: Sequence[str] | None = None, memory: str = "", *,
-                       answer: bool = True, weigh: bool = False) -> ModelReply:
+                       choices: Sequence[str] | None = None, memory: str = "") -> ModelReply:
     """One greedy, grammar-bound model call; the caller reads it with parse_decision. `choices`
-    narrows the tools the grammar admits (all of `tools` and `hidden` when None); `answer=False`
-    takes "answer" out of them; `weigh` asks for the logprobs answer_share reads."""
+    narrows the tools the grammar admits (all of `tools` and `hidden` when None)."""
     names = list(choices) if choices is not None else [name for name, _ in [*tools, *hidden]]
     messages = decide_messages(request, tools, hidden, ran, context, known, memory)
     if choices is not None:
         messages[-1]["content"] = messages[-1]["content"].replace(
             '{"next": TOOL}', '{"next": TOOL} with TOOL one of ' + ", ".join(names))
-    if not answer:
-        messages[-1]["content"] = messages[-1]["content"].replace(
-            ' or {"next": "answer"}', ", the tool that fits best")
-    schema = decision_schema(names) if answer else {
-        "type": "object", "properties": {"next": {"enum": names}}, "required": ["next"]}
+    return await _asked(llm, messages, names)
+
+
+async def _asked(llm: LlmClient, messages: list[dict[str, str]], names: list[str]) -> ModelReply:
     return await llm.chat(messages, [], max_tokens=DECIDE_MAX_TOKENS, temperature=0.0,
-                          response_schema=schema, top_logprobs=WEIGH_ALTERNATIVES if weigh else None)
+                          response_schema=decision_schema(names))

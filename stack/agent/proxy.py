@@ -51,7 +51,7 @@ from .corrections import (
     correction,
     repeated,
 )
-from .decide import DECIDE_HIDDEN, ask_decision, listed_tool, parse_decision, weighed_decision
+from .decide import DECIDE_HIDDEN, ask_decision, listed_tool, parse_decision
 from .history import earlier_facts, fitted
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
@@ -265,8 +265,7 @@ class ProxyLane:
         word match for the request first** (decision_listing), what ran since the user's latest
         message, earlier turns as facts, and of its examples those whose tools the client has. A
         tool is then forced (its arguments decoded under its schema; a hidden one offered for that
-        call); "answer" gets a reply with no tools. Before anything ran for the user's message,
-        "answer" must outweigh the listed tools together (decide.weighed_decision).
+        call); "answer" gets a reply with no tools.
         Measured on Qwen2.5-Coder-1.5B: offered any tool in an open reply, it called one for
         every request, "difference between cpu and gpu?" included; of the questions tried on BFCL
         even ids (docs/measurements.md), the agent's chose right most often, and most often of
@@ -280,18 +279,12 @@ class ProxyLane:
             return
         since = turn.history.calls[turn.history.before_user:]
         ran = [(name, "ok", turn.history.results.get(call_id, "")) for call_id, name, _ in since]
-        context = earlier_facts(_as_rows(turn.request.messages))
-        if ran:
-            reply = await ask_decision(self.llm, turn.query, tools, [], ran, context, known=turn.surface.catalog.tools)
-            picked, replies = parse_decision(reply.content, [name for name, _ in tools]), [reply]
-        else:
-            picked, replies = await weighed_decision(self.llm, turn.query, tools, ran, context,
-                                                     known=turn.surface.catalog.tools)
-        for reply in replies:
-            count(turn.result, reply)
-            self.store.add_lane_call(turn.result.session_id, "decide", reply.content, prompt_tokens=reply.prompt_tokens,
-                                     completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
-        turn.force = picked
+        reply = await ask_decision(self.llm, turn.query, tools, [], ran,
+                                   earlier_facts(_as_rows(turn.request.messages)), known=turn.surface.catalog.tools)
+        count(turn.result, reply)
+        self.store.add_lane_call(turn.result.session_id, "decide", reply.content, prompt_tokens=reply.prompt_tokens,
+                                 completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
+        turn.force = parse_decision(reply.content, [name for name, _ in tools])
         turn.answer_next = turn.force is None
 
     def _tools(self, turn: ProxyTurn) -> list[dict[str, Any]]:

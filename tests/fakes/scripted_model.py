@@ -33,9 +33,9 @@ class Reply:
     # meanwhile is counted in `disconnects` and its call dropped, as the lane's llm service does
     delay_s: float = 0.0
     finish_reason: str | None = None
-    # Per token, its likeliest alternatives ({token: log-probability}, the likeliest is the one
-    # chosen), sent as OpenAI's `logprobs.content` when the request asks for log-probabilities.
-    token_logprobs: list[dict[str, float]] | None = None
+    # The first token's likeliest alternatives ({token: log-probability}), sent as OpenAI's
+    # `logprobs.content` when the request asks for log-probabilities.
+    first_token_logprobs: dict[str, float] | None = None
 
 
 Script = list[Reply] | Callable[[dict[str, Any]], Reply]
@@ -267,12 +267,10 @@ def _answer(answer: str | Reply | Callable[[dict[str, Any]], Reply], body: dict[
 
 
 def _logprobs(reply: Reply) -> dict[str, Any] | None:
-    """OpenAI's `logprobs` for a reply whose tokens' alternatives are scripted."""
-    if not reply.token_logprobs:
+    """OpenAI's `logprobs` for a reply whose first token's alternatives are scripted."""
+    if not reply.first_token_logprobs:
         return None
-    content = []
-    for alternatives in reply.token_logprobs:
-        ranked = sorted(alternatives.items(), key=lambda item: -item[1])
-        top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in ranked]
-        content.append({**top[0], "top_logprobs": top})
-    return {"content": content}
+    ranked = sorted(reply.first_token_logprobs.items(), key=lambda item: -item[1])
+    first = {"token": ranked[0][0], "logprob": ranked[0][1], "bytes": list(ranked[0][0].encode())}
+    top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in ranked]
+    return {"content": [{**first, "top_logprobs": top}]}

@@ -2,7 +2,6 @@
 runs the lane's own tools, and the store tells calls returned to the client from calls the lane ran."""
 
 import json
-import math
 import re
 import subprocess
 import sys
@@ -360,38 +359,6 @@ def test_the_decision_lists_the_best_match_first_and_hidden_tools_by_name(tmp_pa
         [decision] = lane.model.decide_requests
         # Search off: every tool described, the best match still first.
         assert listed(decision)[0] == "get_time" and len(listed(decision)) == 8
-
-
-def _spread_decision(answer_p: float):
-    """A decision that picks "answer" by a nose while the tools together hold 1 - `answer_p`;
-    asked again without "answer", it names get_time."""
-    def decide(body):
-        if "answer" not in body["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]:
-            return Reply(content='{"next": "get_time"}')
-        rest = (1 - answer_p) / 2
-        lead = [{'{"': 0.0}, {"next": 0.0}, {'":': 0.0}, {' "': 0.0}]
-        choice = {"answer": math.log(answer_p), "get_time": math.log(rest), "get_weather": math.log(rest * 0.9),
-                  "hello": math.log(rest * 0.1)}  # not a choice: counted for neither
-        return Reply(content='{"next": "answer"}', token_logprobs=[*lead, choice, {'"}': 0.0}])
-    return decide
-
-
-@pytest.mark.parametrize("answer_p, calls", [(0.4, True), (0.6, False)])
-def test_answer_must_outweigh_the_tools_together(tmp_path, answer_p, calls):
-    """Before anything ran for the message, "answer" picked with under half the weight of the
-    choices is asked again without it, and the tool it names is called."""
-    script = [call("get_time", {"city": "Lima"})] if calls else [text("I cannot tell the time.")]
-    with running_lane(tmp_path, script, decision=_spread_decision(answer_p)) as lane:
-        reply = lane.chat(messages=[{"role": "user", "content": "Lima, now?"}], tools=[WEATHER, TIME]).json()
-        asked = lane.model.decide_requests
-        assert asked[0]["logprobs"] is True
-        if calls:
-            assert only_call(reply)[:2] == ("get_time", {"city": "Lima"})
-            assert "answer" not in asked[1]["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
-            assert lane.rows("SELECT content FROM lane_calls WHERE purpose = 'decide'") == [
-                ('{"next": "answer"}',), ('{"next": "get_time"}',)]
-        else:
-            assert reply["choices"][0]["message"]["content"] == "I cannot tell the time." and len(asked) == 1
 
 
 def test_a_fenced_call_that_does_not_fit_is_corrected_not_answered(tmp_path):
