@@ -3,9 +3,12 @@
 A small model learns from the error it gets back, so an error says where the arguments are wrong,
 shows the schema and gives an example call that would pass. Coercion is limited to changes that
 cannot alter meaning: "42" to 42 for a number, "true" to true for a boolean, 42 to "42" for a string,
-an argument name in another case style than the schema's ("full_page" for `fullPage`), and
+an argument name in another case style than the schema's ("full_page" for `fullPage`),
 arguments sent without the one object the schema wraps them in (`{"sql": ...}` for Neon's
-`{"params": {"sql": ...}}`; the 1.5B model sent them flat again after an error showing the wrapper).
+`{"params": {"sql": ...}}`; the 1.5B model sent them flat again after an error showing the wrapper),
+and a year-first date written another way ("2023-10-1", "2023.10.01") where the schema asks for
+YYYY-MM-DD (`format: date`, or its description names that format): the 1.5B model copies the user's
+"2023.10.1" into a field whose description says 'YYYY-MM-DD'.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from .base import ToolError
 
 _INTEGER = re.compile(r"^[+-]?\d+$")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+_YEAR_FIRST_DATE = re.compile(r"^(\d{4})([-./])(\d{1,2})\2(\d{1,2})$")
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
@@ -98,9 +102,24 @@ def coerce(schema: dict[str, Any], value: Any) -> Any:
             return float(text) if any(c in text for c in ".eE") else int(text)
         if "boolean" in kinds and text.lower() in ("true", "false"):
             return text.lower() == "true"
+        if "string" in kinds and _asks_iso_date(schema):
+            return _iso_date(text) or value
     if kinds == {"string"} and isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     return value
+
+
+def _asks_iso_date(schema: dict[str, Any]) -> bool:
+    return schema.get("format") == "date" or "yyyy-mm-dd" in str(schema.get("description", "")).lower()
+
+
+def _iso_date(text: str) -> str | None:
+    """`text` as YYYY-MM-DD when it is a year-first date with a real month and day, else None."""
+    match = _YEAR_FIRST_DATE.match(text)
+    if not match:
+        return None
+    year, month, day = int(match[1]), int(match[3]), int(match[4])
+    return f"{year:04d}-{month:02d}-{day:02d}" if 1 <= month <= 12 and 1 <= day <= 31 else None
 
 
 def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:

@@ -75,3 +75,14 @@ def test_an_argument_named_in_another_case_style_is_read_as_the_schema_names_it(
     for ambiguous in ({"PAGE-ID": "x"}, {"full_page": True, "fullPage": False}):
         with pytest.raises(ToolError, match="Additional properties"):
             validate_arguments("shot", schema, ambiguous)
+
+
+def test_a_year_first_date_is_written_as_the_schema_asks_and_nothing_else_is_touched():
+    described = {"type": "string", "description": "The date of the event, in the format 'YYYY-MM-DD'."}
+    schema = {"type": "object", "properties": {"date": described, "day": {"type": "string", "format": "date"},
+                                               "note": {"type": "string"}}}
+    assert validate_arguments("find", schema, {"date": "2023.10.1", "day": "2024/2/9", "note": "2023.10.1"}) == \
+        {"date": "2023-10-01", "day": "2024-02-09", "note": "2023.10.1"}
+    # Not a year-first date, or no such day: left as written (the schema does not say more).
+    for kept in ("10/1/2023", "2023-13-01", "2023-10-01T10:00", "next Saturday", "2023.10-1"):
+        assert validate_arguments("find", schema, {"date": kept}) == {"date": kept}
