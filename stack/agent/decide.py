@@ -39,6 +39,18 @@ INSTRUCTION = (
     "For example:\n"
     "{examples}"
 )
+# Proxy mode's question: a client's tools are not "this computer", and the agent's list of what
+# needs a tool names the lane's own tools' jobs. On 76 BFCL even-id entries (decision alone,
+# docs/measurements.md) this wording chose right 60 times against the agent's 58 (live_multiple
+# 22/30 against 19/30, live_irrelevance 25/30 both, simple_python 13/16 against 14/16).
+CLIENT_INSTRUCTION = (
+    "You decide the next step of an assistant. Its tools:\n"
+    "{tools}\n\n"
+    "Pick the one tool that does what the user's message asks, or \"answer\" when none of them does. "
+    "Greetings, chat and general knowledge need none. "
+    "For example:\n"
+    "{examples}"
+)
 # Requests written for this prompt, none taken from a benchmark: (request, the tool that already
 # ran for it or "", the next step), each kept only when the lane has the tools it names.
 EXAMPLES: tuple[tuple[str, str, str], ...] = (
@@ -64,9 +76,11 @@ def listed_tool(name: str, description: str) -> str:
     return f"- {name}: {one_line(description, 110)}" if description.strip() else f"- {name}"
 
 
-def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str]) -> list[dict[str, str]]:
-    """The question's first message: the instruction, the directly offered `tools` as (name,
-    description) and the examples whose tool the lane has (`tools` or the hidden ones, `known`).
+def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str],
+                   instruction: str = INSTRUCTION) -> list[dict[str, str]]:
+    """The question's first message: the instruction (the agent's, or CLIENT_INSTRUCTION), the
+    directly offered `tools` as (name, description) and the examples whose tool the lane has
+    (`tools` or the hidden ones, `known`).
     The agent's is the same for every request of a profile, so the llm keeps it as a cached (and
     warmed) prefix; proxy mode's lists the client's tools in the request's own order instead
     (proxy.decision_listing), trading that cache for a better choice."""
@@ -75,12 +89,12 @@ def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str]) -> 
     examples = "\n".join(
         f'"{request}"' + (f" (after {done} ran)" if done else "") + f' -> {{"next": "{tool}"}}'
         for request, done, tool in EXAMPLES if {tool, done} - {ANSWER, ""} <= known)
-    return [{"role": "system", "content": INSTRUCTION.format(tools=listed, examples=examples)}]
+    return [{"role": "system", "content": instruction.format(tools=listed, examples=examples)}]
 
 
 def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
                     ran: Sequence[tuple[str, str, str]], context: str = "", known: Collection[str] = (),
-                    memory: str = "") -> list[dict[str, str]]:
+                    memory: str = "", instruction: str = INSTRUCTION) -> list[dict[str, str]]:
     """The question: `tools` offered directly and `hidden` ones that search finds for this request,
     as (name, description); `ran` as (tool, status, result) of this turn; `context` what the
     conversation said before (short facts, not answers to imitate); `memory` the notes the lane
@@ -88,7 +102,7 @@ def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequ
     question = _question(request, hidden, ran, context)
     if memory.strip():
         question = f"Notes the user asked you to keep:\n{memory.strip()[:MAX_REQUEST_CHARS]}\n\n{question}"
-    return [*decide_opening(tools, known), {"role": "user", "content": question}]
+    return [*decide_opening(tools, known, instruction), {"role": "user", "content": question}]
 
 
 def _question(request: str, hidden: Sequence[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
@@ -119,11 +133,12 @@ def parse_decision(content: str, names: list[str]) -> str | None:
 async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, str]],
                        hidden: Sequence[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
                        context: str = "", known: Collection[str] = (),
-                       choices: Sequence[str] | None = None, memory: str = "") -> ModelReply:
+                       choices: Sequence[str] | None = None, memory: str = "",
+                       instruction: str = INSTRUCTION) -> ModelReply:
     """One greedy, grammar-bound model call; the caller reads it with parse_decision. `choices`
     narrows the tools the grammar admits (all of `tools` and `hidden` when None)."""
     names = list(choices) if choices is not None else [name for name, _ in [*tools, *hidden]]
-    messages = decide_messages(request, tools, hidden, ran, context, known, memory)
+    messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction)
     if choices is not None:
         messages[-1]["content"] = messages[-1]["content"].replace(
             '{"next": TOOL}', '{"next": TOOL} with TOOL one of ' + ", ".join(names))

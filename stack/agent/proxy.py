@@ -51,7 +51,7 @@ from .corrections import (
     correction,
     repeated,
 )
-from .decide import DECIDE_HIDDEN, ask_decision, listed_tool, parse_decision
+from .decide import CLIENT_INSTRUCTION, DECIDE_HIDDEN, ask_decision, listed_tool, parse_decision
 from .history import earlier_facts, fitted
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
@@ -261,7 +261,8 @@ class ProxyLane:
     async def _first_step(self, turn: ProxyTurn) -> None:
         """The decide lever, for a client's tools: under `tool_choice: auto`, before the reply,
         the model's constrained choice of the tool the conversation needs next, or "answer": the
-        agent's own question (decide.py) with the client's tools listed one line each, **best
+        agent's question (decide.py) in words for a client's tools (CLIENT_INSTRUCTION: they are
+        not "this computer"), its tools listed one line each, **best
         word match for the request first** (decision_listing), what ran since the user's latest
         message, earlier turns as facts, and of its examples those whose tools the client has. A
         tool is then forced (its arguments decoded under its schema; a hidden one offered for that
@@ -280,7 +281,8 @@ class ProxyLane:
         since = turn.history.calls[turn.history.before_user:]
         ran = [(name, "ok", turn.history.results.get(call_id, "")) for call_id, name, _ in since]
         reply = await ask_decision(self.llm, turn.query, tools, [], ran,
-                                   earlier_facts(_as_rows(turn.request.messages)), known=turn.surface.catalog.tools)
+                                   earlier_facts(_as_rows(turn.request.messages)), known=turn.surface.catalog.tools,
+                                   instruction=CLIENT_INSTRUCTION)
         count(turn.result, reply)
         self.store.add_lane_call(turn.result.session_id, "decide", reply.content, prompt_tokens=reply.prompt_tokens,
                                  completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
