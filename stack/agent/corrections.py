@@ -29,7 +29,8 @@ LEVERS: dict[str, str] = {
               "search's best hidden ones, after one ran only for a request of more than one task, "
               "among the tool index's best for it not yet run (one it names needs no question); "
               "that tool's call is then decoded under its schema, once per tool; in proxy mode, "
-              "under tool_choice auto, once per request, among the client's tools listed best word "
+              "under tool_choice auto, once per request, asked in words for a client's tools "
+              "(decide.CLIENT_INSTRUCTION), among the client's tools listed best word "
               "match first (with tool search on, those offered directly and search's best described, "
               "the rest by name): a tool is forced, \"answer\" gets a reply with no tools",
     "retry": "an agent turn's call that failed: made once more, the model having read the error",
