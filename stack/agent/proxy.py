@@ -297,15 +297,9 @@ class ProxyLane:
     async def _ask(self, turn: ProxyTurn) -> ModelReply:
         choice = turn.request.tool_choice
         tools = [] if choice.mode == "none" or turn.answer_next else self._tools(turn)
-        names = {t["function"]["name"] for t in tools}
-        if turn.force and turn.force not in names and turn.force in turn.surface.catalog.tools:
-            # A hidden tool the decision chose is offered for this call, at the end of the tools
-            # block (the cached prefix before it holds): forced through the bridge instead, its
-            # arguments were decoded from the grammar alone, with no description to read
-            # (measured on BFCL even ids: live_multiple >= 7 functions 2/6 with search, 3/6 without).
-            tools = [*tools, turn.surface.catalog.tools[turn.force].openai_schema()]
-            names.add(turn.force)
-        in_tools = turn.force in names
+        if tools and turn.force in turn.surface.catalog.tools:
+            tools = turn.surface.forced_to(turn.force) + tools[len(turn.surface.offered):]
+        in_tools = turn.force in {t["function"]["name"] for t in tools}
         if in_tools:
             tool_choice: dict[str, Any] | str | None = forced(turn.force)
         elif choice.mode == "function":

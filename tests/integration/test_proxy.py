@@ -230,6 +230,22 @@ def test_many_client_tools_are_reached_through_search_and_returned_as_the_real_t
         assert "get_weather" in listed(lane.model.decide_requests[1])
 
 
+def test_a_forced_call_carries_no_promoted_tool_but_its_own(tmp_path):
+    """Promotion offers the tools that match the request for an open reply; a call the decision
+    forces can name no other tool, so they are left out of its tools block (prompt tokens the
+    model would read for nothing), the forced tool stays, and an open reply still gets them."""
+    tools = _many_tools(60) + [WEATHER, TIME]
+    with running_lane(tmp_path, [call("get_time", {"city": "Paris"})]) as lane:
+        lane.chat(messages=ASK, tools=tools)
+        assert offered(lane.model.requests[0]) == ["tool_search", "tool_describe", "tool_call", "get_time"]
+    with running_lane(tmp_path / "weather", [call("get_weather", {"city": "Paris"})]) as lane:
+        lane.chat(messages=ASK, tools=tools)
+        assert offered(lane.model.requests[0]) == ["tool_search", "tool_describe", "tool_call", "get_weather"]
+    with running_lane(tmp_path / "open", [call("get_time", {"city": "Paris"})]) as lane:
+        lane.chat(messages=ASK, tools=tools, tool_choice="required")
+        assert "get_weather" in offered(lane.model.requests[0])  # promoted for "weather in Paris"
+
+
 def test_two_thousand_tools_are_served_through_search(tmp_path):
     with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})]) as lane:
         response = lane.chat(messages=ASK, tools=_many_tools(1999) + [WEATHER])
