@@ -25,11 +25,6 @@ class Answer(Protocol):
     @property
     def content(self) -> str: ...
 
-    @property
-    def logprobs(self) -> list[dict[str, float]]:
-        """Per generated token, its likeliest alternatives as {text: log-probability}."""
-        ...
-
 
 A_co = TypeVar("A_co", bound=Answer, covariant=True)
 A = TypeVar("A", bound=Answer)  # what a function that asks gets back: the client's own reply type
@@ -39,8 +34,7 @@ class ChatModel(Protocol[A_co]):
     """A model tool search can ask (agent/llm_client.LlmClient is one)."""
 
     async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
-                   max_tokens: int, temperature: float | None = None,
-                   top_logprobs: int | None = None) -> A_co: ...
+                   max_tokens: int, temperature: float | None = None) -> A_co: ...
 
     async def model_name(self) -> str: ...
 

@@ -33,9 +33,6 @@ class Reply:
     # meanwhile is counted in `disconnects` and its call dropped, as the lane's llm service does
     delay_s: float = 0.0
     finish_reason: str | None = None
-    # The first token's likeliest alternatives ({token: log-probability}), sent as OpenAI's
-    # `logprobs.content` when the request asks for log-probabilities.
-    first_token_logprobs: dict[str, float] | None = None
 
 
 Script = list[Reply] | Callable[[dict[str, Any]], Reply]
@@ -126,25 +123,22 @@ class ScriptedModel:
                 self.disconnects += 1
                 return JSONResponse({})
             usage = _usage(body, reply)
-            logprobs = _logprobs(reply) if body.get("logprobs") else None
             if body.get("stream"):
-                return StreamingResponse(self._stream(reply, usage, logprobs), media_type="text/event-stream")
+                return StreamingResponse(self._stream(reply, usage), media_type="text/event-stream")
             if reply.hang:
                 while not await request.is_disconnected():
                     await asyncio.sleep(0.02)
                 self.disconnects += 1
                 return JSONResponse({})
-            return _completion(self.model_name, reply, usage, logprobs)
+            return _completion(self.model_name, reply, usage)
 
         return app
 
-    async def _stream(self, reply: Reply, usage: dict[str, int], logprobs: dict[str, Any] | None):
+    async def _stream(self, reply: Reply, usage: dict[str, int]):
         chunk_id = "chatcmpl-" + uuid.uuid4().hex[:12]
 
         def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
             choice = {"index": 0, "delta": delta, "finish_reason": finish}
-            if finish and logprobs:
-                choice["logprobs"] = logprobs
             payload = {
                 "id": chunk_id,
                 "object": "chat.completion.chunk",
@@ -224,8 +218,7 @@ def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
     }
 
 
-def _completion(model: str, reply: Reply, usage: dict[str, int],
-                logprobs: dict[str, Any] | None) -> dict[str, Any]:
+def _completion(model: str, reply: Reply, usage: dict[str, int]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [
@@ -241,8 +234,7 @@ def _completion(model: str, reply: Reply, usage: dict[str, int],
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply),
-                     **({"logprobs": logprobs} if logprobs else {})}],
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply)}],
         "usage": usage,
     }
 
@@ -266,11 +258,3 @@ def _answer(answer: str | Reply | Callable[[dict[str, Any]], Reply], body: dict[
     return answer(body) if callable(answer) else answer if isinstance(answer, Reply) else Reply(answer)
 
 
-def _logprobs(reply: Reply) -> dict[str, Any] | None:
-    """OpenAI's `logprobs` for a reply whose first token's alternatives are scripted."""
-    if not reply.first_token_logprobs:
-        return None
-    ranked = sorted(reply.first_token_logprobs.items(), key=lambda item: -item[1])
-    first = {"token": ranked[0][0], "logprob": ranked[0][1], "bytes": list(ranked[0][0].encode())}
-    top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in ranked]
-    return {"content": [{**first, "top_logprobs": top}]}
