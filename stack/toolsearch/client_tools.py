@@ -64,17 +64,18 @@ class ClientSurface:
         return schemas + [self.catalog.tools[name].openai_schema() for name in self.direct]
 
     def forced_to(self, name: str) -> list[dict[str, Any]]:
-        """The tools block of a call forced to the client tool `name`. The call cannot name
-        another tool, so the tools promotion added for an open reply are left out (they come after
-        the block's stable part, the bridges and the tools the conversation called, which the
-        prompt cache keeps), and a hidden tool is offered at the end: forced through the bridge
-        instead, its arguments were decoded from the grammar alone, with no description to read
-        (measured on BFCL even ids: live_multiple >= 7 functions 2/6 with search, 3/6 without)."""
-        kept = [schema for schema in self.offered
-                if schema["function"]["name"] not in self.promoted - {name}]
-        if name not in self.direct and name in self.catalog.tools:
-            kept.append(self.catalog.tools[name].openai_schema())
-        return kept
+        """The tools block of a call forced to the client tool `name`. Without tool search, every
+        tool, as always. With it, the call can name no other tool, so it is offered the tools the
+        conversation called (the history it reads calls them) and `name`: not the bridges nor
+        promotion's picks, which serve an open reply (about 250 tokens, and up to 1,200, of every
+        forced call's prompt). A hidden `name` is offered by its own schema: forced through the
+        bridge instead, its arguments were decoded from the grammar alone, with no description to
+        read (measured on BFCL even ids: live_multiple >= 7 functions 2/6 with search, 3/6
+        without)."""
+        if not self.bridged:
+            return self.offered
+        kept = [tool for tool in self.direct if tool not in self.promoted or tool == name]
+        return [self.catalog.tools[tool].openai_schema() for tool in dict.fromkeys([*kept, name])]
 
     def parameters_of(self, name: str) -> dict[str, Any] | None:
         """The argument schema of a name the model may call: any client tool (a hidden one called

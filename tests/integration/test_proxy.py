@@ -213,10 +213,11 @@ def test_many_client_tools_are_reached_through_search_and_returned_as_the_real_t
         assert (name, arguments) == ("get_weather", {"city": "Paris"})
         decision = lane.model.decide_requests[0]
         assert "get_weather" in decision["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
-        seen = offered(lane.model.requests[0])
-        assert seen[:3] == ["tool_search", "tool_describe", "tool_call"]
-        assert len(seen) < 10
+        # The forced call is offered its own tool alone; the open reply after its error, the bridges.
+        assert offered(lane.model.requests[0]) == ["get_weather"]
         assert lane.model.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+        seen = offered(lane.model.requests[1])
+        assert seen[:3] == ["tool_search", "tool_describe", "tool_call"] and len(seen) < 10
         # The search ran inside the lane; the model read its answer.
         assert "get_weather" in lane.model.requests[2]["messages"][-1]["content"]
         assert lane.rows("SELECT tool_name, status FROM tool_executions") == [
@@ -230,20 +231,33 @@ def test_many_client_tools_are_reached_through_search_and_returned_as_the_real_t
         assert "get_weather" in listed(lane.model.decide_requests[1])
 
 
-def test_a_forced_call_carries_no_promoted_tool_but_its_own(tmp_path):
-    """Promotion offers the tools that match the request for an open reply; a call the decision
-    forces can name no other tool, so they are left out of its tools block (prompt tokens the
-    model would read for nothing), the forced tool stays, and an open reply still gets them."""
+def test_a_forced_call_carries_the_tools_in_use_and_its_own_not_the_bridges_or_promotion(tmp_path):
+    """The bridges and promotion's picks serve an open reply; a call the decision (or a named
+    tool_choice) forces can name no other tool, so with tool search on they are left out of its
+    tools block (prompt tokens the model would read for nothing), while the tools the
+    conversation called stay; an open reply still gets them all, and without tool search a forced
+    call sees every tool."""
     tools = _many_tools(60) + [WEATHER, TIME]
     with running_lane(tmp_path, [call("get_time", {"city": "Paris"})]) as lane:
         lane.chat(messages=ASK, tools=tools)
-        assert offered(lane.model.requests[0]) == ["tool_search", "tool_describe", "tool_call", "get_time"]
-    with running_lane(tmp_path / "weather", [call("get_weather", {"city": "Paris"})]) as lane:
-        lane.chat(messages=ASK, tools=tools)
-        assert offered(lane.model.requests[0]) == ["tool_search", "tool_describe", "tool_call", "get_weather"]
+        assert offered(lane.model.requests[0]) == ["get_time"]
+    with running_lane(tmp_path / "named", [call("get_weather", {"city": "Paris"})]) as lane:
+        lane.chat(messages=ASK, tools=tools, tool_choice={"type": "function", "function": {"name": "get_weather"}})
+        assert offered(lane.model.requests[0]) == ["get_weather"]
+    with running_lane(tmp_path / "used", [call("get_weather", {"city": "Paris"})]) as lane:
+        used = {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_time", "arguments": '{"city": "Oslo"}'}}]}
+        lane.chat(messages=[{"role": "user", "content": "Time in Oslo?"}, used,
+                            {"role": "tool", "tool_call_id": "c1", "content": "09:00"}, *ASK], tools=tools)
+        assert offered(lane.model.requests[0]) == ["get_time", "get_weather"]
     with running_lane(tmp_path / "open", [call("get_time", {"city": "Paris"})]) as lane:
         lane.chat(messages=ASK, tools=tools, tool_choice="required")
-        assert "get_weather" in offered(lane.model.requests[0])  # promoted for "weather in Paris"
+        seen = offered(lane.model.requests[0])
+        assert seen[:3] == ["tool_search", "tool_describe", "tool_call"]
+        assert "get_weather" in seen  # promoted for "weather in Paris"
+    with running_lane(tmp_path / "off", [call("get_time", {"city": "Paris"})], proxy_tool_search=False) as lane:
+        lane.chat(messages=ASK, tools=tools[-8:])
+        assert len(offered(lane.model.requests[0])) == 8
 
 
 def test_two_thousand_tools_are_served_through_search(tmp_path):
@@ -349,9 +363,10 @@ def test_the_offered_tools_only_grow_at_the_end_within_a_users_request(tmp_path)
         lane.chat(messages=history + [{"role": "assistant", "content": "Noon and sunny."},
                                       {"role": "user", "content": "Thanks!"}], tools=tools)
         first, second = [offered(r) for r in lane.model.requests if r.get("tools")]
-        # The hidden tool the first decision chose is offered for its call, after the bridges.
-        assert first == ["tool_search", "tool_describe", "tool_call", "get_time"]
-        assert second[:len(first)] == first and second[-1] == "get_weather"  # grew at its end
+        # The hidden tool the first decision chose is offered for its call; the next call's
+        # tools block begins as this one did (the prompt cache keeps it) and grew at its end.
+        assert first == ["get_time"]
+        assert second == ["get_time", "get_weather"]
         # A new user message: what was called before it is listed, described, in the decision.
         assert {"get_time", "get_weather"} <= set(listed(lane.model.decide_requests[3]))
 
@@ -471,8 +486,8 @@ def test_a_hidden_client_tool_the_decision_picks_is_offered_for_the_forced_call(
         assert f"\n- {name}\n" in lane.model.decide_requests[0]["messages"][0]["content"]  # by name alone
         forced_call = lane.model.requests[0]
         seen = offered(forced_call)
-        # offered at the end of the tools block, the bridges and direct tools before it unchanged
-        assert seen[:3] == ["tool_search", "tool_describe", "tool_call"] and seen[-1] == name
+        # offered by its own schema (not forced through the bridge)
+        assert seen == [name]
         assert name not in listed(lane.model.decide_requests[0])
         assert forced_call["tool_choice"] == {"type": "function", "function": {"name": name}}
         assert lane.rows("SELECT tool_name, via_bridge FROM returned_calls") == [(name, 0)]
