@@ -300,25 +300,42 @@ def run_arm(arm: Arm, ids: dict[str, list[str]], base_url: str, out: Path, *, py
 
 # A reply whose text content is a tool call (what proxy mode must return as `tool_calls` instead):
 # a Hermes/Qwen tag, a JSON object with a name and arguments, or a Python-style call with keyword
-# arguments or alone on its line. Written independently of the lane's own salvage parser.
+# arguments or alone on its line. Written independently of the lane's own salvage parser. Each
+# shape but the tag captures the name it calls.
 _CALL_SHAPES = [
     re.compile(r"<tool_call>"),
-    re.compile(r'"name"\s*:\s*"[^"]+"\s*,\s*"(?:arguments|parameters)"\s*:'),
-    re.compile(r"\b[A-Za-z_][\w.]*\(\s*[A-Za-z_]\w*\s*="),
-    re.compile(r"^\s*\[?\s*[A-Za-z_][\w.]*\([^()]*\)\s*\]?\s*$", re.MULTILINE),
+    re.compile(r'"name"\s*:\s*"([^"]+)"\s*,\s*"(?:arguments|parameters)"\s*:'),
+    re.compile(r"\b([A-Za-z_][\w.]*)\(\s*[A-Za-z_]\w*\s*="),
+    re.compile(r"^\s*\[?\s*([A-Za-z_][\w.]*)\([^()]*\)\s*\]?\s*$", re.MULTILINE),
 ]
 
 
-def text_calls(result: Any) -> int:
+def text_calls(result: Any, names: frozenset[str] | None = None) -> int:
     """Text replies in a BFCL FC result (a string where calls would be a list) that are call-shaped;
-    multi-turn results are turns of steps."""
+    multi-turn results are turns of steps. With `names` (the functions the entry offered), only a
+    shape that calls one of them counts: a `print(total)` line of a Python snippet in a prose
+    answer calls no tool (seen on simple_python, 2026-11-26)."""
     if isinstance(result, str):
         if result.startswith("Error during inference"):  # BFCL's note of a failed request
             return 0
-        return int(any(shape.search(result) for shape in _CALL_SHAPES))
+        return int(any(_calls_offered(match, names) for shape in _CALL_SHAPES for match in shape.finditer(result)))
     if isinstance(result, list):
-        return sum(text_calls(item) for item in result if isinstance(item, (str, list)))
+        return sum(text_calls(item, names) for item in result if isinstance(item, (str, list)))
     return 0
+
+
+def _calls_offered(match: re.Match[str], names: frozenset[str] | None) -> bool:
+    if names is None or not match.groups():
+        return True
+    called = match.group(1)
+    return called in names or called.rsplit(".", 1)[-1] in {name.rsplit(".", 1)[-1] for name in names}
+
+
+def offered_names(category: str, data: Path) -> dict[str, frozenset[str]]:
+    """id -> the names of the functions an entry offers (entries without a `function` list, such
+    as multi-turn ones, are left out: every shape counts for them)."""
+    return {entry["id"]: frozenset(f["name"] for f in entry["function"])
+            for entry in load_entries(category, data) if entry.get("function")}
 
 
 # ---------------------------------------------------------------- saving and the table
@@ -329,8 +346,9 @@ def save(out: Path, arm_key: str, plan: dict[str, list[str]], summary: dict[str,
     for label, ids in plan.items():
         part = summary.get(LABELS[label], {"entries": [], "header": {}})
         rows = [row for row in part["entries"] if row["id"] in ids]
+        names = offered_names(LABELS[label], data_dir()) if rows and ARMS[arm_key].fc else {}
         for row in rows:
-            row["text_calls"] = text_calls(row["result"]) if ARMS[arm_key].fc else None
+            row["text_calls"] = text_calls(row["result"], names.get(row["id"])) if ARMS[arm_key].fc else None
         record = {"arm": arm_key, "label": label, "split": split, "ids": ids, "entries": rows, **note}
         (out / arm_key).mkdir(parents=True, exist_ok=True)
         (out / arm_key / f"{label}.json").write_text(json.dumps(record, indent=1, default=str))

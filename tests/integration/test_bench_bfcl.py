@@ -90,3 +90,8 @@ def test_split_is_by_entry_id_parity_and_samples_are_fixed(bfcl_python):
     assert bfcl.text_calls('{"name": "get_weather", "arguments": {"city": "Paris"}}') == 1
     assert bfcl.text_calls("The difference between a CPU and a GPU is parallelism.") == 0
     assert bfcl.text_calls([[[{"cd": "{}"}], "Done."]]) == 0
+    # With the entry's functions, only a call to one of them counts, wherever it is written.
+    snippet = "Let's compute it.\n```python\nP5 = P0 * math.exp(r * t)\nprint(P5)\n```\nAbout 40,000."
+    assert bfcl.text_calls(snippet) == 1 and bfcl.text_calls(snippet, frozenset({"calc_population"})) == 0
+    assert bfcl.text_calls("```python\ncalc_population(years=5)\n```", frozenset({"calc_population"})) == 1
+    assert bfcl.text_calls("<tool_call>", frozenset({"calc_population"})) == 1
