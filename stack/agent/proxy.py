@@ -296,10 +296,13 @@ class ProxyLane:
 
     async def _ask(self, turn: ProxyTurn) -> ModelReply:
         choice = turn.request.tool_choice
-        tools = [] if choice.mode == "none" or turn.answer_next else self._tools(turn)
         pinned = turn.force or (choice.name if choice.mode == "function" else None)
-        if tools and pinned in turn.surface.catalog.tools:
+        if choice.mode == "none" or turn.answer_next:
+            tools: list[dict[str, Any]] = []
+        elif pinned in turn.surface.catalog.tools:
             tools = turn.surface.forced_to(pinned)
+        else:
+            tools = self._tools(turn)
         in_tools = turn.force in {t["function"]["name"] for t in tools}
         if in_tools:
             tool_choice: dict[str, Any] | str | None = forced(turn.force)
