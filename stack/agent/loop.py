@@ -18,10 +18,11 @@ from typing import Any
 from ..config import Settings
 from ..store import Store
 from ..token_estimate import estimate_tokens
-from ..tools.base import ToolContext
-from ..tools.execute import Outcome
+from ..tools.base import ToolContext, ToolError
+from ..tools.execute import Outcome, refused
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
+from ..tools.validation import parse_arguments
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .answers import composed_answer, decided_tool, facts_of
 from .corrections import Correction, fallback_answer, named_in, repeated
@@ -163,6 +164,10 @@ class Agent:
         key, earlier = turn.ledger.attempt(call.name, call.arguments, toolset.parameters_of(call.name))
         if turn.ledger.too_many(key):
             raise TurnEnded(fallback_answer(turn.outcomes), "repeated_call")
+        unasked = self._unasked(call, toolset, turn) if earlier is None else None
+        if unasked is not None:  # nothing ran: the next step answers in words
+            self._record(turn.ctx.session_id, message_id, call, unasked)
+            return
         if earlier is not None:
             outcome = repeated(call.name, call.arguments, earlier)
         else:
@@ -174,6 +179,21 @@ class Agent:
             turn.result.tools_executed.append(outcome.tool_name)
         if turn.ctx.question_for_user:
             raise TurnEnded(turn.ctx.question_for_user, "clarify")
+
+    def _unasked(self, call: ToolCall, toolset: Toolset, turn: Turn) -> Outcome | None:
+        """The refusal of a call its tool's precondition rejects (lever "operands"), read against
+        what the conversation said: the user's messages, the tool results and the notes."""
+        tool = toolset.tool_named(call.name)
+        if tool is None or tool.precondition is None:
+            return None
+        rows = self.store.messages(turn.ctx.session_id)
+        said = "\n".join([*(row["content"] or "" for row in rows if row["role"] in ("user", "tool")),
+                           self._memory(turn)])
+        try:
+            reason = tool.precondition(parse_arguments(call.arguments), said)
+        except ToolError:
+            return None  # the tool's own validation reports it
+        return None if reason is None else refused(call.name, reason, call.arguments)
 
     def _record(self, session: str, message_id: int, call: ToolCall, outcome: Outcome) -> None:
         self.store.add_tool_result(

@@ -40,6 +40,9 @@ class ToolContext:
 
 
 ToolFunction = Callable[[dict[str, Any], ToolContext], str]
+# A check of a decided call against what the conversation said (the user's messages, the tool
+# results and the notes, as one text): the reason the lane does not run it, or None.
+Precondition = Callable[[dict[str, Any], str], str | None]
 
 
 BUILTIN = "builtin"
@@ -53,6 +56,8 @@ class Tool:
     run: ToolFunction
     # BUILTIN or the MCP server the tool comes from; the catalog shows it as the source.
     source: str = BUILTIN
+    # Checked by the agent loop before a call of this tool runs (agent/loop.py, lever "operands").
+    precondition: Precondition | None = None
 
     @property
     def server(self) -> str:

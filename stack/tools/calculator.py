@@ -3,6 +3,11 @@
 The expression is parsed with `ast` and only numbers, arithmetic operators, a few constants and
 whitelisted math functions are evaluated; nothing is ever passed to eval. Operations that could
 run for minutes or eat memory (huge powers, huge factorials) are refused up front.
+
+Arithmetic works on numbers someone gave. Asked "how many legs does a spider have?", the 1.5B model
+decided on `calculate` and called it with "8": the answer it already knew, dressed as a
+computation. So a call whose numbers the conversation never wrote (`operands_given`) is not run,
+and the request is answered in words.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from typing import Any, Callable
 
 from .base import Tool, ToolContext, ToolError, object_schema
@@ -91,6 +97,43 @@ def _calculate(arguments: dict[str, Any], ctx: ToolContext) -> str:
     return repr(result)
 
 
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+# A conversation that spells a number in words may be the source of any operand.
+_NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
+    "hundred thousand million billion half quarter third dozen twice double triple percent".split())
+
+
+def numbers_in(text: str) -> set[float]:
+    """The numbers written with digits in `text` ("1,250" is 1250)."""
+    found = set()
+    for digits in _DIGITS.findall(text):
+        try:
+            found.add(float(digits.replace(",", "")))
+        except ValueError:
+            continue
+    return found
+
+
+def operands_given(arguments: dict[str, Any], conversation: str) -> str | None:
+    """Why a call is not arithmetic the conversation asked for: its expression holds numbers and
+    none of them (nor its percentage, 0.18 for "18%") is a number the conversation wrote, and the
+    conversation spells none in words. None when it may run."""
+    expression = arguments.get("expression")
+    operands = numbers_in(expression) if isinstance(expression, str) else set()
+    if not operands:
+        return None
+    given = numbers_in(conversation)
+    given |= {round(n / 100, 12) for n in given}
+    if any(round(n, 12) in given for n in operands):
+        return None
+    if _NUMBER_WORDS & set(re.findall(r"[a-z]+", conversation.lower())):
+        return None
+    return (f"not run: no number of {expression!r} is one the user or a tool gave, so there is "
+            "nothing to compute; answer from what you know")
+
+
 TOOLS: list[Tool] = [
     Tool(
         name="calculate",
@@ -99,5 +142,6 @@ TOOLS: list[Tool] = [
         parameters=object_schema({"expression": {"type": "string", "description": "The expression."}},
                                  ["expression"]),
         run=_calculate,
+        precondition=operands_given,
     )
 ]

@@ -88,11 +88,15 @@ class Toolset:
             method=installed_method()))
         return [hit.name for hit in index.search(request, limit)]
 
+    def tool_named(self, name: str) -> Tool | None:
+        """The tool a call of this name runs: offered directly, a bridge, or a hidden one."""
+        return self.direct.get(name) or self.bridges.get(name) or self.catalog.tools.get(name)
+
     def dispatch(self, name: str, raw_arguments: Any, ctx: ToolContext) -> Outcome:
         """Run one call; every path ends in an Outcome."""
         if self.bridged and name == CALL:
             return call_through_bridge(self.catalog, self.direct, raw_arguments, ctx)
-        tool = self.direct.get(name) or self.bridges.get(name) or self.catalog.tools.get(name)
+        tool = self.tool_named(name)
         if tool is None:
             return refused(name, self._unknown(name, raw_arguments, ctx), raw_arguments)
         # A deferred tool called by its own name (seen in tool_search results) is in scope: run it.

@@ -18,6 +18,7 @@ from stack.agent.loop import FORCED_CALL_MAX_TOKENS, Agent
 from stack.config import Settings
 from stack.store import Store
 from stack.tools.base import Tool, ToolError, object_schema
+from stack.tools.calculator import TOOLS as CALCULATOR
 from stack.tools.registry import Registry
 from tests.fakes.scripted_model import Reply, ScriptedModel, call, text
 
@@ -716,3 +717,41 @@ def test_the_clients_system_message_reaches_the_composed_answer(lane):
     compose = model.requests[0]["messages"]
     assert compose[1] == {"role": "system", "content": "Always answer in French."}
     assert compose[-1] == {"role": "user", "content": "hi"}
+
+
+def run_calculator(settings, store, script, user, decision):
+    async def go():
+        with ScriptedModel(script, decision=decision) as model:
+            llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
+            try:
+                agent = Agent(settings, store, Registry([*TOOLS, *CALCULATOR]), llm)
+                result = await agent.run_turn(store.create_session(), [{"role": "user", "content": user}])
+                return result, model
+            finally:
+                await llm.aclose()
+    return asyncio.run(go())
+
+
+def test_a_computation_of_numbers_nobody_gave_is_not_run_and_the_request_is_answered(lane):
+    settings, store = lane
+    result, model = run_calculator(settings, store, [call("calculate", {"expression": "8"}),
+                                                     text("A spider has 8 legs.")],
+                                   "how many legs does a spider have?", '{"next": "calculate"}')
+    assert result.content == "A spider has 8 legs." and result.tools_executed == []
+    assert rows(settings, "SELECT tool_name, status FROM tool_executions") == [("calculate", "refused")]
+    # asked again, the decision named calculate once more: the decide lever is given once per tool
+    assert len(model.decide_requests) == 2
+    assert "Nothing has run for the user's last message yet." in model.requests[-1]["messages"][-2]["content"]
+
+
+@pytest.mark.parametrize("user, expression, result", [
+    ("what's 18% of 250?", "0.18 * 250", "45"),
+    ("what is twelve times seven?", "12 * 7", "84"),
+    ("add 1,250 and 3", "1250 + 3", "1253"),
+])
+def test_a_computation_of_the_user_s_numbers_runs(lane, user, expression, result):
+    settings, store = lane
+    turn, _ = run_calculator(settings, store, [call("calculate", {"expression": expression}), text("Done.")],
+                             user, '{"next": "calculate"}')
+    assert rows(settings, "SELECT status, result FROM tool_executions") == [("ok", result)]
+    assert turn.tools_executed == ["calculate"]
