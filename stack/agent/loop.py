@@ -182,18 +182,19 @@ class Agent:
 
     def _unasked(self, call: ToolCall, toolset: Toolset, turn: Turn) -> Outcome | None:
         """The refusal of a call its tool's precondition rejects (lever "operands"), read against
-        what the conversation said: the user's messages, the tool results and the notes."""
-        tool = toolset.tool_named(call.name)
-        if tool is None or tool.precondition is None:
+        the request and what the conversation said: its messages, the tool results and the notes."""
+        found = toolset.target(call.name, call.arguments)
+        if found is None:
             return None
-        rows = self.store.messages(turn.ctx.session_id)
-        said = "\n".join([*(row["content"] or "" for row in rows if row["role"] in ("user", "tool")),
-                           self._memory(turn)])
+        tool, arguments, via_bridge = found
+        if tool.precondition is None:
+            return None
+        said = "\n".join([*_said(self.store.messages(turn.ctx.session_id)), self._memory(turn)])
         try:
-            reason = tool.precondition(parse_arguments(call.arguments), said)
+            reason = tool.precondition(parse_arguments(arguments), turn.query, said)
         except ToolError:
             return None  # the tool's own validation reports it
-        return None if reason is None else refused(call.name, reason, call.arguments)
+        return None if reason is None else refused(tool.name, reason, arguments, via_bridge=via_bridge)
 
     def _record(self, session: str, message_id: int, call: ToolCall, outcome: Outcome) -> None:
         self.store.add_tool_result(
@@ -209,6 +210,15 @@ class Agent:
         reason = "iteration_limit" if turn.steps_ran_out and end.reason == "stop" else end.reason
         turn.result.content, turn.result.finish_reason = end.content, reason
         return turn.result
+
+
+def _said(rows: list[dict[str, Any]]) -> list[str]:
+    """What the conversation said: the user's messages, the answers, and the results of the tools
+    that ran (not the model's calls, nor what the lane refused or a tool failed on)."""
+    return [row["content"] or "" for row in rows
+            if row["role"] == "user" or (row["role"] == "assistant" and not row.get("tool_calls")
+                                         and not row.get("lane_note"))
+            or (row["role"] == "tool" and not (row["content"] or "").startswith(("REFUSED:", "ERROR:")))]
 
 
 def _reachable(tool: str, toolset: Toolset) -> bool:

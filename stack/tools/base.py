@@ -40,9 +40,10 @@ class ToolContext:
 
 
 ToolFunction = Callable[[dict[str, Any], ToolContext], str]
-# A check of a decided call against what the conversation said (the user's messages, the tool
-# results and the notes, as one text): the reason the lane does not run it, or None.
-Precondition = Callable[[dict[str, Any], str], str | None]
+# A check of a decided call against what the conversation said: the arguments, the user's latest
+# message, and the rest (earlier messages, tool results, the notes) as one text; the reason the
+# lane does not run it, or None.
+Precondition = Callable[[dict[str, Any], str, str], str | None]
 
 
 BUILTIN = "builtin"

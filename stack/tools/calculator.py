@@ -45,7 +45,7 @@ def evaluate(expression: str) -> int | float:
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise ToolError(f"expression is longer than {MAX_EXPRESSION_CHARS} characters")
     try:
-        tree = ast.parse(expression.replace("^", "**").strip(), mode="eval")
+        tree = ast.parse(_with_percents(expression.replace("^", "**")).strip(), mode="eval")
     except SyntaxError as exc:
         raise ToolError(f"not an arithmetic expression: {exc.msg}") from None
     try:
@@ -54,6 +54,16 @@ def evaluate(expression: str) -> int | float:
         raise ToolError("division by zero") from None
     except (ValueError, OverflowError, TypeError) as exc:
         raise ToolError(f"cannot evaluate: {exc}") from None
+
+
+_PERCENT_OF = re.compile(r"(\d+(?:\.\d+)?)\s*%\s*of\b", re.IGNORECASE)
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%(?!\s*[\w(.])")
+
+
+def _with_percents(expression: str) -> str:
+    """"12.5% * 368", "12.5% of 368" and "50%" as people write them (the 1.5B model passes them
+    on): a % with no operand after it, or followed by "of", is a percentage; "7 % 2" stays modulo."""
+    return _PERCENT.sub(r"(\1/100)", _PERCENT_OF.sub(r"(\1/100)*", expression))
 
 
 def _eval(node: ast.AST) -> Any:
@@ -98,7 +108,7 @@ def _calculate(arguments: dict[str, Any], ctx: ToolContext) -> str:
 
 
 _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
-# A conversation that spells a number in words may be the source of any operand.
+# A request that spells a number in words may be the source of any operand.
 _NUMBER_WORDS = frozenset(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
     "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
@@ -116,19 +126,19 @@ def numbers_in(text: str) -> set[float]:
     return found
 
 
-def operands_given(arguments: dict[str, Any], conversation: str) -> str | None:
+def operands_given(arguments: dict[str, Any], request: str, context: str) -> str | None:
     """Why a call is not arithmetic the conversation asked for: its expression holds numbers and
-    none of them (nor its percentage, 0.18 for "18%") is a number the conversation wrote, and the
-    conversation spells none in words. None when it may run."""
+    none of them (nor its percentage, 0.18 for "18%") is a number the request or its context
+    wrote, and the request spells none in words. None when it may run."""
     expression = arguments.get("expression")
     operands = numbers_in(expression) if isinstance(expression, str) else set()
     if not operands:
         return None
-    given = numbers_in(conversation)
+    given = numbers_in(f"{request}\n{context}")
     given |= {round(n / 100, 12) for n in given}
     if any(round(n, 12) in given for n in operands):
         return None
-    if _NUMBER_WORDS & set(re.findall(r"[a-z]+", conversation.lower())):
+    if _NUMBER_WORDS & set(re.findall(r"[a-z]+", request.lower())):
         return None
     return (f"not run: no number of {expression!r} is one the user or a tool gave, so there is "
             "nothing to compute; answer from what you know")

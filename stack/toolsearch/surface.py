@@ -22,7 +22,15 @@ from ..tools.base import Tool, ToolContext, ToolError
 from ..tools.execute import Outcome, refused, run_tool
 from ..tools.registry import Registry
 from ..tools.validation import parse_arguments
-from .bridges import CALL, CALL_SCHEMA, SEARCH, bridge_tools, call_through_bridge, forced_bridge_schema
+from .bridges import (
+    CALL,
+    CALL_SCHEMA,
+    SEARCH,
+    bridge_target,
+    bridge_tools,
+    call_through_bridge,
+    forced_bridge_schema,
+)
 from .catalog import Catalog, build_catalog, installed_method
 from .promotion import promoted_tools
 from .retrieval import ToolDoc, ToolIndex
@@ -91,6 +99,15 @@ class Toolset:
     def tool_named(self, name: str) -> Tool | None:
         """The tool a call of this name runs: offered directly, a bridge, or a hidden one."""
         return self.direct.get(name) or self.bridges.get(name) or self.catalog.tools.get(name)
+
+    def target(self, name: str, raw_arguments: Any) -> tuple[Tool, Any, bool] | None:
+        """The tool a call runs, the arguments meant for it, and whether it goes through the
+        bridge; None when it reaches no tool."""
+        if self.bridged and name == CALL:
+            found = bridge_target(self.catalog, self.direct, raw_arguments)
+            return None if isinstance(found, Outcome) else (*found, True)
+        tool = self.tool_named(name)
+        return None if tool is None else (tool, raw_arguments, False)
 
     def dispatch(self, name: str, raw_arguments: Any, ctx: ToolContext) -> Outcome:
         """Run one call; every path ends in an Outcome."""

@@ -732,10 +732,12 @@ def run_calculator(settings, store, script, user, decision):
     return asyncio.run(go())
 
 
-def test_a_computation_of_numbers_nobody_gave_is_not_run_and_the_request_is_answered(lane):
+@pytest.mark.parametrize("made", [call("calculate", {"expression": "8"}),
+                                  text('{"name": "calculate", "arguments": {"expression": "8"}}')])
+def test_a_computation_of_numbers_nobody_gave_is_not_run_and_the_request_is_answered(lane, made):
     settings, store = lane
-    result, model = run_calculator(settings, store, [call("calculate", {"expression": "8"}),
-                                                     text("A spider has 8 legs.")],
+    # a call written as text holds its own numbers: they are the model's, not the conversation's
+    result, model = run_calculator(settings, store, [made, text("A spider has 8 legs.")],
                                    "how many legs does a spider have?", '{"next": "calculate"}')
     assert result.content == "A spider has 8 legs." and result.tools_executed == []
     assert rows(settings, "SELECT tool_name, status FROM tool_executions") == [("calculate", "refused")]

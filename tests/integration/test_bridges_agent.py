@@ -13,6 +13,7 @@ from stack.agent.loop import Agent
 from stack.config import Settings
 from stack.store import Store
 from stack.tools.base import Tool, object_schema
+from stack.tools.calculator import TOOLS as CALCULATOR
 from stack.tools.registry import Registry
 from tests.fakes.scripted_model import Reply, ScriptedModel, call, text
 
@@ -271,3 +272,13 @@ def test_a_guess_that_search_cannot_answer_confidently_forces_nothing(lane):
     assert "weather (refused)" in facts(composed)
     assert len(model.decide_requests) == 1
     assert result.content == "I cannot check the weather."
+
+
+def test_a_hidden_tool_s_precondition_holds_through_the_bridge(lane):
+    settings, store = lane
+    result, model = run(settings, store, [bridged("calculate", {"expression": "8"}), text("Eight.")],
+                        user="how many legs does a spider have?", tools=(CORE, *CALCULATOR),
+                        decision='{"next": "calculate"}')
+    assert bridged_target(model.requests[0]) == "calculate"
+    assert executions(settings) == [("calculate", "refused", 1, '{"expression": "8"}')]
+    assert result.tools_executed == [] and result.content == "Eight."

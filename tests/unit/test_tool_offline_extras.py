@@ -71,7 +71,8 @@ def test_convert_time_across_dst_boundary(ctx):
 @pytest.mark.parametrize("expression, expected", [
     ("17 * 23", "391"), ("(2**10 - 1) / 3", "341"), ("2^8", "256"), ("7 // 2 + 7 % 2", "4"),
     ("sqrt(16) + abs(-2)", "6"), ("round(pi, 3)", "3.142"), ("factorial(20)", "2432902008176640000"),
-    ("0.1 + 0.2", "0.30000000000000004"),
+    ("0.1 + 0.2", "0.30000000000000004"), ("12.5% * 368", "46"), ("12.5% of 368", "46"),
+    ("(50%) * 8", "4"), ("10 % 4", "2"), ("10%4", "2"), ("10 %(3)", "1"),
 ])
 def test_calculator_evaluates(ctx, expression, expected):
     outcome = call("calculate", {"expression": expression}, ctx)
@@ -174,3 +175,22 @@ def test_http_fetch_says_offline_and_refuses_other_schemes(ctx):
     for url in ("file:///etc/passwd", "ftp://example.com/x", "http://"):
         refused = call("http_fetch", {"url": url}, ctx)
         assert refused.status == "error" and re.search("only http", refused.output)
+
+
+@pytest.mark.parametrize("expression, request_, context, runs", [
+    ("8", "how many legs does a spider have?", "", False),
+    ("365 + 1", "how many days in a leap year?", "My birthday is on June 14th.", False),
+    ("0.18 * 250", "what's 18% of 250?", "", True),
+    ("12 * 7", "what is twelve times seven?", "", True),
+    ("1250 + 3", "add 1,250 and 3", "", True),
+    ("42 * 2", "and double that?", "The answer was 42.", True),
+    ("6 * 2", "and that times 2", "", True),
+    ("pi", "what is pi?", "", True),  # no number: nothing to hold
+    ("12 * 7", "what is one dozen times seven?", "", True),
+    ("5 * 3", "my notes?", "five apples, three pears", False),  # words count only in the request
+])
+def test_a_computation_runs_only_on_numbers_the_conversation_gave(expression, request_, context, runs):
+    reason = calculator.operands_given({"expression": expression}, request_, context)
+    assert (reason is None) == runs
+    if not runs:
+        assert expression in reason and "answer from what you know" in reason
