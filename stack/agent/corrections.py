@@ -40,9 +40,10 @@ LEVERS: dict[str, str] = {
                "stock apology, the request echoed, call-shaped text, the lane's own note copied) "
                "or claims what did not run is not passed on: the lane says what ran",
     "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
-    "operands": "an agent turn's call whose tool has a precondition (calculate: a number of the "
-                "expression is one the conversation wrote) that the conversation does not meet: not "
-                "run (a refused row), the request then answered in words",
+    "operands": "a call of the lane's own tool whose precondition (tools/base.py; calculate: a "
+                "number of the expression is one the conversation wrote) the conversation does not "
+                "meet: not run (a refused row); the agent then answers in words, proxy mode tells the "
+                "model why",
     "call": "a reply (proxy mode) or a composed answer held back (agent) told or spelled a call it "
             "did not make: that tool forced (in proxy mode shown the call)",
     "claim": "a reply (proxy mode) or a composed answer held back (agent) says a tool did "

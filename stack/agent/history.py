@@ -103,6 +103,16 @@ def _noise(row: dict[str, Any], failed_calls: frozenset[str] | set[str]) -> bool
 FACT_CHARS = 160
 
 
+def said(rows: list[dict[str, Any]]) -> list[str]:
+    """What a conversation said, for a tool's precondition (tools/base.py): the user's messages,
+    the answers, and the results of the tools that ran; not the model's calls, nor what the lane
+    refused or a tool failed on (their text quotes the call's own values)."""
+    return [row["content"] for row in rows if isinstance(row.get("content"), str)
+            and (row["role"] == "user" or (row["role"] == "assistant" and not row.get("tool_calls")
+                                         and not row.get("lane_note"))
+                 or (row["role"] == "tool" and not row["content"].startswith(("REFUSED:", "ERROR:"))))]
+
+
 def earlier_facts(rows: list[dict[str, Any]], turns: int = 3) -> str:
     """The last few finished turns as facts (what was asked, what ran and returned, what was
     answered: nothing where the model's answer was held back and the user got the lane's own

@@ -18,15 +18,14 @@ from typing import Any
 from ..config import Settings
 from ..store import Store
 from ..token_estimate import estimate_tokens
-from ..tools.base import ToolContext, ToolError
-from ..tools.execute import Outcome, refused
+from ..tools.base import ToolContext
+from ..tools.execute import Outcome, unmet_precondition
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
-from ..tools.validation import parse_arguments
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .answers import composed_answer, decided_tool, facts_of
 from .corrections import Correction, fallback_answer, named_in, repeated
-from .history import conversation
+from .history import conversation, said
 from .llm_client import LlmClient, ModelReply
 from .prompt import memory_note, promoted_tools_note, system_prompt
 from .toolcalls import ToolCall, calls_in, forced, stored
@@ -184,17 +183,11 @@ class Agent:
         """The refusal of a call its tool's precondition rejects (lever "operands"), read against
         the request and what the conversation said: its messages, the tool results and the notes."""
         found = toolset.target(call.name, call.arguments)
-        if found is None:
+        if found is None or found[0].precondition is None:
             return None
         tool, arguments, via_bridge = found
-        if tool.precondition is None:
-            return None
-        said = "\n".join([*_said(self.store.messages(turn.ctx.session_id)), self._memory(turn)])
-        try:
-            reason = tool.precondition(parse_arguments(arguments), turn.query, said)
-        except ToolError:
-            return None  # the tool's own validation reports it
-        return None if reason is None else refused(tool.name, reason, arguments, via_bridge=via_bridge)
+        context = "\n".join([*said(self.store.messages(turn.ctx.session_id)), self._memory(turn)])
+        return unmet_precondition(tool, arguments, turn.query, context, via_bridge=via_bridge)
 
     def _record(self, session: str, message_id: int, call: ToolCall, outcome: Outcome) -> None:
         self.store.add_tool_result(
@@ -210,15 +203,6 @@ class Agent:
         reason = "iteration_limit" if turn.steps_ran_out and end.reason == "stop" else end.reason
         turn.result.content, turn.result.finish_reason = end.content, reason
         return turn.result
-
-
-def _said(rows: list[dict[str, Any]]) -> list[str]:
-    """What the conversation said: the user's messages, the answers, and the results of the tools
-    that ran (not the model's calls, nor what the lane refused or a tool failed on)."""
-    return [row["content"] or "" for row in rows
-            if row["role"] == "user" or (row["role"] == "assistant" and not row.get("tool_calls")
-                                         and not row.get("lane_note"))
-            or (row["role"] == "tool" and not (row["content"] or "").startswith(("REFUSED:", "ERROR:")))]
 
 
 def _reachable(tool: str, toolset: Toolset) -> bool:

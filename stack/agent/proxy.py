@@ -37,7 +37,7 @@ from ..store import Store, new_session_id
 from ..store.claims import named_tools, text_tool_calls
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES, Tool, ToolContext
-from ..tools.execute import Outcome, refused, run_tool
+from ..tools.execute import Outcome, refused, run_tool, unmet_precondition
 from ..tools.registry import Registry, granted_tools, split_core
 from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
 from ..toolsearch.client_tools import ClientSurface, client_surface, needs_search
@@ -52,7 +52,7 @@ from .corrections import (
     repeated,
 )
 from .decide import CLIENT_INSTRUCTION, DECIDE_HIDDEN, ask_decision, listed_tool, parse_decision
-from .history import earlier_facts, fitted
+from .history import earlier_facts, fitted, said
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
 from .toolcalls import ToolCall, extract_calls, forced, python_calls, stored, unmistakable_calls
@@ -361,7 +361,12 @@ class ProxyLane:
             return self._checked(turn, call, tool, arguments, via_bridge=True)
         if surface.is_client_tool(call.name):
             return self._checked(turn, call, surface.catalog.tools[call.name], call.arguments)
-        bridge = surface.bridges.get(call.name) or turn.lane_tools.get(call.name)
+        lane_tool = turn.lane_tools.get(call.name)
+        if lane_tool is not None:
+            unmet = unmet_precondition(lane_tool, call.arguments, turn.query, "\n".join(said(turn.request.messages)))
+            if unmet is not None:
+                return unmet
+        bridge = surface.bridges.get(call.name) or lane_tool
         if bridge is not None:
             return await asyncio.to_thread(run_tool, bridge, call.arguments, turn.ctx)
         return refused(call.name, self._unknown(turn, call), call.arguments)

@@ -68,6 +68,20 @@ def run_tool(tool: Tool, raw_arguments: Any, ctx: ToolContext, *, via_bridge: bo
         return finish("error", f"{tool.name} failed: {type(exc).__name__}: {exc}")
 
 
+def unmet_precondition(tool: Tool, raw_arguments: Any, request: str, context: str, *,
+                       via_bridge: bool = False) -> Outcome | None:
+    """The refusal of a call whose tool's precondition the conversation does not meet (the
+    request, and `context`: what else it said); None when it may run, or when its arguments do
+    not parse (run_tool then reports that)."""
+    if tool.precondition is None:
+        return None
+    try:
+        reason = tool.precondition(parse_arguments(raw_arguments), request, context)
+    except ToolError:
+        return None
+    return None if reason is None else refused(tool.name, reason, raw_arguments, via_bridge=via_bridge)
+
+
 def _as_json(arguments: Any) -> str:
     if isinstance(arguments, str):
         return arguments

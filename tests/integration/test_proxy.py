@@ -9,8 +9,10 @@ import sys
 import httpx
 import pytest
 
+from stack.tools.calculator import TOOLS as CALCULATOR
+from stack.tools.registry import Registry
 from tests.fakes.scripted_model import Reply, call, text
-from tests.integration.test_api_chat import running_lane, sse_events, wait_for
+from tests.integration.test_api_chat import TOOLS, running_lane, sse_events, wait_for
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Current weather for a city.",
@@ -325,6 +327,21 @@ def test_the_lanes_own_tools_run_inside_the_lane_where_configured(tmp_path):
             "content": "3"}
         assert lane.rows("SELECT tool_name, status FROM tool_executions") == [("add", "ok")]
         assert reply["usage"]["lane"]["tools_executed"] == ["add"]
+
+
+def test_a_lane_tool_s_precondition_holds_in_proxy_mode(tmp_path):
+    script = [call("calculate", {"expression": "8"}), call("calculate", {"expression": "18 * 3"}),
+              call("get_weather", {"city": "Paris"})]
+    registry = Registry([*TOOLS, *CALCULATOR])
+    with running_lane(tmp_path, script, registry=registry, proxy_lane_tools=True,
+                      core_tools=("add", "calculate")) as lane:
+        asked = [{"role": "user", "content": "How many legs does a spider have? And what is 18 times 3?"}]
+        reply = lane.chat(messages=asked, tools=[WEATHER]).json()
+        assert only_call(reply)[0] == "get_weather"
+        assert lane.rows("SELECT tool_name, status, coalesce(result, error) FROM tool_executions") == [
+            ("calculate", "refused", "not run: no number of '8' is one the user or a tool gave, so there is "
+                                     "nothing to compute; answer from what you know"),
+            ("calculate", "ok", "54")]
 
 
 def test_client_disconnect_cancels_a_proxy_turn(tmp_path):
