@@ -57,7 +57,8 @@ class Tool:
     run: ToolFunction
     # BUILTIN or the MCP server the tool comes from; the catalog shows it as the source.
     source: str = BUILTIN
-    # Checked by the agent loop before a call of this tool runs (agent/loop.py, lever "operands").
+    # Checked before a call of this tool runs (tools.execute.unmet_precondition: in the agent loop
+    # and for the lane's tools in proxy mode; lever "operands").
     precondition: Precondition | None = None
 
     @property
