@@ -312,7 +312,8 @@ _CALL_SHAPES = [
 
 def text_calls(result: Any, names: frozenset[str] | None = None) -> int:
     """Text replies in a BFCL FC result (a string where calls would be a list) that are call-shaped;
-    multi-turn results are turns of steps. With `names` (the functions the entry offered), only a
+    multi-turn results are turns of steps. With `names` (offered_names: the functions the entry
+    offered, dotted and not), only a
     shape that calls one of them counts: a `print(total)` line of a Python snippet in a prose
     answer calls no tool (seen on simple_python, 2026-11-26)."""
     if isinstance(result, str):
@@ -328,13 +329,15 @@ def _calls_offered(match: re.Match[str], names: frozenset[str] | None) -> bool:
     if names is None or not match.groups():
         return True
     called = match.group(1)
-    return called in names or called.rsplit(".", 1)[-1] in {name.rsplit(".", 1)[-1] for name in names}
+    return called in names or called.rsplit(".", 1)[-1] in names
 
 
 def offered_names(category: str, data: Path) -> dict[str, frozenset[str]]:
-    """id -> the names of the functions an entry offers (entries without a `function` list, such
-    as multi-turn ones, are left out: every shape counts for them)."""
-    return {entry["id"]: frozenset(f["name"] for f in entry["function"])
+    """id -> the names of the functions an entry offers, each also without its dotted prefix
+    (`math.gcd` is called as `gcd` too); entries without a `function` list, such as multi-turn
+    ones, are left out: every shape counts for them."""
+    return {entry["id"]: frozenset(form for f in entry["function"]
+                                   for form in (f["name"], f["name"].rsplit(".", 1)[-1]))
             for entry in load_entries(category, data) if entry.get("function")}
 
 
