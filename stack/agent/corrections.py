@@ -49,9 +49,10 @@ LEVERS: dict[str, str] = {
     "claim": "a reply (proxy mode) or a composed answer held back (agent) says a tool did "
              "something no call of this turn shows: that tool forced once (the model's own "
              "stated intent), the agent's answer then composed again",
-    "fact": "an agent turn's composed answer states a fact about this computer (a path, a user "
-            "name, an installed version) while no tool ran: held back, terminal forced once, the "
-            "answer composed again",
+    "fact": "an agent turn's composed answer states a fact about this computer while no tool ran "
+            "(the machine: a path, a user name, an installed version; the clock: the current time "
+            "or date; a file by name with its size or content): held back, the tool that checks "
+            "it (terminal; world_clock for the clock) forced once, the answer composed again",
 }
 
 # Asking twice makes a third identical call the end of the turn.
@@ -202,28 +203,44 @@ def _unmade_call(text: str, facts: TurnFacts) -> Correction | None:
     return None
 
 
-# What an answer says about this computer that only a command could know. Seen as answers on the
-# 1.5B model with nothing run: "You are logged in as the user named \"your_username\"", "The full
-# path of the current directory is /home/your_username", "The Python version installed on this
-# machine is 3.8.10".
-_MACHINE_FACT = re.compile(
-    r"(?:(?<![\w.~])/(?:home|Users|usr|root|etc|var|opt)/|\b[A-Z]:\\|\byour_?username\b|\blogged in as\b|"
-    r"\b(?:current|working) (?:directory|folder) is\b|\bhost ?name is\b|"
-    r"\b(?:machine|computer) is (?:called|named)\b|\binstalled (?:here|on (?:this|your)) |"
-    r"\bversion (?:installed|(?:here |on this \w+ )?is)\b[^.]{0,40}\d+\.\d+)", re.IGNORECASE)
-FACT_TOOL = "terminal"
+# What an answer says about this computer that only a tool could know, and the tools that check it
+# (the first one the lane has is forced). Seen as answers on the 1.5B model with nothing run: "You
+# are logged in as the user named \"your_username\"", "The full path of the current directory is
+# /home/your_username", "The Python version installed on this machine is 3.8.10" (the machine);
+# "The current time in Paris is 10:43 AM" (the clock: the current time or today's date, not a time
+# the user's notes hold); "The number of lines in beta.csv is 10" (a file by its name, with a
+# number or what it holds).
+_FILE_NAME = r"\b[\w-]+\.(?:txt|csv|tsv|md|json|jsonl|py|ya?ml|log|html?|xml|cfg|ini|toml|sh|conf|ts|js)\b"
+_FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), tools) for pattern, tools in (
+        (r"(?:(?<![\w.~])/(?:home|Users|usr|root|etc|var|opt)/|\b[A-Z]:\\|\byour_?username\b|\blogged in as\b|"
+         r"\b(?:current|working) (?:directory|folder) is\b|\bhost ?name is\b|"
+         r"\b(?:machine|computer) is (?:called|named)\b|\binstalled (?:here|on (?:this|your)) |"
+         r"\bversion (?:installed|(?:here |on this \w+ )?is)\b[^.]{0,40}\d+\.\d+)", ("terminal",)),
+        (r"\b(?:current|local) (?:time|date)\b[^.\n]{0,40}\b\d{1,2}[:.]\d{2}\b|\b(?:it is|it's) (?:now |currently )?"
+         r"\d{1,2}[:.]\d{2}\b|\btoday is (?:a )?(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|"
+         r"\b(?:today's date|the date today) is\b", ("world_clock", "terminal")),
+        (rf"{_FILE_NAME}[^.\n]{{0,60}}\b(?:\d+|contains?|holds?|has (?:no|only|\d+)|lines?|words?|bytes|"
+         r"(?:is|are) empty)\b|"
+         rf"\b(?:\d+|lines?|words?|bytes)\b[^.\n]{{0,40}}{_FILE_NAME}|"
+         r"\b(?:files|folders) (?:in|of) (?:the|your|this) (?:folder|workspace|directory)\b", ("terminal",)),
+    ))
 
 
-def states_unchecked_fact(text: str, facts: TurnFacts) -> bool:
-    """Whether the answer states a fact about this computer while no tool ran in the turn."""
-    return not facts.ran_in_turn and bool(_MACHINE_FACT.search(text))
+def unchecked_fact_tools(text: str, facts: TurnFacts) -> tuple[str, ...] | None:
+    """The tools that would check a fact the answer states about this computer (its machine, clock
+    or files) while no tool ran in the turn; None when it states none or a tool ran."""
+    if facts.ran_in_turn:
+        return None
+    return next((tools for pattern, tools in _FACTS if pattern.search(text)), None)
 
 
 def _unchecked_fact(text: str, facts: TurnFacts) -> Correction | None:
-    if FACT_TOOL in facts.offered and states_unchecked_fact(text, facts):
-        return Correction(f"Nothing has checked that on this computer: call {FACT_TOOL} with the command "
-                          "that finds out.", FACT_TOOL, "fact")
-    return None
+    tool = next((t for t in unchecked_fact_tools(text, facts) or () if t in facts.offered), None)
+    if tool is None:
+        return None
+    how = "with the command that finds out" if tool == "terminal" else "to find out"
+    return Correction(f"Nothing has checked that on this computer: call {tool} {how}.", tool, "fact")
 
 
 def _claimed(text: str, facts: TurnFacts) -> Correction | None:
@@ -256,7 +273,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("a tool call written as text")
     if facts.results and not _carries(text, facts.results):
         problems.append("it leaves out what the tools returned")
-    if states_unchecked_fact(text, facts):
+    if unchecked_fact_tools(text, facts):
         problems.append("it states a fact about this computer that no tool checked")
     ran = facts.ran_in_turn | (facts.ran_in_session if facts.about_session else set())
     problems += [f"it says {'/'.join(sorted(tools))} did something that did not run" if tools

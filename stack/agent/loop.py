@@ -75,11 +75,11 @@ class Agent:
         ran = {o.tool_name for o in turn.outcomes if o.status == "ok"}
         failed = turn.unmade or (turn.outcomes[-1].tool_name if turn.outcomes and
                                  turn.outcomes[-1].status == "error" else None)
-        if failed and failed not in ran and _reachable(failed, toolset) \
+        if failed and failed not in ran and toolset.reaches(failed) \
                 and turn.ledger.take(Correction(None, failed, "retry")):
             return failed
         tool = await decided_tool(self.llm, self.store, turn, toolset, self._memory(turn))
-        if tool is None or tool in ran or not _reachable(tool, toolset):
+        if tool is None or tool in ran or not toolset.reaches(tool):
             return None
         return tool if turn.ledger.take(Correction(None, tool, "decide")) else None
 
@@ -88,7 +88,7 @@ class Agent:
         only a command could check), forced once when it has not been tried in this turn: the
         model's stated intent, not a word list, picks it; the answer is then composed again."""
         tool = fix.force if fix is not None else None
-        if tool is None or tool in {o.tool_name for o in turn.outcomes} or not _reachable(tool, toolset):
+        if tool is None or tool in {o.tool_name for o in turn.outcomes} or not toolset.reaches(tool):
             return None
         return tool if turn.ledger.take(fix) else None
 
@@ -203,11 +203,6 @@ class Agent:
         reason = "iteration_limit" if turn.steps_ran_out and end.reason == "stop" else end.reason
         turn.result.content, turn.result.finish_reason = end.content, reason
         return turn.result
-
-
-def _reachable(tool: str, toolset: Toolset) -> bool:
-    """Whether a call to `tool` can be forced: offered, or hidden behind the bridge."""
-    return toolset.parameters_of(tool) is not None or (toolset.bridged and tool in toolset.catalog)
 
 
 def _names_an_offered_tool(query: str, toolset: Toolset) -> bool:

@@ -85,6 +85,7 @@ def _looks_like_tool(name: str, vocabulary: frozenset[str]) -> bool:
 # save notes"), questions and negations are not claims (see _NOT_ASSERTED).
 _DONE = r"(?:i(?:'ve| have)?|i've just|i just|we(?:'ve)?|has been|have been|was|were|is now|are now)"
 _MADE = r"(?:written|wrote|created|saved|made|updated|edited|changed)"
+_MOVED = r"(?:renamed|moved|copied|deleted)"
 # A file is named as one ("the file", "the folder") or by its own name ("notes.txt").
 _FILE = r"(?:file|folder|directory|[\w./-]+\.[a-z0-9]{1,5})"
 _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
@@ -102,6 +103,8 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
                                      r"the (?:shell|terminal|command line)\b"),
         ({"write_file", "patch", "terminal", "run_python"},
          rf"\b{_DONE}\s+{_MADE}\b[^\n]{{0,60}}\b{_FILE}\b|\b{_FILE}\b[^\n]{{0,60}}\b{_DONE}\s+{_MADE}\b"),
+        ({"terminal", "run_python"},  # no file tool renames, moves, copies or deletes a file
+         rf"\b{_DONE}\s+{_MOVED}\b[^\n]{{0,60}}\b{_FILE}\b|\b{_FILE}\b[^\n]{{0,60}}\b{_DONE}\s+{_MOVED}\b"),
         ({"read_file", "terminal", "search_files", "run_python"},
          rf"\b{_DONE}\s+(?:read|opened|looked at|checked)\b[^\n]{{0,40}}\b{_FILE}\b"),
         ({"search_files", "terminal", "run_python", "read_file"},

@@ -82,6 +82,10 @@ class Toolset:
             return tool.parameters
         return CALL_SCHEMA["function"]["parameters"] if self.bridged and name == CALL else None
 
+    def reaches(self, name: str) -> bool:
+        """Whether a call to `name` can be forced here: offered, or hidden behind the bridge."""
+        return self.parameters_of(name) is not None or (self.bridged and name in self.catalog)
+
     def forced_through_bridge(self, tool: str | None) -> dict[str, Any] | None:
         """The reply schema that forces a call to a hidden tool (bridges.forced_bridge_schema);
         None for a tool that is not hidden here."""

@@ -611,6 +611,75 @@ def test_a_fact_about_the_machine_that_nothing_checked_forces_the_terminal(tmp_p
         "Answer not passed on: it states a fact about this computer that no tool checked"]
 
 
+WEATHER = Tool("weather", "Current weather for a city.", object_schema({"city": {"type": "string"}}, ["city"]),
+               lambda arguments, ctx: "sunny")
+
+
+@pytest.mark.parametrize("user, asked_again", [("2 plus 3?", True), ("2 plus 3? ask the weather tool", False)])
+def test_a_pick_the_index_does_not_rank_is_asked_again_among_the_tools_it_ranks_best(tmp_path, user, asked_again):
+    """The model picks a tool none of whose words the request shares: the index's best four are
+    the choices of a second question; a tool the request names is not second-guessed."""
+    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
+    store = Store(settings.db_path)
+
+    def decide(body):
+        choices = choices_of(body)
+        if "Nothing has run for it yet." not in body["messages"][-1]["content"]:
+            return Reply('{"next": "answer"}')
+        return Reply(json.dumps({"next": "weather" if "weather" in choices else "add"}))
+
+    async def go():
+        with ScriptedModel([call("add", {"a": 2, "b": 3}), text("5")], decision=decide) as model:
+            llm = LlmClient(model.url, model=None, timeout_s=2.0)
+            try:
+                agent = Agent(settings, store, Registry([*TOOLS, WEATHER]), llm)
+                return await agent.run_turn(store.create_session(), [{"role": "user", "content": user}]), model
+            finally:
+                await llm.aclose()
+
+    result, model = asyncio.run(go())
+    store.close()
+    decisions = [choices_of(r) for r in model.decide_requests]
+    if asked_again:
+        assert result.tools_executed == ["add"]
+        assert "weather" in decisions[0] and "weather" not in decisions[1] and "add" in decisions[1]
+        assert len(decisions[1]) == 4 + 1  # the index's best four and "answer"
+    else:
+        assert len(decisions) == 1 and "weather" in decisions[0]
+
+
+def test_a_current_time_that_nothing_checked_forces_the_clock_not_the_terminal(tmp_path):
+    """The clock is a fact about this computer too: an answer that states the time with nothing
+    run is held back and the tool that reads the clock is forced, not the terminal."""
+    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
+    store = Store(settings.db_path)
+    clock = Tool("world_clock", "Current date and time in a time zone.",
+                 object_schema({"timezone": {"type": "string"}}, ["timezone"]),
+                 lambda arguments, ctx: f"{arguments['timezone']}: 2026-11-27 03:12 (Friday)", "builtin")
+    terminal = Tool("terminal", "Run a shell command.", object_schema({"command": {"type": "string"}}, ["command"]),
+                    lambda arguments, ctx: "", "builtin")
+    script = [text("The current time in Paris is 10:43 AM."), call("world_clock", {"timezone": "Europe/Paris"}),
+              text("In Paris it is 03:12 on Friday.")]
+
+    async def go():
+        with ScriptedModel(script, decision='{"next": "answer"}') as model:
+            llm = LlmClient(model.url, model=None, timeout_s=2.0)
+            try:
+                agent = Agent(settings, store, Registry([*TOOLS, terminal, clock]), llm)
+                result = await agent.run_turn(store.create_session(),
+                                              [{"role": "user", "content": "and what about Paris?"}])
+                return result, model
+            finally:
+                await llm.aclose()
+
+    result, model = asyncio.run(go())
+    store.close()
+    assert result.content == "In Paris it is 03:12 on Friday." and result.tools_executed == ["world_clock"]
+    assert model.requests[1]["tool_choice"] == {"type": "function", "function": {"name": "world_clock"}}
+    assert system_notes(settings) == [
+        "Answer not passed on: it states a fact about this computer that no tool checked"]
+
+
 def test_a_claim_about_the_session_is_held_to_the_session(lane):
     settings, store = lane
     script = [call("add", {"a": 2, "b": 3}), text("5"), text("I used add earlier.")]

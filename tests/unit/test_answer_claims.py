@@ -25,10 +25,17 @@ VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
     ('I wrote "flour eggs milk" to list.txt.', {"write_file"}),
     ("I opened list.txt and it says flour.", {"read_file"}),
     ('I searched for files containing "eggs".', {"search_files"}),
+    ("I renamed notes_old.txt to notes.txt.", {"terminal"}),
 ])
 def test_a_statement_that_work_was_done_is_a_claim(answer, backed_by):
     claims = claimed_tools(answer, VOCABULARY)
     assert claims and any(backed_by <= tools for _, tools in claims)
+
+
+def test_a_file_renamed_is_not_backed_by_writing_a_file():
+    answer = "I renamed notes_old.txt to notes.txt."
+    assert unbacked_claims(answer, {"write_file"}, VOCABULARY)
+    assert not unbacked_claims(answer, {"terminal"}, VOCABULARY)
 
 
 @pytest.mark.parametrize("answer", ["I sent the webpage to her.", "I've booked a table for two at 8.",
@@ -170,22 +177,34 @@ def test_a_repeat_is_the_same_text_under_another_mode_but_numbers_keep_their_pla
     assert len(keys) == 3
 
 
-@pytest.mark.parametrize("answer, unchecked", [
-    ('You are logged in as the user named "your_username".', True),
-    ("The full path of the current directory is `/home/your_username`.", True),
-    ("The Python version installed on this machine is 3.8.10.", True),
-    ("This machine is called dev-box-01.", True),
-    ("Python 3.12 was released in October 2023.", False),
-    ("The boiling point of water is 212 °F.", False),
-    ("A hexagon has 6 sides.", False),
-    ("I can run shell commands in your workspace, like listing files.", False),
+@pytest.mark.parametrize("answer, checker", [
+    ('You are logged in as the user named "your_username".', "terminal"),
+    ("The full path of the current directory is `/home/your_username`.", "terminal"),
+    ("The Python version installed on this machine is 3.8.10.", "terminal"),
+    ("This machine is called dev-box-01.", "terminal"),
+    ("The current time in Paris is 10:43 AM (UTC+02:00).", "world_clock"),
+    ("It's 14:05 right now.", "world_clock"),
+    ("Today is Friday, the 27th.", "world_clock"),
+    ("The number of lines in beta.csv is 10.", "terminal"),
+    ("notes.txt contains three lines: apples, rice, soap.", "terminal"),
+    ("The files in the workspace are alpha.txt and beta.csv.", "terminal"),
+    ("Python 3.12 was released in October 2023.", None),
+    ("The boiling point of water is 212 °F.", None),
+    ("A hexagon has 6 sides.", None),
+    ("Your dentist appointment is on March 3rd at 10:30.", None),
+    ("You're welcome! Enjoy your groceries.txt list.", None),
+    ("I can run shell commands in your workspace, like listing files.", None),
 ])
-def test_a_fact_about_the_machine_is_unchecked_only_when_nothing_ran(answer, unchecked):
-    from stack.agent.corrections import TurnFacts, correction, states_unchecked_fact
+def test_a_fact_about_the_machine_its_clock_or_its_files_is_unchecked_only_when_nothing_ran(answer, checker):
+    from stack.agent.corrections import TurnFacts, correction, unchecked_fact_tools
 
-    nothing_ran = TurnFacts("q", {"terminal": {}}, set(), set())
-    assert states_unchecked_fact(answer, nothing_ran) is unchecked
+    offered = {"terminal": {}, "world_clock": {}}
+    nothing_ran = TurnFacts("q", offered, set(), set())
+    assert (unchecked_fact_tools(answer, nothing_ran) or (None,))[0] == checker
     fix = correction(answer, nothing_ran)
-    assert (fix is not None and fix.force == "terminal" and fix.kind == "fact") is unchecked
-    after_a_command = TurnFacts("q", {"terminal": {}}, {"terminal"}, {"terminal"}, results=("alice",))
-    assert states_unchecked_fact(answer, after_a_command) is False
+    assert (fix.force, fix.kind) == (checker, "fact") if checker else fix is None
+    if checker == "world_clock":  # a lane without the clock checks the time with a command
+        fix = correction(answer, TurnFacts("q", {"terminal": {}}, set(), set()))
+        assert fix is not None and fix.force == "terminal"
+    after_a_command = TurnFacts("q", offered, {"terminal"}, {"terminal"}, results=("alice",))
+    assert unchecked_fact_tools(answer, after_a_command) is None
