@@ -59,12 +59,12 @@ def lane(tmp_path):
     store.close()
 
 
-def run(settings, store, script, user="hi", decision=None, **kwargs):
+def run(settings, store, script, user="hi", decision=None, tools=TOOLS, **kwargs):
     async def go():
         with ScriptedModel(script, decision=decision) as model:
             llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
             try:
-                agent = Agent(settings, store, Registry(TOOLS), llm)
+                agent = Agent(settings, store, Registry(tools), llm)
                 session = store.create_session()
                 result = await agent.run_turn(session, [{"role": "user", "content": user}], **kwargs)
                 return result, model
@@ -591,19 +591,8 @@ def test_a_fact_about_the_machine_that_nothing_checked_forces_the_terminal(tmp_p
                     lambda arguments, ctx: "alice\n", "builtin")
     script = [text("You are logged in as the user named \"your_username\"."), call("terminal", {"command": "whoami"}),
               text("You are logged in as alice.")]
-
-    async def go():
-        with ScriptedModel(script, decision='{"next": "answer"}') as model:
-            llm = LlmClient(model.url, model=None, timeout_s=2.0)
-            try:
-                agent = Agent(settings, store, Registry([*TOOLS, terminal]), llm)
-                result = await agent.run_turn(store.create_session(),
-                                              [{"role": "user", "content": "who am I logged in as here?"}])
-                return result, model
-            finally:
-                await llm.aclose()
-
-    result, model = asyncio.run(go())
+    result, model = run(settings, store, script, user="who am I logged in as here?", decision='{"next": "answer"}',
+                        tools=[*TOOLS, terminal])
     store.close()
     assert result.content == "You are logged in as alice." and result.tools_executed == ["terminal"]
     assert model.requests[1]["tool_choice"] == {"type": "function", "function": {"name": "terminal"}}
@@ -628,16 +617,8 @@ def test_a_pick_the_index_does_not_rank_is_asked_again_among_the_tools_it_ranks_
             return Reply('{"next": "answer"}')
         return Reply(json.dumps({"next": "weather" if "weather" in choices else "add"}))
 
-    async def go():
-        with ScriptedModel([call("add", {"a": 2, "b": 3}), text("5")], decision=decide) as model:
-            llm = LlmClient(model.url, model=None, timeout_s=2.0)
-            try:
-                agent = Agent(settings, store, Registry([*TOOLS, WEATHER]), llm)
-                return await agent.run_turn(store.create_session(), [{"role": "user", "content": user}]), model
-            finally:
-                await llm.aclose()
-
-    result, model = asyncio.run(go())
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")], user=user, decision=decide,
+                        tools=[*TOOLS, WEATHER])
     store.close()
     decisions = [choices_of(r) for r in model.decide_requests]
     if asked_again:
@@ -660,19 +641,8 @@ def test_a_current_time_that_nothing_checked_forces_the_clock_not_the_terminal(t
                     lambda arguments, ctx: "", "builtin")
     script = [text("The current time in Paris is 10:43 AM."), call("world_clock", {"timezone": "Europe/Paris"}),
               text("In Paris it is 03:12 on Friday.")]
-
-    async def go():
-        with ScriptedModel(script, decision='{"next": "answer"}') as model:
-            llm = LlmClient(model.url, model=None, timeout_s=2.0)
-            try:
-                agent = Agent(settings, store, Registry([*TOOLS, terminal, clock]), llm)
-                result = await agent.run_turn(store.create_session(),
-                                              [{"role": "user", "content": "and what about Paris?"}])
-                return result, model
-            finally:
-                await llm.aclose()
-
-    result, model = asyncio.run(go())
+    result, model = run(settings, store, script, user="and what about Paris?", decision='{"next": "answer"}',
+                        tools=[*TOOLS, terminal, clock])
     store.close()
     assert result.content == "In Paris it is 03:12 on Friday." and result.tools_executed == ["world_clock"]
     assert model.requests[1]["tool_choice"] == {"type": "function", "function": {"name": "world_clock"}}
