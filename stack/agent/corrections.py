@@ -203,10 +203,11 @@ def _unmade_call(text: str, facts: TurnFacts) -> Correction | None:
     return None
 
 
-# What an answer says about this computer that only a tool could know, and the tools that check it
-# (the first one the lane has is forced). Seen as answers on the 1.5B model with nothing run: "You
-# are logged in as the user named \"your_username\"", "The full path of the current directory is
-# /home/your_username", "The Python version installed on this machine is 3.8.10" (the machine);
+# What an answer says about this computer that only a tool could know, and the tools that check it:
+# the first one the lane has is forced; any of them, or run_python, having run backs the fact. Seen
+# as answers on the 1.5B model with nothing run: "You are logged in as the user named
+# \"your_username\"", "The full path of the current directory is /home/your_username", "The Python
+# version installed on this machine is 3.8.10" (the machine);
 # "The current time in Paris is 10:43 AM" (the clock: the current time or today's date, not a time
 # the user's notes hold); "The number of lines in beta.csv is 10" (a file by its name, with a
 # number or what it holds).
@@ -219,20 +220,24 @@ _FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
          r"\bversion (?:installed|(?:here |on this \w+ )?is)\b[^.]{0,40}\d+\.\d+)", ("terminal",)),
         (r"\b(?:current|local) (?:time|date)\b[^.\n]{0,40}\b\d{1,2}[:.]\d{2}\b|\b(?:it is|it's) (?:now |currently )?"
          r"\d{1,2}[:.]\d{2}\b|\btoday is (?:a )?(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|"
-         r"\b(?:today's date|the date today) is\b", ("world_clock", "terminal")),
+         r"\b(?:today's date|the date today) is\b", ("world_clock", "terminal", "convert_timezone")),
         (rf"{_FILE_NAME}[^.\n]{{0,60}}\b(?:\d+|contains?|holds?|has (?:no|only|\d+)|lines?|words?|bytes|"
          r"(?:is|are) empty)\b|"
          rf"\b(?:\d+|lines?|words?|bytes)\b[^.\n]{{0,40}}{_FILE_NAME}|"
-         r"\b(?:files|folders) (?:in|of) (?:the|your|this) (?:folder|workspace|directory)\b", ("terminal",)),
+         r"\b(?:files|folders) (?:in|of) (?:the|your|this) (?:folder|workspace|directory)\b",
+         ("terminal", "read_file", "search_files", "write_file", "patch")),
     ))
 
 
 def unchecked_fact_tools(text: str, facts: TurnFacts) -> tuple[str, ...] | None:
     """The tools that would check a fact the answer states about this computer (its machine, clock
-    or files) while no tool ran in the turn; None when it states none or a tool ran."""
-    if facts.ran_in_turn:
-        return None
-    return next((tools for pattern, tools in _FACTS if pattern.search(text)), None)
+    or files) while none of them ran in the turn; None when it states none or one ran. Another
+    tool's result backs nothing here: seen, "The Python version installed on this machine is
+    3.8.10" after only `session_search` ran."""
+    for pattern, tools in _FACTS:
+        if pattern.search(text) and not (set(tools) | {"run_python"}) & facts.ran_in_turn:
+            return tools
+    return None
 
 
 def _unchecked_fact(text: str, facts: TurnFacts) -> Correction | None:

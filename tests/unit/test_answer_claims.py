@@ -208,3 +208,5 @@ def test_a_fact_about_the_machine_its_clock_or_its_files_is_unchecked_only_when_
         assert fix is not None and fix.force == "terminal"
     after_a_command = TurnFacts("q", offered, {"terminal"}, {"terminal"}, results=("alice",))
     assert unchecked_fact_tools(answer, after_a_command) is None
+    after_another_tool = TurnFacts("q", offered, {"session_search"}, {"session_search"}, results=("s1",))
+    assert (unchecked_fact_tools(answer, after_another_tool) or (None,))[0] == checker
