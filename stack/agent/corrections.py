@@ -33,9 +33,7 @@ LEVERS: dict[str, str] = {
               "(decide.CLIENT_INSTRUCTION), among the client's tools listed best word "
               "match first (with tool search on, those offered directly and search's best described, "
               "the rest by name): a tool is forced (with tool search on, its call offered only the tools "
-              "the conversation called and its own), \"answer\" gets a reply with no tools unless "
-              "nothing ran since the user's message and tool search matches one client tool with "
-              "confidence: that tool is forced",
+              "the conversation called and its own), \"answer\" gets a reply with no tools",
     "retry": "an agent turn's call that failed: made once more, the model having read the error",
     "compose": "an agent turn's answer: written from the request, the tool results, earlier turns "
                "as facts and the notes the lane keeps; one that gives the user nothing (empty, a "

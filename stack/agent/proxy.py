@@ -287,25 +287,7 @@ class ProxyLane:
         self.store.add_lane_call(turn.result.session_id, "decide", reply.content, prompt_tokens=reply.prompt_tokens,
                                  completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
         turn.force = parse_decision(reply.content, [name for name, _ in tools])
-        if turn.force is None and not since:
-            turn.force = self._clear_match(turn)
         turn.answer_next = turn.force is None
-
-    def _clear_match(self, turn: ProxyTurn) -> str | None:
-        """The client tool that tool search matches with confidence to a request the decision
-        would answer in words: the 1.5B model answers from its own head what a client's tool was
-        sent to do ("What key signature does C# major have?" with music_theory.key_signature;
-        "the King of England in 1800" with monarch.getMonarchOfYear). On 156 BFCL even-id
-        decisions (docs/measurements.md) the decision said "answer" 39 times; the search was
-        confident for 9 of them: 7 simple_python requests for that tool, 1 live_irrelevance
-        request (a wrong call now) and 1 live_multiple one (wrong either way)."""
-        hits, confident = turn.surface.catalog.search(turn.query, 1)
-        if not confident:
-            return None
-        self.store.add_message(turn.result.session_id, "system", f"The decision said to answer in words, but "
-                               f"{hits[0].name} clearly matches the request (tool search): it is called.",
-                               lane_note=True)
-        return hits[0].name
 
     def _tools(self, turn: ProxyTurn) -> list[dict[str, Any]]:
         """The tools block of this request's model calls: the client's (as tool search shows them)

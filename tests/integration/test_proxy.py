@@ -487,29 +487,6 @@ def test_a_request_no_client_tool_fits_is_answered_in_words(tmp_path):
         assert lane.rows("SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "answer"}')]
 
 
-def test_an_answer_where_search_clearly_matches_a_client_tool_calls_that_tool(tmp_path):
-    """The decision would answer a request a client tool was sent to do; tool search matches that
-    tool with confidence, so it is called (a lane note says why). After a result came back, or
-    where nothing matches, the answer stands."""
-    script = [call("get_weather", {"city": "Paris"}), text("Sunny in Paris."), text("Sunny in Paris.")]
-    with running_lane(tmp_path, script, decision=Reply(content='{"next": "answer"}')) as lane:
-        ask = [{"role": "user", "content": "What is the current weather in Paris?"}]
-        first = lane.chat(messages=ask, tools=[WEATHER, TIME]).json()
-        name, arguments, call_id = only_call(first)
-        assert (name, arguments) == ("get_weather", {"city": "Paris"})
-        assert lane.model.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
-        assert [n for (n,) in lane.rows("SELECT content FROM messages WHERE lane_note = 1")
-                if "clearly matches" in n] == [
-            "The decision said to answer in words, but get_weather clearly matches the request (tool search): "
-            "it is called."]
-        answered = [*ask, *_answered(call_id)]
-        second = lane.chat(messages=answered, tools=[WEATHER, TIME]).json()["choices"][0]
-        assert second["finish_reason"] == "stop" and second["message"]["content"] == "Sunny in Paris."
-        chat = lane.chat(messages=[{"role": "user", "content": "What is the difference between a CPU and a GPU?"}],
-                         tools=[WEATHER, TIME]).json()["choices"][0]
-        assert "tool_calls" not in chat["message"]
-
-
 def test_a_hidden_client_tool_the_decision_picks_is_offered_for_the_forced_call(tmp_path):
     def hidden_pick(body):
         shown = set(listed(body))
