@@ -297,11 +297,19 @@ def asks_about_session(request: str) -> bool:
     return bool(_ABOUT_SESSION.search(request))
 
 
+# A result that only says there is nothing, as the lane's tools write it: "(the todo list is
+# empty)", "(notes.txt is empty)", "(memory is empty)".
+_NOTHING = re.compile(r"^\([^()]*\)$")
+
+
 def _carries(text: str, results: tuple[str, ...]) -> bool:
     """Whether the answer shares a number or a word of three letters or more with some result: an
-    answer that shares none ("I read the file back to you") did not pass the result on."""
+    answer that shares none ("I read the file back to you") did not pass the result on. A result
+    that says there is nothing need not be passed on: seen, "Your project's codename is
+    MERIDIAN-8763" held back because `todo`, run for it, had returned "(the todo list is empty)"."""
     said = set(_plain(text).split())
-    return any(said & _salient(result) for result in results)
+    kept = [result for result in results if not _NOTHING.match(result.strip())]
+    return not kept or any(said & _salient(result) for result in kept)
 
 
 def _salient(result: str) -> set[str]:

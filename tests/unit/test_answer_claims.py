@@ -104,6 +104,10 @@ def test_an_answer_must_carry_what_the_tools_returned():
     assert faults("Done!", facts(ran={"calculate"}, results=("5",))) == [
         "it leaves out what the tools returned"]
     assert faults("It is 5.", facts(ran={"calculate"}, results=("5",))) == []
+    # a result that says there is nothing need not be passed on
+    assert faults("Your codename is QUASAR-ZETA.", facts(ran={"todo"}, results=("(the todo list is empty)",))) == []
+    assert faults("Your codename is QUASAR-ZETA.", facts(ran={"todo"}, results=("1. [ ] call the bank",))) == [
+        "it leaves out what the tools returned"]
 
 
 def test_a_question_about_the_session_holds_claims_to_the_session():
