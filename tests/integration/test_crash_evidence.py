@@ -43,11 +43,11 @@ def ask(url: str, content: str) -> httpx.Response:
                       json={"messages": [{"role": "user", "content": content}]})
 
 
-def kill_mid_turn(home: Path, model: ScriptedModel, until: Callable[[], bool]) -> None:
+def kill_mid_turn(home: Path, model: ScriptedModel, until: Callable[[], bool], request: str = "go") -> None:
     """Start a turn, wait until `until()` holds (the shim is inside the step under test), then
     SIGKILL the shim's whole process group."""
     with lane_shim(home, model) as (url, proc):
-        turn = threading.Thread(target=lambda: _ignore_errors(ask, url, "go"), daemon=True)
+        turn = threading.Thread(target=lambda: _ignore_errors(ask, url, request), daemon=True)
         turn.start()
         wait_for(until)
         os.killpg(proc.pid, signal.SIGKILL)
@@ -112,7 +112,8 @@ def test_sigkill_during_a_tool_call(tmp_path: Path) -> None:
               text("back")]
     with ScriptedModel(script) as model:
         try:
-            kill_mid_turn(home, model, pid_file.exists)
+            # a request the terminal fits: a pick the tool index does not rank is asked again
+            kill_mid_turn(home, model, pid_file.exists, "run the sleeper command in the terminal")
         finally:
             if pid_file.exists():  # the terminal's command runs in a group of its own
                 os.kill(int(pid_file.read_text()), signal.SIGKILL)

@@ -24,11 +24,11 @@ COUNT = 16
 ARGUMENTS = {"repo_path": "/srv/notes", "files": ["notes.md"]}
 
 
-def ask(shim: ShimServer, profile: str, session: str) -> dict:
+def ask(shim: ShimServer, profile: str, session: str, content: str = "Stage notes.md in /srv/notes.") -> dict:
     response = httpx.post(f"{shim.url}/v1/chat/completions", timeout=60,
                           headers={"X-Session-Id": session, "X-Lane-Tools": profile},
                           json={"model": "fallback-lane",
-                                "messages": [{"role": "user", "content": "Stage notes.md in /srv/notes."}]})
+                                "messages": [{"role": "user", "content": content}]})
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -97,7 +97,8 @@ def test_the_pack_by_server_lists_each_catalog_server_under_its_own_name(tmp_pat
         settings = Settings(home=tmp_path, llm_url=model.url,
                             mcp_servers=mcp_servers)
         with ShimServer(settings) as shim:
-            reply = ask(shim, "full", "by-server")
+            # the request names the tool: a pick the tool index does not rank would be asked again
+            reply = ask(shim, "full", "by-server", f"Run {asana_tool} for notes.md.")
     assert {t["function"]["name"] for t in model.requests[0]["tools"]} >= set(origins)
     assert reply["usage"]["lane"]["tools_executed"] == [asana_tool]
     forced, composed = model.requests
