@@ -26,7 +26,9 @@ from .toolcalls import described_call
 LEVERS: dict[str, str] = {
     "decide": "each step of an agent turn: the model's own constrained choice (agent/decide.py) of "
               "the tool the request needs next, before any tool ran among every offered tool and "
-              "search's best hidden ones, after one ran only for a request of more than one task, "
+              "search's best hidden ones (a pick the tool index does not rank among its best four "
+              "for the request, and the request does not name, asked again among those four), "
+              "after one ran only for a request of more than one task, "
               "among the tool index's best for it not yet run (one it names needs no question); "
               "that tool's call is then decoded under its schema, once per tool; in proxy mode, "
               "under tool_choice auto, once per request, asked in words for a client's tools "
@@ -49,8 +51,8 @@ LEVERS: dict[str, str] = {
     "claim": "a reply (proxy mode) or a composed answer held back (agent) says a tool did "
              "something no call of this turn shows: that tool forced once (the model's own "
              "stated intent), the agent's answer then composed again",
-    "fact": "an agent turn's composed answer states a fact about this computer while no tool ran "
-            "(the machine: a path, a user name, an installed version; the clock: the current time "
+    "fact": "an agent turn's composed answer states a fact about this computer while no tool that "
+            "checks it ran (the machine: a path, a user name, an installed version; the clock: the current time "
             "or date; a file by name with its size or content): held back, the tool that checks "
             "it (terminal; world_clock for the clock) forced once, the answer composed again",
 }
