@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..store.claims import text_tool_calls, unbacked_claims
+from ..tools.base import says_nothing
 from ..tools.execute import Outcome, refused
 from ..tools.validation import example_arguments
 from .toolcalls import described_call
@@ -299,18 +300,13 @@ def asks_about_session(request: str) -> bool:
     return bool(_ABOUT_SESSION.search(request))
 
 
-# A result that only says there is nothing, as the lane's tools write it: "(the todo list is
-# empty)", "(notes.txt is empty)", "(memory is empty)".
-_NOTHING = re.compile(r"^\([^()]*\)$")
-
-
 def _carries(text: str, results: tuple[str, ...]) -> bool:
     """Whether the answer shares a number or a word of three letters or more with some result: an
     answer that shares none ("I read the file back to you") did not pass the result on. A result
     that says there is nothing need not be passed on: seen, "Your project's codename is
     MERIDIAN-8763" held back because `todo`, run for it, had returned "(the todo list is empty)"."""
     said = set(_plain(text).split())
-    kept = [result for result in results if not _NOTHING.match(result.strip())]
+    kept = [result for result in results if not says_nothing(result)]
     return not kept or any(said & _salient(result) for result in kept)
 
 

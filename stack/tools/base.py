@@ -18,6 +18,18 @@ from ..store import Store
 RESERVED_NAMES = frozenset({"tool_search", "tool_describe", "tool_call"})
 
 
+def nothing(what: str) -> str:
+    """The result of a tool that found nothing to show, "(the todo list is empty)": a fact the
+    model reads, written so that the answer check knows it need not be passed on (says_nothing)."""
+    return f"({what})"
+
+
+def says_nothing(result: str) -> bool:
+    """Whether a result is wholly such a note (nothing)."""
+    text = result.strip()
+    return text.startswith("(") and text.endswith(")") and "(" not in text[1:-1] and ")" not in text[1:-1]
+
+
 class ToolError(Exception):
     """The tool ran and failed, or its arguments were wrong: the model is told why."""
 

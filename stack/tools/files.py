@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..config import Settings
-from .base import Tool, ToolContext, ToolError, ToolRefused, object_schema
+from .base import Tool, ToolContext, ToolError, ToolRefused, nothing, object_schema
 
 READ_DEFAULT_LINES = 2000
 SEARCH_MAX_RESULTS = 50
@@ -117,7 +117,7 @@ def _read_file(arguments: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError(f"offset {offset} is past the end of the file ({number} lines)")
     text = "".join(shown)
     if stop is None:
-        return text if text else f"({arguments['path']} is empty)"
+        return text if text else nothing(f"{arguments['path']} is empty")
     last = offset + len(shown) - 1
     if stop == "long line":
         note = f"line {last} is longer than {cap // 1024} KiB; only its start is shown"

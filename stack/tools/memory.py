@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from .base import Tool, ToolContext, ToolError, object_schema
+from .base import Tool, ToolContext, ToolError, nothing, object_schema
 
 # Everything in memory is in every system prompt; a small model's context is the budget.
 MEMORY_MAX_CHARS = 4000
@@ -73,7 +73,7 @@ def _find(entries: list[str], old_text: str) -> int:
         return exact[0]
     found = [i for i, entry in enumerate(entries) if old_text.lower() in entry.lower()]
     if not found:
-        listing = "\n".join(_bullet(e) for e in entries) or "(memory is empty)"
+        listing = "\n".join(_bullet(e) for e in entries) or nothing("memory is empty")
         raise ToolError(f"no memory entry contains {old_text!r}. Current entries:\n{listing}")
     if len(found) > 1:
         listing = "\n".join(_bullet(entries[i]) for i in found)

@@ -15,7 +15,7 @@ import subprocess
 import threading
 from typing import IO, Any
 
-from .base import Tool, ToolContext, ToolError, object_schema
+from .base import Tool, ToolContext, ToolError, nothing, object_schema
 from .files import workspace_root
 
 # Variables the model's commands have no business reading.
@@ -114,7 +114,7 @@ def _terminal(arguments: dict[str, Any], ctx: ToolContext) -> str:
         process.wait()
         # A process that left the group (setsid) may still hold the pipe: stop waiting for it.
         reader.join(_READER_GRACE_S)
-    text = output.text() or "(no output)"
+    text = output.text() or nothing("no output")
     if timed_out:
         raise ToolError(f"command timed out after {timeout:g} s and was killed; output so far:\n{text}")
     note = f" (timeout lowered to the maximum, {timeout:g} s)" if clamped else ""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Tool, ToolContext, ToolError, object_schema
+from .base import Tool, ToolContext, ToolError, nothing, object_schema
 
 MAX_ITEMS = 50
 MAX_ITEM_CHARS = 500
@@ -16,7 +16,7 @@ MAX_ITEM_CHARS = 500
 
 def render(items: list[tuple[str, bool]]) -> str:
     if not items:
-        return "(the todo list is empty)"
+        return nothing("the todo list is empty")
     return "\n".join(f"{n}. [{'x' if done else ' '}] {text}" for n, (text, done) in enumerate(items, 1))
 
 
