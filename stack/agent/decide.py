@@ -14,6 +14,7 @@ cached prefix.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Collection, Sequence
 
 from ..toolsearch.catalog import one_line
@@ -28,6 +29,13 @@ DECIDE_MAX_TOKENS = 24
 DECIDE_HIDDEN = 3
 MAX_REQUEST_CHARS = 1500
 RESULT_CHARS = 200
+# Proxy mode's second look (fit_probability): where the decision said "answer", the best-matching
+# client tool is called when the model's yes-probability that it does what the message asks is at
+# least this. On 124 BFCL even-id decisions (docs/measurements.md) every simple_python request the
+# decision answered scored 0.80-0.89, and 4 of the 23 irrelevance requests it answered 0.81-0.90.
+FITS = 0.8
+FIT_DESCRIPTION_CHARS = 600
+FIT_ALTERNATIVES = 20
 
 INSTRUCTION = (
     "You decide the next step of an assistant that runs on the user's own computer. Its tools:\n"
@@ -117,6 +125,32 @@ def _question(request: str, hidden: Sequence[tuple[str, str]], ran: Sequence[tup
         question += "\n\nOther tools, found by a word search for this message (often none of them fits):\n" + "\n".join(
             listed_tool(name, description) for name, description in hidden)
     return question + '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
+
+
+FIT_SYSTEM = "You check whether a function is the right one for a user's message."
+FIT_QUESTION = ("Function: {name}\nWhat it does: {description}\nParameters: {parameters}\n\n"
+                "User's message: {request}\n\nIs calling this function what the message asks for? "
+                "Reply yes or no.")
+
+
+async def fit_probability(llm: LlmClient, request: str, name: str, description: str,
+                          parameters: Sequence[str]) -> tuple[float | None, ModelReply]:
+    """The model's probability that calling `name` is what the request asks for: one token,
+    read from its logprobs (yes against no), with the reply to count and record; None where the
+    service sends no logprobs. A question about one tool, apart from the decision's choice among
+    all of them and "answer": asked so, the model separates a request a tool was made for from
+    one no tool fits better than the choice does (the choice answers knowledge-shaped requests
+    in words even when the one tool offered does exactly that)."""
+    question = FIT_QUESTION.format(name=name, description=description.strip()[:FIT_DESCRIPTION_CHARS] or "(none)",
+                                   parameters=", ".join(parameters) or "none",
+                                   request=request[:MAX_REQUEST_CHARS])
+    reply = await llm.chat([{"role": "system", "content": FIT_SYSTEM}, {"role": "user", "content": question}],
+                           [], max_tokens=1, temperature=0.0, top_logprobs=FIT_ALTERNATIVES)
+    if not reply.logprobs:
+        return None, reply
+    yes = sum(math.exp(p) for token, p in reply.logprobs[0].items() if token.strip().lower() == "yes")
+    no = sum(math.exp(p) for token, p in reply.logprobs[0].items() if token.strip().lower() == "no")
+    return (yes / (yes + no) if yes + no else None), reply
 
 
 def decision_schema(names: list[str]) -> dict[str, Any]:

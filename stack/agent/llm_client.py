@@ -44,6 +44,9 @@ class ModelReply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    # Per generated token, its likeliest alternatives as {text: log-probability} (the chosen one
+    # included), when the call asked for `top_logprobs` and the service sent them.
+    logprobs: list[dict[str, float]] = field(default_factory=list)
 
 
 class LlmClient:
@@ -131,6 +134,7 @@ class LlmClient:
     async def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
                    max_tokens: int, temperature: float | None = None,
                    tool_choice: dict[str, Any] | str | None = None,
+                   top_logprobs: int | None = None,
                    response_schema: dict[str, Any] | None = None) -> ModelReply:
         body: dict[str, Any] = {
             "model": await self.model_name(),
@@ -145,6 +149,8 @@ class LlmClient:
                 body["tool_choice"] = tool_choice
         if temperature is not None:
             body["temperature"] = temperature
+        if top_logprobs is not None:
+            body |= {"logprobs": True, "top_logprobs": top_logprobs}
         if response_schema is not None:
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "reply", "schema": response_schema}}
@@ -210,6 +216,7 @@ class _ReplyBuilder:
         self.calls: dict[int, dict[str, str]] = {}
         self.finish_reason = "stop"
         self.usage: dict[str, Any] = {}
+        self.logprobs: list[dict[str, float]] = []
 
     def add(self, chunk: dict[str, Any]) -> None:
         if chunk.get("error"):
@@ -227,6 +234,7 @@ class _ReplyBuilder:
                 function = piece.get("function") or {}
                 call["name"] += function.get("name") or ""
                 call["arguments"] += function.get("arguments") or ""
+            self.logprobs += _alternatives(choice.get("logprobs"))
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
 
@@ -236,6 +244,7 @@ class _ReplyBuilder:
             tool_calls=[ToolCall(c["id"] or new_call_id(), c["name"], c["arguments"], "native")
                         for _, c in sorted(self.calls.items())],
             finish_reason=self.finish_reason,
+            logprobs=self.logprobs,
             **_token_counts(self.usage),
         )
 
@@ -255,8 +264,23 @@ def _from_completion(payload: dict[str, Any]) -> ModelReply:
         content=message.get("content") or "",
         tool_calls=calls,
         finish_reason=choice.get("finish_reason") or "stop",
+        logprobs=_alternatives(choice.get("logprobs")),
         **_token_counts(payload.get("usage") or {}),
     )
+
+
+def _alternatives(logprobs: Any) -> list[dict[str, float]]:
+    """OpenAI's `logprobs.content` as {token: log-probability} per token; anything else, none."""
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("content"), list):
+        return []
+    out = []
+    for entry in logprobs["content"]:
+        if not isinstance(entry, dict):
+            continue
+        rivals = [e for e in entry.get("top_logprobs") or [] if isinstance(e, dict)] + [entry]
+        out.append({str(e.get("token")): float(e["logprob"]) for e in rivals
+                    if isinstance(e.get("logprob"), (int, float))})
+    return out
 
 
 def _token_counts(usage: dict[str, Any]) -> dict[str, int]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import time
 import uuid
@@ -18,7 +19,7 @@ from typing import Any, Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from stack.agent.decide import ANSWER
+from stack.agent.decide import ANSWER, FIT_SYSTEM
 from tests.fakes.threaded_server import ThreadedServer
 
 
@@ -33,6 +34,9 @@ class Reply:
     # meanwhile is counted in `disconnects` and its call dropped, as the lane's llm service does
     delay_s: float = 0.0
     finish_reason: str | None = None
+    # The first token's likeliest alternatives ({token: log-probability}), sent as OpenAI's
+    # `logprobs.content` when the request asks for log-probabilities.
+    first_token_logprobs: dict[str, float] | None = None
 
 
 Script = list[Reply] | Callable[[dict[str, Any]], Reply]
@@ -59,6 +63,11 @@ class ScriptedModel:
     # tool its next scripted reply calls (a bridged call's inner tool), else "answer".
     decision: str | Reply | Callable[[dict[str, Any]], Reply] | None = None
     decide_requests: list[dict[str, Any]] = field(default_factory=list)
+    # Proxy mode's second look (decide.fit_probability) asks whether one tool fits: answered with
+    # this yes-probability, or by default as a model that follows its script would: high when its
+    # next scripted reply calls that tool, low otherwise. Kept apart in `fit_requests`.
+    fit: float | None = None
+    fit_requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
     disconnects: int = 0
     port: int = 0
@@ -95,6 +104,19 @@ class ScriptedModel:
         picked = next((n for n in names if n in choices), ANSWER)
         return Reply(content=json.dumps({"next": picked}))
 
+    def _fit(self, question: dict[str, Any]) -> Reply:
+        """The second look's one-token answer, its yes-probability in the first token's logprobs."""
+        probability = self.fit
+        if probability is None:
+            asked = re.search(r"^Function: (\S+)", question["messages"][-1]["content"], re.MULTILINE)
+            upcoming = self.script[self._served] if isinstance(self.script, list) and \
+                self._served < len(self.script) else None
+            calls = [c["name"] for c in upcoming.tool_calls or []] if upcoming else []
+            probability = 0.95 if asked and asked.group(1) in calls else 0.05
+        return Reply(content="yes" if probability >= 0.5 else "no",
+                     first_token_logprobs={"yes": math.log(max(probability, 1e-9)),
+                                           "no": math.log(max(1 - probability, 1e-9))})
+
     def app(self) -> FastAPI:
         app = FastAPI()
 
@@ -115,6 +137,9 @@ class ScriptedModel:
             if _decision_choices(body) is not None:
                 self.decide_requests.append(body)
                 reply = _answer(self.decision, body) if self.decision is not None else self._follow(body)
+            elif _asks(body, FIT_SYSTEM):
+                self.fit_requests.append(body)
+                reply = self._fit(body)
             else:
                 self.requests.append(body)
                 self.authorizations.append(request.headers.get("authorization"))
@@ -123,22 +148,25 @@ class ScriptedModel:
                 self.disconnects += 1
                 return JSONResponse({})
             usage = _usage(body, reply)
+            logprobs = _logprobs(reply) if body.get("logprobs") else None
             if body.get("stream"):
-                return StreamingResponse(self._stream(reply, usage), media_type="text/event-stream")
+                return StreamingResponse(self._stream(reply, usage, logprobs), media_type="text/event-stream")
             if reply.hang:
                 while not await request.is_disconnected():
                     await asyncio.sleep(0.02)
                 self.disconnects += 1
                 return JSONResponse({})
-            return _completion(self.model_name, reply, usage)
+            return _completion(self.model_name, reply, usage, logprobs)
 
         return app
 
-    async def _stream(self, reply: Reply, usage: dict[str, int]):
+    async def _stream(self, reply: Reply, usage: dict[str, int], logprobs: dict[str, Any] | None):
         chunk_id = "chatcmpl-" + uuid.uuid4().hex[:12]
 
         def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
             choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            if finish and logprobs:
+                choice["logprobs"] = logprobs
             payload = {
                 "id": chunk_id,
                 "object": "chat.completion.chunk",
@@ -218,7 +246,8 @@ def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
     }
 
 
-def _completion(model: str, reply: Reply, usage: dict[str, int]) -> dict[str, Any]:
+def _completion(model: str, reply: Reply, usage: dict[str, int],
+                logprobs: dict[str, Any] | None) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [
@@ -234,7 +263,8 @@ def _completion(model: str, reply: Reply, usage: dict[str, int]) -> dict[str, An
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply)}],
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply),
+                     **({"logprobs": logprobs} if logprobs else {})}],
         "usage": usage,
     }
 
@@ -258,3 +288,11 @@ def _answer(answer: str | Reply | Callable[[dict[str, Any]], Reply], body: dict[
     return answer(body) if callable(answer) else answer if isinstance(answer, Reply) else Reply(answer)
 
 
+def _logprobs(reply: Reply) -> dict[str, Any] | None:
+    """OpenAI's `logprobs` for a reply whose first token's alternatives are scripted."""
+    if not reply.first_token_logprobs:
+        return None
+    ranked = sorted(reply.first_token_logprobs.items(), key=lambda item: -item[1])
+    first = {"token": ranked[0][0], "logprob": ranked[0][1], "bytes": list(ranked[0][0].encode())}
+    top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in ranked]
+    return {"content": [{**first, "top_logprobs": top}]}

@@ -1,13 +1,16 @@
-"""OpenAI's `logprobs` from `lane llm` on the real SmolLM2-135M."""
+"""OpenAI's `logprobs` from `lane llm` on the real SmolLM2-135M, and the first token's
+alternatives as the lane's own client reads them from a stream."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from stack.agent.llm_client import LlmClient
 from tests.integration.llm_server import lane_llm
 
 pytestmark = pytest.mark.real_model
@@ -47,3 +50,20 @@ def test_no_logprobs_unless_asked_and_a_bad_count_is_refused(llm_url: str) -> No
     refused = chat(llm_url, logprobs=True, top_logprobs=50)
     assert refused.status_code == 400 and "top_logprobs" in refused.text
 
+
+def test_the_client_reads_the_first_token_s_alternatives_from_a_stream(llm_url: str) -> None:
+    question = [{"role": "system", "content": "Answer yes or no."},
+                {"role": "user", "content": "Can a weather tool tell tomorrow's forecast for Lyon?"}]
+
+    async def ask():
+        llm = LlmClient(f"{llm_url}/v1", model=None, timeout_s=60)
+        try:
+            return await llm.chat(question, [], max_tokens=1, temperature=0.0, top_logprobs=10)
+        finally:
+            await llm.aclose()
+
+    reply = asyncio.run(ask())
+    assert reply.completion_tokens == 1 and len(reply.logprobs) == 1
+    alternatives = reply.logprobs[0]
+    assert 1 < len(alternatives) <= 11 and reply.content in alternatives
+    assert all(logprob <= 0 for logprob in alternatives.values())

@@ -360,7 +360,8 @@ def test_generation_and_iterations_are_capped(tmp_path):
         # The same search a third time ends the turn; its answer says what ran, and is no call.
         assert reply["choices"][0]["finish_reason"] in ("stop", "length")
         assert "tool_calls" not in reply["choices"][0]["message"]
-        assert reply["usage"]["lane"]["model_calls"] == 4  # the decision and three replies
+        # the decision ("answer": the script is no list to follow), the second look and three replies
+        assert reply["usage"]["lane"]["model_calls"] == 5
         assert lane.model.decide_requests[0]["max_tokens"] < 256
 
 
@@ -484,7 +485,38 @@ def test_a_request_no_client_tool_fits_is_answered_in_words(tmp_path):
         assert listed(lane.model.decide_requests[0]) == ["get_weather", "get_time"]
         assert lane.model.requests[0].get("tools") in (None, [])
         assert lane.model.requests[0]["max_tokens"] == 1024  # a reply in words is capped
-        assert lane.rows("SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "answer"}')]
+        assert lane.rows("SELECT purpose, content FROM lane_calls") == [
+            ("decide", '{"next": "answer"}'), ("fit", "get_weather: yes 0.05")]
+        [fit] = lane.model.fit_requests  # asked about the best match alone, for one token's logprobs
+        assert "Function: get_weather" in fit["messages"][-1]["content"] and "get_time" not in str(fit)
+        assert fit["max_tokens"] == 1 and fit["logprobs"] is True
+
+
+@pytest.mark.parametrize("probability, called", [(0.9, True), (0.8, True), (0.6, False)])
+def test_an_answer_decided_where_the_best_match_fits_calls_it(tmp_path, probability, called):
+    """Lever "fit": the decision answers in words a request the one tool offered was made for (a
+    key signature, with music_theory_key_signature offered); the model, asked about that tool
+    alone, gives it at least decide.FITS: the client gets the call, not the model's own answer."""
+    key = {"type": "function", "function": {
+        "name": "music_theory_key_signature", "description": "Return the key signature of a major or minor scale.",
+        "parameters": {"type": "object", "properties": {"key": {"type": "string"}, "scale_type": {"type": "string"}},
+                       "required": ["key"]}}}
+    script = [call("music_theory_key_signature", {"key": "C#", "scale_type": "major"}) if called
+              else text("C# major has seven sharps.")]
+    with running_lane(tmp_path, script, decision=Reply(content='{"next": "answer"}')) as lane:
+        lane.model.fit = probability
+        ask = [{"role": "user", "content": "What key signature does C# major have?"}]
+        response = lane.chat(messages=ask, tools=[key]).json()
+        reply = response["choices"][0]
+        purposes = [purpose for purpose, _ in lane.rows("SELECT purpose, content FROM lane_calls")]
+        assert purposes == ["decide", "fit"]
+        if called:
+            assert reply["finish_reason"] == "tool_calls"
+            assert only_call(response)[:2] == ("music_theory_key_signature", {"key": "C#", "scale_type": "major"})
+            assert lane.model.requests[0]["tool_choice"]["function"]["name"] == "music_theory_key_signature"
+        else:
+            assert "tool_calls" not in reply["message"] and reply["message"]["content"].startswith("C# major")
+            assert lane.model.requests[0].get("tools") in (None, [])
 
 
 def test_a_hidden_client_tool_the_decision_picks_is_offered_for_the_forced_call(tmp_path):
