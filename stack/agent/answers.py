@@ -29,7 +29,7 @@ from .corrections import (
     unlabelled,
 )
 from .decide import DECIDE_HIDDEN, ask_decision, parse_decision
-from .history import earlier_facts
+from .history import HELD_BACK, earlier_facts
 from .llm_client import LlmClient, ModelReply
 from .prompt import compose_messages
 from .turn import Turn, TurnEnded, count
@@ -144,7 +144,7 @@ def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts) -> Tu
     content = unlabelled(reply.content)
     problems = faults(content, facts)
     if problems:
-        store.add_message(session, "system", "Answer not passed on: " + "; ".join(problems), lane_note=True)
+        store.add_message(session, "system", HELD_BACK + "; ".join(problems), lane_note=True)
         return problems
     if content != reply.content:
         store.add_message(session, "assistant", content)

@@ -303,19 +303,25 @@ def asks_about_session(request: str) -> bool:
     return bool(_ABOUT_SESSION.search(request))
 
 
+# The status line the terminal and run_python put before their output: not what they returned.
+_EXIT_CODE = re.compile(r"^\s*exit code: -?\d+\s*", re.IGNORECASE)
+
+
 def _carries(text: str, results: tuple[str, ...]) -> bool:
     """Whether the answer shares a number or a word of three letters or more with some result: an
     answer that shares none ("I read the file back to you") did not pass the result on. A result
     that says there is nothing need not be passed on: seen, "Your project's codename is
     MERIDIAN-8763" held back because `todo`, run for it, had returned "(the todo list is empty)"."""
     said = set(_plain(text).split())
-    kept = [result for result in results if not says_nothing(result)]
+    kept = [result for result in results if not says_nothing(_EXIT_CODE.sub("", result))]
     return not kept or any(said & _salient(result) for result in kept)
 
 
 def _salient(result: str) -> set[str]:
-    words = _plain(result[:RESULT_SCAN_CHARS]).split()
-    return {w for w in words if (w.isdigit() or len(w) >= 3) and w not in _COMMON}
+    """The words an answer that passes the result on would share with it: its numbers and longer
+    words, or, where it has none, every word it has (a user name "vm" is the whole result)."""
+    words = [w for w in _plain(_EXIT_CODE.sub("", result[:RESULT_SCAN_CHARS])).split() if w not in _COMMON]
+    return {w for w in words if w.isdigit() or len(w) >= 3} or set(words)
 
 
 # The labels of the facts the lane's own questions show (history.earlier_facts, prompt.turn_facts),

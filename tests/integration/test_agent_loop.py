@@ -598,6 +598,11 @@ def test_a_fact_about_the_machine_that_nothing_checked_forces_the_terminal(tmp_p
     assert model.requests[1]["tool_choice"] == {"type": "function", "function": {"name": "terminal"}}
     assert system_notes(settings) == [
         "Answer not passed on: it states a fact about this computer that no tool checked"]
+    # the forced call reads the request, not the answer held back nor the note on it (shown them,
+    # the 1.5B model ran `hostname` for every request whose answer stated a fact)
+    forced_reads = [m["content"] for m in model.requests[1]["messages"]]
+    assert forced_reads[-1] == "who am I logged in as here?"
+    assert not any("your_username" in (c or "") or "Answer not passed on" in (c or "") for c in forced_reads)
 
 
 WEATHER = Tool("weather", "Current weather for a city.", object_schema({"city": {"type": "string"}}, ["city"]),

@@ -110,6 +110,23 @@ def test_an_answer_must_carry_what_the_tools_returned():
         "it leaves out what the tools returned"]
 
 
+@pytest.mark.parametrize("answer, carried", [
+    ("You are logged in as vm.", True),   # a result of one short word is carried by that word
+    ("You are logged in as alice.", False),
+    ("The command ran with exit code 0.", False),  # the status line is not what the command printed
+])
+def test_a_command_s_output_is_what_must_be_carried(answer, carried):
+    result = facts("which user am I logged in as? command line pls", ran={"terminal"}, results=("exit code: 0\nvm\n",),
+                   offered=("terminal",))
+    assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
+
+
+def test_a_command_that_printed_nothing_need_not_be_carried():
+    result = facts("make the folder reports", ran={"terminal"}, results=("exit code: 0\n(no output)",),
+                   offered=("terminal",))
+    assert faults("Done: the folder reports is there.", result) == []
+
+
 def test_a_question_about_the_session_holds_claims_to_the_session():
     question = "which tools did you use so far?"
     assert faults("I used memory earlier.", facts(question, session={"memory"})) == []
