@@ -83,7 +83,8 @@ _LANE_WORDS = ("Do not call it again", "Already done: this exact call", "Not run
                "now with the arguments the request needs", "The latest tool result was",
                "Answer not passed on", "I could not write a reliable answer",
                "so I have no checked answer to give", "The model's reply was not passed on",
-               "Nothing has checked that on this computer")
+               "Nothing has checked that on this computer", "ran for the user's last message",
+               "Nothing has run for the user's")
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,7 @@ def facts(request="2 plus 3?", ran=(), results=(), session=(), offered=("memory"
     ('{"name": "calculate", "arguments": {"expression": "2+3"}}', "a tool call written as text"),
     ("Already done: this exact call ran earlier in this turn and returned: 5", "the lane's own note copied"),
     ("Answer not passed on: a stock apology", "the lane's own note copied"),
+    ("session_search ran for the user's last message.", "the lane's own note copied"),  # the answer prompt's header
     ("I saved it to memory.", "it says memory did something that did not run"),
     ("I sent the page to her.", "it says something was done that no tool here can do"),
 ])
