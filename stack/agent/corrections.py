@@ -314,14 +314,15 @@ def _carries(text: str, results: tuple[str, ...]) -> bool:
     that says there is nothing need not be passed on: seen, "Your project's codename is
     MERIDIAN-8763" held back because `todo`, run for it, had returned "(the todo list is empty)"."""
     said = set(_plain(text).split())
-    kept = [result for result in results if not says_nothing(_EXIT_CODE.sub("", result))]
-    return not kept or any(said & _salient(result) for result in kept)
+    outputs = [_EXIT_CODE.sub("", result[:RESULT_SCAN_CHARS]) for result in results]
+    kept = [output for output in outputs if not says_nothing(output)]
+    return not kept or any(said & _salient(output) for output in kept)
 
 
-def _salient(result: str) -> set[str]:
-    """The words an answer that passes the result on would share with it: its numbers and longer
-    words, or, where it has none, every word it has (a user name "vm" is the whole result)."""
-    words = [w for w in _plain(_EXIT_CODE.sub("", result[:RESULT_SCAN_CHARS])).split() if w not in _COMMON]
+def _salient(output: str) -> set[str]:
+    """The words an answer that passes the output on would share with it: its numbers and longer
+    words, or, where it has none, every word it has (a user name "vm" is the whole output)."""
+    words = [w for w in _plain(output).split() if w not in _COMMON]
     return {w for w in words if w.isdigit() or len(w) >= 3} or set(words)
 
 

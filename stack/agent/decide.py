@@ -148,9 +148,12 @@ async def fit_probability(llm: LlmClient, request: str, name: str, description: 
                            [], max_tokens=1, temperature=0.0, top_logprobs=FIT_ALTERNATIVES)
     if not reply.logprobs:
         return None, reply
-    yes = sum(math.exp(p) for token, p in reply.logprobs[0].items() if token.strip().lower() == "yes")
-    no = sum(math.exp(p) for token, p in reply.logprobs[0].items() if token.strip().lower() == "no")
-    return (yes / (yes + no) if yes + no else None), reply
+    mass = {"yes": 0.0, "no": 0.0}
+    for token, logprob in reply.logprobs[0].items():
+        if token.strip().lower() in mass:
+            mass[token.strip().lower()] += math.exp(logprob)
+    total = mass["yes"] + mass["no"]
+    return (mass["yes"] / total if total else None), reply
 
 
 def decision_schema(names: list[str]) -> dict[str, Any]:

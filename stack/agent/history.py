@@ -68,9 +68,8 @@ def _clean_record(rows: list[dict[str, Any]], failed_calls: frozenset[str] | set
     current = users[-1] if users else len(rows)
     not_answers = _not_answers(rows[:current], failed_calls) | _held_back(rows, current)
     return [row for i, row in enumerate(rows)
-            if not row.get("lane_prompt")
-            and not (i >= current and i in not_answers)
-            and (i >= current or not (i in not_answers or _noise(row, failed_calls)))]
+            if not row.get("lane_prompt") and i not in not_answers
+            and (i >= current or not _noise(row, failed_calls))]
 
 
 def _held_back(rows: list[dict[str, Any]], current: int) -> set[int]:
