@@ -51,7 +51,7 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store) -> TurnFacts:
     schemas |= {name: tool.parameters for name, tool in toolset.catalog.tools.items()}
     return TurnFacts(turn.query, schemas, store.tools_that_ran(turn.result.session_id),
                      {o.tool_name for o in ran}, asks_about_session(turn.query),
-                     tuple(o.output for o in ran))
+                     tuple(o.output for o in ran), _earlier(store, turn))
 
 
 def decision_tools(toolset: Toolset) -> list[tuple[str, str]]:

@@ -181,6 +181,7 @@ class TurnFacts:
     ran_in_turn: set[str]
     about_session: bool = False  # the request asks what happened earlier in the session
     results: tuple[str, ...] = ()  # the outputs of the tools that ran ok in this turn
+    earlier: str = ""  # what earlier turns said and returned, as the answer's question showed it
 
 
 def correction(content: str, facts: TurnFacts) -> Correction | None:
@@ -217,7 +218,8 @@ def _unmade_call(text: str, facts: TurnFacts) -> Correction | None:
 # version installed on this machine is 3.8.10" (the machine);
 # "The current time in Paris is 10:43 AM" (the clock: the current time or today's date, not a time
 # the user's notes hold); "The number of lines in beta.csv is 10" (a file by its name, with a
-# number or what it holds).
+# number or what it holds; "The folder contains the files: notes.txt, notes_old.txt, and
+# session_search.log" after only session_search ran).
 _FILE_NAME = r"\b[\w-]+\.(?:txt|csv|tsv|md|json|jsonl|py|ya?ml|log|html?|xml|cfg|ini|toml|sh|conf|ts|js)\b"
 _FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), tools) for pattern, tools in (
@@ -231,7 +233,8 @@ _FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
         (rf"{_FILE_NAME}[^.\n]{{0,60}}\b(?:\d+|contains?|holds?|has (?:no|only|\d+)|lines?|words?|bytes|"
          r"(?:is|are) empty)\b|"
          rf"\b(?:\d+|lines?|words?|bytes)\b[^.\n]{{0,40}}{_FILE_NAME}|"
-         r"\b(?:files|folders) (?:in|of) (?:the|your|this) (?:folder|workspace|directory)\b",
+         r"\b(?:files|folders) (?:in|of) (?:the|your|this) (?:folder|workspace|directory)\b|"
+         r"\b(?:the|your|this) (?:folder|workspace|directory)\b[^.\n]{0,20}\b(?:contains?|holds?|has)\b",
          ("terminal", "read_file", "search_files", "write_file", "patch")),
     ))
 
@@ -283,7 +286,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("the lane's own note copied")
     if text_tool_calls(text, frozenset(facts.offered)) or text.startswith("{") and '"name"' in text:
         problems.append("a tool call written as text")
-    if facts.results and not _carries(text, facts.results):
+    if facts.results and not _carries(text, facts.results, facts.earlier):
         problems.append("it leaves out what the tools returned")
     if unchecked_fact_tools(text, facts):
         problems.append("it states a fact about this computer that no tool checked")
@@ -308,15 +311,20 @@ def asks_about_session(request: str) -> bool:
 _EXIT_CODE = re.compile(r"^\s*exit code: -?\d+\s*", re.IGNORECASE)
 
 
-def _carries(text: str, results: tuple[str, ...]) -> bool:
-    """Whether the answer shares a number or a word of three letters or more with some result: an
-    answer that shares none ("I read the file back to you") did not pass the result on. A result
-    that says there is nothing need not be passed on: seen, "Your project's codename is
-    MERIDIAN-8763" held back because `todo`, run for it, had returned "(the todo list is empty)"."""
+def _carries(text: str, results: tuple[str, ...], earlier: str = "") -> bool:
+    """Whether the answer shares a number or a word of three letters or more with some result, of
+    those the earlier turns did not already say (where the result has any): an answer that shares
+    none ("I read the file back to you") did not pass the result on, nor did one that copied an
+    earlier turn's result. Seen: asked "and what about Paris?" after Tokyo's time, with Paris's
+    time just returned, the answer was the earlier turn's convert_timezone result, passed on
+    because both held "2026", "friday" and "utc". A result that says there is nothing need not be
+    passed on: seen, "Your project's codename is MERIDIAN-8763" held back because `todo`, run for
+    it, had returned "(the todo list is empty)"."""
     said = set(_plain(text).split())
+    known = set(_plain(earlier).split())
     outputs = [_EXIT_CODE.sub("", result[:RESULT_SCAN_CHARS]) for result in results]
     kept = [output for output in outputs if not says_nothing(output)]
-    return not kept or any(said & _salient(output) for output in kept)
+    return not kept or any(said & ((words - known) or words) for words in map(_salient, kept))
 
 
 def _salient(output: str) -> set[str]:

@@ -65,7 +65,11 @@ CLIENT_INSTRUCTION = (
     "{examples}"
 )
 # Requests written for this prompt, none taken from a benchmark: (request, the tool that already
-# ran for it or "", the next step), each kept only when the lane has the tools it names.
+# ran for it, NOTED where the notes the lane keeps answer it, or "", the next step), each kept only when the lane has the tools it names; every tool
+# the lane has but clarify is in one. Without one, a tool is rarely picked: on the everyday tuning
+# file "dig out what the plumber's name was from our earlier conversations" chose todo, then
+# search_files, never session_search.
+NOTED = "(notes)"
 EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("thanks, that's all for today!", "", ANSWER),
     ("what's in config.yaml?", "", "read_file"),
@@ -80,7 +84,22 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("how many planets are in the solar system?", "", ANSWER),
     ("the call to the bank is done, mark it on my list", "", "todo"),
     ("how many strings does a violin have?", "", ANSWER),
+    ("what did we say about the logo in an older chat of ours?", "", "session_search"),
+    ("find every file here that talks about invoices", "", "search_files"),
+    ("use python to sort 5, 2, 9 for me", "", "run_python"),
+    ("grab https://example.org and tell me its title", "", "http_fetch"),
+    ("when it's 9:00 in Oslo, what hour is it in Denver?", "", "convert_timezone"),
+    ("show me what's on my to-do list", "", "todo"),
+    ("what was my locker code again?", NOTED, ANSWER),
+    ("in plan.md, change Tuesday to Wednesday", "", "patch"),
+    ("move draft.txt into the archive folder", "", "terminal"),
 )
+
+
+def _aside(done: str) -> str:
+    if done == NOTED:  # seen: "what was my bike lock code again" with the code in the notes chose todo
+        return " (the notes hold it)"
+    return f" (after {done} ran)" if done else ""
 
 
 def listed_tool(name: str, description: str) -> str:
@@ -100,8 +119,8 @@ def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str],
     listed = "\n".join(listed_tool(name, description) for name, description in tools)
     known = set(known) | {name for name, _ in tools}
     examples = "\n".join(
-        f'"{request}"' + (f" (after {done} ran)" if done else "") + f' -> {{"next": "{tool}"}}'
-        for request, done, tool in EXAMPLES if {tool, done} - {ANSWER, ""} <= known)
+        f'"{request}"' + _aside(done) + f' -> {{"next": "{tool}"}}'
+        for request, done, tool in EXAMPLES if {tool, done} - {ANSWER, "", NOTED} <= known)
     return [{"role": "system", "content": instruction.format(tools=listed, examples=examples)}]
 
 

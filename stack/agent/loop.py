@@ -28,7 +28,7 @@ from .corrections import Correction, fallback_answer, named_in, repeated
 from .history import conversation, said
 from .llm_client import LlmClient, ModelReply
 from .prompt import memory_note, promoted_tools_note, system_prompt
-from .toolcalls import ToolCall, calls_in, forced, stored
+from .toolcalls import ToolCall, as_spelled, calls_in, forced, stored
 from .turn import FORCED_CALL_MAX_TOKENS, Turn, TurnEnded, TurnResult, count
 
 __all__ = ["Agent", "TurnEnded", "TurnResult"]
@@ -54,7 +54,8 @@ class Agent:
                     if turn.force is None:
                         raise answer
                 forced_tool, reply = turn.force, await self._ask(turn, toolset)
-                calls = calls_in(reply.content, reply.tool_calls, toolset.parameters_of)
+                calls = [as_spelled(call, turn.query)
+                         for call in calls_in(reply.content, reply.tool_calls, toolset.parameters_of)]
                 message_id = self._store_reply(turn, reply, calls)
                 # cut by the cap, the same prompt would only run into it again: no retry
                 turn.unmade = None if calls or reply.finish_reason == "length" else forced_tool

@@ -801,3 +801,21 @@ def test_a_computation_of_the_user_s_numbers_runs(lane, user, expression, result
                              user, '{"next": "calculate"}')
     assert rows(settings, "SELECT status, result FROM tool_executions") == [("ok", result)]
     assert turn.tools_executed == ["calculate"]
+
+
+def test_a_file_name_the_model_respelled_is_written_as_the_user_spelled_it(tmp_path):
+    """Asked for shoping.txt, the 1.5B model wrote shopping.txt; the file the user named is the one
+    written, and the stored call says so."""
+    from stack.tools.files import TOOLS as FILES
+
+    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
+    store = Store(settings.db_path)
+    write = next(tool for tool in FILES if tool.name == "write_file")
+    script = [call("write_file", {"path": "shopping.txt", "content": "flour\neggs\n"}), text("Wrote shoping.txt.")]
+    result, _ = run(settings, store, script, user="make a new file shoping.txt with flour and eggs",
+                    decision='{"next": "write_file"}', tools=[*TOOLS, write])
+    ran = store.executions(store.list_sessions()[0]["id"])
+    store.close()
+    assert result.tools_executed == ["write_file"] and json.loads(ran[0]["arguments"])["path"] == "shoping.txt"
+    assert (settings.workspace / "shoping.txt").read_text() == "flour\neggs\n"
+    assert not (settings.workspace / "shopping.txt").exists()

@@ -24,6 +24,7 @@ VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
     ("I wrote down that the plumber comes on Friday.", {"memory"}),
     ('I wrote "flour eggs milk" to list.txt.', {"write_file"}),
     ("I opened list.txt and it says flour.", {"read_file"}),
+    ("I read it back to you.", {"read_file"}),  # nothing was read: seen after "read it back to me"
     ('I searched for files containing "eggs".', {"search_files"}),
     ("I renamed notes_old.txt to notes.txt.", {"terminal"}),
 ])
@@ -70,6 +71,7 @@ def test_each_tool_named_as_used_is_its_own_claim():
     "The answer is 391.",
     "Hello! How can I help you today?",
     "I can send it to her if you give me a tool for email.",
+    "I read books about it.",
 ])
 def test_capability_questions_negations_and_plain_answers_claim_nothing(answer):
     assert claimed_tools(answer, VOCABULARY) == []
@@ -120,6 +122,29 @@ def test_a_command_s_output_is_what_must_be_carried(answer, carried):
     result = facts("which user am I logged in as? command line pls", ran={"terminal"}, results=("exit code: 0\nvm\n",),
                    offered=("terminal",))
     assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
+
+
+TOKYO = "2026-11-27T12:46:15+09:00 (JST, UTC+09:00, Friday, daylight saving off) in Asia/Tokyo"
+PARIS = "2026-11-27T04:47:31+01:00 (CET, UTC+01:00, Friday, daylight saving off) in Europe/Paris"
+
+
+@pytest.mark.parametrize("answer, carried", [
+    ("It is 4:47 in the morning in Paris.", True),
+    (f"world_clock returned: {TOKYO}", False),  # the earlier turn's result copied: shares only "2026", "friday"
+    ("It is Friday, 2026.", False),
+])
+def test_a_result_is_carried_by_what_earlier_turns_did_not_already_say(answer, carried):
+    earlier = f"- The user said: what time is it in Tokyo?\n  world_clock returned: {TOKYO}"
+    result = TurnFacts("and what about Paris?", {"world_clock": {}}, {"world_clock"}, {"world_clock"},
+                       results=(PARIS,), earlier=earlier)
+    assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
+
+
+def test_a_result_that_repeats_an_earlier_one_is_carried_by_any_of_its_words():
+    earlier = "- The user said: put apples, rice in list.txt\n  write_file returned: wrote 12 bytes to list.txt"
+    result = TurnFacts("read it back", {"read_file": {}}, {"read_file"}, {"read_file"},
+                       results=("apples, rice",), earlier=earlier)
+    assert faults("list.txt holds apples and rice.", result) == []
 
 
 def test_a_command_that_printed_nothing_need_not_be_carried():
@@ -210,6 +235,8 @@ def test_a_repeat_is_the_same_text_under_another_mode_but_numbers_keep_their_pla
     ("The number of lines in beta.csv is 10.", "terminal"),
     ("notes.txt contains three lines: apples, rice, soap.", "terminal"),
     ("The files in the workspace are alpha.txt and beta.csv.", "terminal"),
+    ("The folder contains the files: notes.txt, notes_old.txt, and session_search.log.", "terminal"),
+    ("A folder has room for many files.", None),
     ("Python 3.12 was released in October 2023.", None),
     ("The boiling point of water is 212 °F.", None),
     ("A hexagon has 6 sides.", None),

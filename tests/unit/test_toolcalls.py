@@ -1,6 +1,10 @@
 """Recovering tool calls that a small model wrote as text."""
 
-from stack.agent.toolcalls import extract_calls, guessed_call, python_calls, unmistakable_calls
+import json
+
+import pytest
+
+from stack.agent.toolcalls import ToolCall, as_spelled, extract_calls, guessed_call, python_calls, unmistakable_calls
 
 SCHEMAS = {
     "memory": {
@@ -162,3 +166,17 @@ def test_unmistakable_calls_keep_any_name_and_arguments():
     calls = unmistakable_calls('```json\n{"name": "memory", "arguments": {"action": "forget"}}\n```')
     assert [(c.name, c.arguments) for c in calls] == [("memory", {"action": "forget"})]
     assert unmistakable_calls('I would use {"name": "memory", "arguments": {}} here.') == []
+
+
+@pytest.mark.parametrize("request_text, arguments, path", [
+    ("make a new file shoping.txt with eggs", {"path": "shopping.txt"}, "shoping.txt"),  # respelled: put back
+    ("rename notes_old.txt to notes.txt", {"path": "notes.txt"}, "notes.txt"),  # the request holds it
+    ("rename notes_old.txt to notes.txt", {"path": "notes_new.txt"}, "notes_new.txt"),  # near neither alone
+    ("open report.md", {"path": "report.txt"}, "report.txt"),  # another extension: another file
+    ("what is in shoping.txt?", {"name": "read_file", "arguments": {"path": "shopping.txt"}}, "shoping.txt"),
+])
+def test_a_file_name_is_spelled_as_the_request_spells_it(request_text, arguments, path):
+    for raw in (arguments, json.dumps(arguments)):
+        fixed = as_spelled(ToolCall("c1", "read_file", raw, "native"), request_text).arguments
+        fixed = json.loads(fixed) if isinstance(fixed, str) else fixed
+        assert (fixed.get("arguments") or fixed)["path"] == path
