@@ -88,6 +88,7 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("find every file here that talks about invoices", "", "search_files"),
     ("use python to sort 5, 2, 9 for me", "", "run_python"),
     ("grab https://example.org and tell me its title", "", "http_fetch"),
+    ("grab https://example.org and tell me its title", "http_fetch", ANSWER),
     ("when it's 9:00 in Oslo, what hour is it in Denver?", "", "convert_timezone"),
     ("show me what's on my to-do list", "", "todo"),
     ("what was my locker code again?", NOTED, ANSWER),
