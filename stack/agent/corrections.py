@@ -317,11 +317,13 @@ def _carries(text: str, results: tuple[str, ...], earlier: str = "") -> bool:
     none ("I read the file back to you") did not pass the result on, nor did one that copied an
     earlier turn's result. Seen: asked "and what about Paris?" after Tokyo's time, with Paris's
     time just returned, the answer was the earlier turn's convert_timezone result, passed on
-    because both held "2026", "friday" and "utc". A result that says there is nothing need not be
+    because both held "2026", "friday" and "utc"; and "The file beta.csv has 11 lines." after
+    `wc -l` printed "4 beta.csv", passed on for "beta" and "csv", which an earlier listing held
+    (as it held a "4", but one character proves no copy). A result that says there is nothing need not be
     passed on: seen, "Your project's codename is MERIDIAN-8763" held back because `todo`, run for
     it, had returned "(the todo list is empty)"."""
     said = set(_plain(text).split())
-    known = set(_plain(earlier).split())
+    known = {w for w in _plain(earlier).split() if len(w) > 1}  # "4" in `ls -la` is not a line count
     outputs = [_EXIT_CODE.sub("", result[:RESULT_SCAN_CHARS]) for result in results]
     kept = [output for output in outputs if not says_nothing(output)]
     return not kept or any(said & ((words - known) or words) for words in map(_salient, kept))

@@ -140,6 +140,18 @@ def test_a_result_is_carried_by_what_earlier_turns_did_not_already_say(answer, c
     assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
 
 
+@pytest.mark.parametrize("answer, carried", [
+    ("The file beta.csv has 11 lines.", False),  # 11 copied from the earlier listing
+    ("beta.csv has 4 lines.", True),
+])
+def test_a_count_is_carried_by_its_number_even_where_an_earlier_listing_held_the_digit(answer, carried):
+    listing = "exit code: 0 total 16 drwx------ 4 root root 4096 Nov 27 . -rw-r--r-- 1 root root 11 alpha.txt"
+    earlier = f"- The user said: list the files\n  terminal returned: {listing}\n  The assistant answered: alpha.txt, beta.csv"
+    result = TurnFacts("how many lines in beta.csv", {"terminal": {}}, {"terminal"}, {"terminal"},
+                       results=("exit code: 0\n4 beta.csv\n",), earlier=earlier)
+    assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
+
+
 def test_a_result_that_repeats_an_earlier_one_is_carried_by_any_of_its_words():
     earlier = "- The user said: put apples, rice in list.txt\n  write_file returned: wrote 12 bytes to list.txt"
     result = TurnFacts("read it back", {"read_file": {}}, {"read_file"}, {"read_file"},
