@@ -103,6 +103,11 @@ def _aside(done: str) -> str:
     return f" (after {done} ran)" if done else ""
 
 
+def _needs(done: str) -> str:
+    """The tool an example's aside names: notes are the memory tool's (no client has it)."""
+    return "memory" if done == NOTED else done
+
+
 def listed_tool(name: str, description: str) -> str:
     """A tool's line in the question: its name and the first sentence of its description (the
     name alone when there is none)."""
@@ -121,7 +126,7 @@ def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str],
     known = set(known) | {name for name, _ in tools}
     examples = "\n".join(
         f'"{request}"' + _aside(done) + f' -> {{"next": "{tool}"}}'
-        for request, done, tool in EXAMPLES if {tool, done} - {ANSWER, "", NOTED} <= known)
+        for request, done, tool in EXAMPLES if {tool, _needs(done)} - {ANSWER, ""} <= known)
     return [{"role": "system", "content": instruction.format(tools=listed, examples=examples)}]
 
 
