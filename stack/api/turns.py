@@ -147,10 +147,15 @@ class TurnRunner:
             task.cancel()
 
 
+TITLE_CHARS = 80
+
+
 def _title(new_messages: list[dict[str, Any]]) -> str | None:
     """A session's title is the start of its first user message (kept if already set)."""
     for message in new_messages:
         if message["role"] == "user" and message.get("content"):
             line = " ".join(message["content"].split())
-            return line[:80]
+            # Cut between words: a small model copies a cut word as it is (seen: "Ostrowsk" saved
+            # to memory from a session_search hit's title).
+            return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS].rsplit(" ", 1)[0] + " …"
     return None

@@ -42,7 +42,8 @@ def _hit_text(hit: SearchHit) -> str:
     a sentence, Qwen2.5-Coder-1.5B answered "the session id is 1" and saved the matched note."""
     snippet = " ".join(hit.snippet.split())
     lines = [f"session id: {hit.session_id}", f"date: {_date(hit.created_at)}"]
-    if hit.title and hit.title.strip() != snippet:
+    title = (hit.title or "").strip().removesuffix("…").strip()
+    if title and not snippet.startswith(title):  # a title that is the snippet's start adds nothing
         lines.append(f"title: {hit.title}")
     return "\n".join([*lines, f"matched ({hit.role}): {snippet}"])
 

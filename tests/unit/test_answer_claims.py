@@ -244,6 +244,7 @@ def test_a_repeat_is_the_same_text_under_another_mode_but_numbers_keep_their_pla
     ("The current time in Paris is 10:43 AM (UTC+02:00).", "world_clock"),
     ("It's 14:05 right now.", "world_clock"),
     ("Today is Friday, the 27th.", "world_clock"),
+    ("The day of the week is Friday.", "world_clock"),  # seen after only session_search ran
     ("The number of lines in beta.csv is 10.", "terminal"),
     ("notes.txt contains three lines: apples, rice, soap.", "terminal"),
     ("The files in the workspace are alpha.txt and beta.csv.", "terminal"),

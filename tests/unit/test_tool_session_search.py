@@ -49,6 +49,15 @@ def test_a_title_that_repeats_the_match_is_left_out(ctx):
     assert search(ctx, query="okapi").output.splitlines()[2:] == ["matched (user): Keep the okapi file"]
 
 
+def test_a_title_that_is_the_start_of_the_match_is_left_out(ctx):
+    """A title cut from a long first message would show a cut word ("Ostrowsk") for a small model
+    to copy; the match holds the whole message."""
+    message = "For the record: the plumber who fixed the boiler last winter was called Ostrowski, and he charged 180."
+    ctx.store.create_session("past-4", title=message[:75] + " …")
+    ctx.store.add_message("past-4", "user", message)
+    assert search(ctx, query="plumber").output.splitlines()[2:] == [f"matched (user): {message}"]
+
+
 def test_the_calling_session_is_included_on_request(ctx):
     outcome = search(ctx, query="zebra", include_current=True)
     ids = {line.split(": ")[1] for line in outcome.output.splitlines() if line.startswith("session id")}
