@@ -93,7 +93,7 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("show me what's on my to-do list", "", "todo"),
     ("what was my locker code again?", NOTED, ANSWER),
     ("in plan.md, change Tuesday to Wednesday", "", "patch"),
-    ("move draft.txt into the archive folder", "", "terminal"),
+    ("rename draft.txt to final.txt and move it into archive/", "", "terminal"),
 )
 
 
