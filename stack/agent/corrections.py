@@ -319,16 +319,25 @@ def _carries(text: str, results: tuple[str, ...], earlier: str = "") -> bool:
     none ("I read the file back to you") did not pass the result on, nor did one that copied an
     earlier turn's result. Seen: asked "and what about Paris?" after Tokyo's time, with Paris's
     time just returned, the answer was the earlier turn's convert_timezone result, passed on
-    because both held "2026", "friday" and "utc"; and "The file beta.csv has 11 lines." after
-    `wc -l` printed "4 beta.csv", passed on for "beta" and "csv", which an earlier listing held
-    (as it held a "4", but one character proves no copy). A result that says there is nothing need not be
+    because both held "2026", "friday" and "utc". Numbers alone are not what is new: a search's
+    line numbers ("recipe.txt:3: 2 eggs") would hold back "The files that mention eggs are
+    recipe.txt and shoping.txt.". (Not caught: "The file beta.csv has 11 lines." after `wc -l`
+    printed "4 beta.csv", where an earlier `ls -la` had shown a "4" too.) A result that says there
+    is nothing need not be
     passed on: seen, "Your project's codename is MERIDIAN-8763" held back because `todo`, run for
     it, had returned "(the todo list is empty)"."""
     said = set(_plain(text).split())
-    known = {w for w in _plain(earlier).split() if len(w) > 1}  # "4" in `ls -la` is not a line count
+    known = set(_plain(earlier).split())
     outputs = [_EXIT_CODE.sub("", result[:RESULT_SCAN_CHARS]) for result in results]
     kept = [output for output in outputs if not says_nothing(output)]
-    return not kept or any(said & ((words - known) or words) for words in map(_salient, kept))
+    return not kept or any(said & _new(words, known) for words in map(_salient, kept))
+
+
+def _new(words: set[str], known: set[str]) -> set[str]:
+    """The words of a result that earlier turns did not say, where some are words and not only
+    numbers (a search's line numbers are new and beside the point); else all of them."""
+    new = words - known
+    return new if any(not w.isdigit() for w in new) else words
 
 
 def _salient(output: str) -> set[str]:

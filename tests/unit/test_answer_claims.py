@@ -140,16 +140,12 @@ def test_a_result_is_carried_by_what_earlier_turns_did_not_already_say(answer, c
     assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
 
 
-@pytest.mark.parametrize("answer, carried", [
-    ("The file beta.csv has 11 lines.", False),  # 11 copied from the earlier listing
-    ("beta.csv has 4 lines.", True),
-])
-def test_a_count_is_carried_by_its_number_even_where_an_earlier_listing_held_the_digit(answer, carried):
-    listing = "exit code: 0 total 16 drwx------ 4 root root 4096 Nov 27 . -rw-r--r-- 1 root root 11 alpha.txt"
-    earlier = f"- The user said: list the files\n  terminal returned: {listing}\n  The assistant answered: alpha.txt, beta.csv"
-    result = TurnFacts("how many lines in beta.csv", {"terminal": {}}, {"terminal"}, {"terminal"},
-                       results=("exit code: 0\n4 beta.csv\n",), earlier=earlier)
-    assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
+def test_line_numbers_of_a_search_need_not_be_carried():
+    earlier = ("- The user said: make shoping.txt with flour eggs milk\n  write_file returned: wrote 15 bytes to "
+               "shoping.txt\n- The user said: open recipe.txt\n  read_file returned: 200 g flour 2 eggs")
+    result = TurnFacts("which of my files mention eggs", {"search_files": {}}, {"search_files"}, {"search_files"},
+                       results=("recipe.txt:3: 2 eggs\nshoping.txt:2: eggs",), earlier=earlier)
+    assert faults("The files that mention eggs are recipe.txt and shoping.txt.", result) == []
 
 
 def test_a_result_that_repeats_an_earlier_one_is_carried_by_any_of_its_words():
