@@ -25,6 +25,7 @@ VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
     ('I wrote "flour eggs milk" to list.txt.', {"write_file"}),
     ("I opened list.txt and it says flour.", {"read_file"}),
     ("I read it back to you.", {"read_file"}),  # nothing was read: seen after "read it back to me"
+    ("Sure, here's what I read back to you: - Bike lock code: 4471", {"read_file"}),  # the notes, as a file
     ('I searched for files containing "eggs".', {"search_files"}),
     ("I renamed notes_old.txt to notes.txt.", {"terminal"}),
 ])
