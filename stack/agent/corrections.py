@@ -48,8 +48,8 @@ LEVERS: dict[str, str] = {
     "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
     "operands": "a call of the lane's own tool whose precondition (tools/base.py; calculate: a "
                 "number of the expression is one the conversation wrote; clarify: the question is not "
-                "the user's own message again) the conversation does not meet: not run (a refused row); the agent then answers in words, proxy mode tells the "
-                "model why",
+                "the user's own message again) the conversation does not meet: not run (a refused "
+                "row); the agent then answers in words, proxy mode tells the model why",
     "call": "a reply (proxy mode) or a composed answer held back (agent) told or spelled a call it "
             "did not make: that tool forced (in proxy mode shown the call)",
     "claim": "a reply (proxy mode) or a composed answer held back (agent) says a tool did "

@@ -65,10 +65,10 @@ CLIENT_INSTRUCTION = (
     "{examples}"
 )
 # Requests written for this prompt, none taken from a benchmark: (request, the tool that already
-# ran for it, NOTED where the notes the lane keeps answer it, or "", the next step), each kept only when the lane has the tools it names; every tool
-# the lane has but clarify is in one. Without one, a tool is rarely picked: on the everyday tuning
-# file "dig out what the plumber's name was from our earlier conversations" chose todo, then
-# search_files, never session_search.
+# ran for it, NOTED where the notes the lane keeps answer it, or "", the next step), each kept only
+# when the lane has the tools it names; every tool the lane has but clarify is in one. Without one,
+# a tool is rarely picked: on the everyday tuning file "dig out what the plumber's name was from
+# our earlier conversations" chose todo, then search_files, never session_search.
 NOTED = "(notes)"
 EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("thanks, that's all for today!", "", ANSWER),

@@ -477,7 +477,8 @@ def test_unexpected_exception_is_500_without_a_traceback(tmp_path):
 
 
 def test_a_long_first_message_titles_its_session_cut_between_words(tmp_path):
-    message = "For the record: the plumber who fixed the boiler last winter was called Ostrowski, and he charged 180 euros."
+    message = ("For the record: the plumber who fixed the boiler last winter was called Ostrowski, "
+               "and he charged 180 euros.")
     with running_lane(tmp_path, [text("Noted.")]) as lane:
         response = lane.chat(messages=[{"role": "user", "content": message}])
         assert response.status_code == 200, response.text
