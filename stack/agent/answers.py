@@ -70,8 +70,8 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     holds one task (toolsearch.tokens.clauses) is done once a tool ran for it: asked then, the
     model named a second tool for "what is this machine called? check from the command line"
     after `hostname` had answered it, and the answer it wrote next was about the clock. A first
-    pick that is not among tools the request names is asked again among those: "Use the terminal
-    to execute `echo $((6*7))` and save what it prints to memory" chose run_python."""
+    pick that is not among tools the request names is asked again among those and itself: "Use
+    the terminal to execute `echo $((6*7))` and save what it prints to memory" chose run_python."""
     if turn.outcomes and not clauses(turn.query):
         return None
     tools = decision_tools(toolset)
@@ -107,8 +107,8 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     if picked is None or turn.outcomes or named_in(picked, turn.query):
         return picked
     named = [name for name in choices if named_in(name, turn.query)]
-    if named:  # the user named the tools to use, and the pick is none of them: asked among those
-        return await asked(hidden, named)
+    if named:  # the user named tools to use, and the pick is none of them: asked among those and it
+        return await asked(hidden, [*named, picked])  # ("add 1,250 and 3" names a tool `add` too)
     best = [name for name in toolset.best_for(turn.query, INDEX_AGREES) if toolset.reaches(name)]
     if picked in best or not best:
         return picked
