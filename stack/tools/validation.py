@@ -106,6 +106,10 @@ def coerce(schema: dict[str, Any], value: Any) -> Any:
             return _iso_date(text) or value
     if kinds == {"string"} and isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
+    if kinds == {"number"} and isinstance(value, int) and not isinstance(value, bool):
+        # A schema that says "number" and not "integer" means a real value: written 12.0, it
+        # reaches a client that tells the two apart (BFCL's "float" lists) as the kind it typed.
+        return float(value)
     return value
 
 
