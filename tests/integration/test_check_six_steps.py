@@ -69,7 +69,8 @@ def _forced_through_bridge(body: dict[str, Any]) -> str | None:
 def competent_answer(body: dict[str, Any]) -> Reply:
     """The answer written from the facts the lane gives: the results, earlier turns, the session's tools."""
     facts, ask = body["messages"][1]["content"], body["messages"][-1]["content"]
-    results = dict(re.findall(r"^- (\S+) \(ok\): (.*)$", facts, re.MULTILINE))
+    # a result runs to the next fact line or the end of its block ("exit code: 0\n42")
+    results = dict(re.findall(r"^- (\S+) \(ok\): (.*?)(?=\n- |\n\n|\Z)", facts, re.MULTILINE | re.DOTALL))
     if "17 * 23" in ask:
         return text("391")
     if "remember" in ask and (codename := _CODE.search(ask)):
