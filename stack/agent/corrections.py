@@ -323,9 +323,8 @@ def _carries(text: str, results: tuple[str, ...], earlier: str = "") -> bool:
     line numbers ("recipe.txt:3: 2 eggs") would hold back "The files that mention eggs are
     recipe.txt and shoping.txt.". (Not caught: "The file beta.csv has 11 lines." after `wc -l`
     printed "4 beta.csv", where an earlier `ls -la` had shown a "4" too.) A result that says there
-    is nothing need not be
-    passed on: seen, "Your project's codename is MERIDIAN-8763" held back because `todo`, run for
-    it, had returned "(the todo list is empty)"."""
+    is nothing need not be passed on: seen, "Your project's codename is MERIDIAN-8763" held back
+    because `todo`, run for it, had returned "(the todo list is empty)"."""
     said = set(_plain(text).split())
     known = set(_plain(earlier).split())
     outputs = [_EXIT_CODE.sub("", result[:RESULT_SCAN_CHARS]) for result in results]
