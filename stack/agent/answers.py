@@ -127,8 +127,8 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
     fact it states needs), for the loop to act on before giving that account."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     session_tools = sorted(facts.ran_in_session) if facts.about_session else None
-    rows = store.messages(turn.result.session_id)  # read once for the facts and the instructions
-    question = compose_messages(turn.query, results, earlier_facts(rows), memory, session_tools,
+    rows = store.messages(turn.result.session_id)  # for the client's instructions
+    question = compose_messages(turn.query, results, facts.earlier, memory, session_tools,
                                 _client_instructions(rows))
     composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),
                               temperature=turn.temperature)
