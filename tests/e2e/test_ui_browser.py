@@ -28,7 +28,7 @@ XSS = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>"
 CONVERT = Tool("currency_convert", "Convert an amount of money between currencies.",
                object_schema({"amount": {"type": "number"}, "to": {"type": "string"}},
                              ["amount", "to"]),
-               lambda arguments, ctx: f"{arguments['amount'] * 2} {arguments['to']}", "fx")
+               lambda arguments, ctx: f"{arguments['amount'] * 2:g} {arguments['to']}", "fx")
 # The lane's decision follows this script (ScriptedModel's default): add first, then, the request
 # holding a second task, currency_convert, hidden behind the bridge.
 SCRIPT = [
