@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..store.claims import text_tool_calls, unbacked_claims
-from ..tools.base import says_nothing
+from ..tools.base import plain_words, says_nothing
 from ..tools.execute import Outcome, refused
 from ..tools.validation import example_arguments
 from .toolcalls import described_call
@@ -220,7 +220,9 @@ def _unmade_call(text: str, facts: TurnFacts) -> Correction | None:
 # the user's notes hold); "The number of lines in beta.csv is 10" (a file by its name, with a
 # number or what it holds; "The folder contains the files: notes.txt, notes_old.txt, and
 # session_search.log" after only session_search ran).
-_FILE_NAME = r"\b[\w-]+\.(?:txt|csv|tsv|md|json|jsonl|py|ya?ml|log|html?|xml|cfg|ini|toml|sh|conf|ts|js)\b"
+# A file an answer names, by the extensions people's files have: unlike a request's file name
+# (toolcalls._FILE_NAME, any extension), an answer's "i.e." or "version 3.8" must not read as one.
+_KNOWN_FILE = r"\b[\w-]+\.(?:txt|csv|tsv|md|json|jsonl|py|ya?ml|log|html?|xml|cfg|ini|toml|sh|conf|ts|js)\b"
 _FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
     (re.compile(pattern, re.IGNORECASE), tools) for pattern, tools in (
         (r"(?:(?<![\w.~])/(?:home|Users|usr|root|etc|var|opt)/|\b[A-Z]:\\|\byour_?username\b|\blogged in as\b|"
@@ -232,9 +234,9 @@ _FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
          r"\b(?:today's date|the date today) is\b|"
          r"\bday of the week\b[^.\n]{0,30}\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b",
          ("world_clock", "terminal", "convert_timezone")),
-        (rf"{_FILE_NAME}[^.\n]{{0,60}}\b(?:\d+|contains?|holds?|has (?:no|only|\d+)|lines?|words?|bytes|"
+        (rf"{_KNOWN_FILE}[^.\n]{{0,60}}\b(?:\d+|contains?|holds?|has (?:no|only|\d+)|lines?|words?|bytes|"
          r"(?:is|are) empty)\b|"
-         rf"\b(?:\d+|lines?|words?|bytes)\b[^.\n]{{0,40}}{_FILE_NAME}|"
+         rf"\b(?:\d+|lines?|words?|bytes)\b[^.\n]{{0,40}}{_KNOWN_FILE}|"
          r"\b(?:files|folders) (?:in|of) (?:the|your|this) (?:folder|workspace|directory)\b|"
          r"\b(?:the|your|this) (?:folder|workspace|directory)\b[^.\n]{0,20}\b(?:contains?|holds?|has)\b",
          ("terminal", "read_file", "search_files", "write_file", "patch")),
@@ -282,7 +284,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     problems = []
     if _STOCK.search(text):
         problems.append("a stock apology")
-    if _echoes(text, facts.request) and not any(_plain(text) in _plain(r) for r in facts.results):
+    if _echoes(text, facts.request) and not any(plain_words(text) in plain_words(r) for r in facts.results):
         problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
     if any(words in text for words in _LANE_WORDS):
         problems.append("the lane's own note copied")
@@ -325,8 +327,8 @@ def _carries(text: str, results: tuple[str, ...], earlier: str = "") -> bool:
     printed "4 beta.csv", where an earlier `ls -la` had shown a "4" too.) A result that says there
     is nothing need not be passed on: seen, "Your project's codename is MERIDIAN-8763" held back
     because `todo`, run for it, had returned "(the todo list is empty)"."""
-    said = set(_plain(text).split())
-    known = set(_plain(earlier).split())
+    said = set(plain_words(text).split())
+    known = set(plain_words(earlier).split())
     outputs = [_EXIT_CODE.sub("", result[:RESULT_SCAN_CHARS]) for result in results]
     kept = [output for output in outputs if not says_nothing(output)]
     return not kept or any(said & _new(words, known) for words in map(_salient, kept))
@@ -342,7 +344,7 @@ def _new(words: set[str], known: set[str]) -> set[str]:
 def _salient(output: str) -> set[str]:
     """The words an answer that passes the output on would share with it: its numbers and longer
     words, or, where it has none, every word it has (a user name "vm" is the whole output)."""
-    words = [w for w in _plain(output).split() if w not in _COMMON]
+    words = [w for w in plain_words(output).split() if w not in _COMMON]
     return {w for w in words if w.isdigit() or len(w) >= 3} or set(words)
 
 
@@ -358,12 +360,8 @@ def unlabelled(answer: str) -> str:
 
 
 def _echoes(text: str, request: str) -> bool:
-    said, asked = _plain(text), _plain(request)
+    said, asked = plain_words(text), plain_words(request)
     return bool(said) and (said == asked or (len(said) >= 12 and said in asked))
-
-
-def _plain(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 def call_example(name: str, schema: dict[str, Any]) -> str:

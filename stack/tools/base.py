@@ -8,6 +8,7 @@ the shim. A tool reports failure by raising ToolError (recorded as status 'error
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -28,6 +29,12 @@ def says_nothing(result: str) -> bool:
     """Whether a result is wholly such a note (nothing)."""
     text = result.strip()
     return text.startswith("(") and text.endswith(")") and "(" not in text[1:-1] and ")" not in text[1:-1]
+
+
+def plain_words(text: str) -> str:
+    """Text as its lower-cased words and numbers, one space apart: how the lane compares what the
+    model wrote with what the user wrote (an echo, a question that is the request again)."""
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 class ToolError(Exception):

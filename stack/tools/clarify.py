@@ -7,10 +7,9 @@ turn and answers the user with that question.
 from __future__ import annotations
 
 import difflib
-import re
 from typing import Any
 
-from .base import Tool, ToolContext, ToolError, object_schema
+from .base import Tool, ToolContext, ToolError, object_schema, plain_words
 
 # How alike a question and the user's message may be before the question is the message again
 # ("Change what to which other one?" against "change it to the other one" is 0.82: a real question).
@@ -31,15 +30,11 @@ def asks_something_new(arguments: dict[str, Any], request: str, context: str) ->
     when they open on Saturday?"), the user's request word for word, shown to them as the answer.
     None when it may be asked."""
     question = arguments.get("question")
-    said, asked = _words(question if isinstance(question, str) else ""), _words(request)
+    said, asked = plain_words(question if isinstance(question, str) else ""), plain_words(request)
     if not said or not asked or difflib.SequenceMatcher(None, said, asked).ratio() < SAME_WORDS:
         return None
     return ("not asked: that question is the user's own message; answer it from the results you "
             "have, or call the tool it needs")
-
-
-def _words(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 TOOLS: list[Tool] = [

@@ -609,22 +609,23 @@ WEATHER = Tool("weather", "Current weather for a city.", object_schema({"city": 
                lambda arguments, ctx: "sunny")
 
 
-@pytest.mark.parametrize("user, asked_again", [("2 plus 3?", True), ("2 plus 3? ask the weather tool", False)])
-def test_a_pick_the_index_does_not_rank_is_asked_again_among_the_tools_it_ranks_best(tmp_path, user, asked_again):
-    """The model picks a tool none of whose words the request shares: the index's best four are
-    the choices of a second question; a tool the request names is not second-guessed."""
-    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
-    store = Store(settings.db_path)
-
+def first_pick(pick):
+    """A scripted decision: before anything ran, `pick(choices)`; after, "answer"."""
     def decide(body):
-        choices = choices_of(body)
         if "Nothing has run for it yet." not in body["messages"][-1]["content"]:
             return Reply('{"next": "answer"}')
-        return Reply(json.dumps({"next": "weather" if "weather" in choices else "add"}))
+        return Reply(json.dumps({"next": pick(choices_of(body))}))
+    return decide
 
+
+@pytest.mark.parametrize("user, asked_again", [("2 plus 3?", True), ("2 plus 3? ask the weather tool", False)])
+def test_a_pick_the_index_does_not_rank_is_asked_again_among_the_tools_it_ranks_best(lane, user, asked_again):
+    """The model picks a tool none of whose words the request shares: the index's best four are
+    the choices of a second question; a tool the request names is not second-guessed."""
+    settings, store = lane
+    decide = first_pick(lambda choices: "weather" if "weather" in choices else "add")
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")], user=user, decision=decide,
                         tools=[*TOOLS, WEATHER])
-    store.close()
     decisions = [choices_of(r) for r in model.decide_requests]
     if asked_again:
         assert result.tools_executed == ["add"]
@@ -634,21 +635,13 @@ def test_a_pick_the_index_does_not_rank_is_asked_again_among_the_tools_it_ranks_
         assert len(decisions) == 1 and "weather" in decisions[0]
 
 
-def test_a_pick_the_request_does_not_name_is_asked_again_among_those_it_names(tmp_path):
+def test_a_pick_the_request_does_not_name_is_asked_again_among_those_it_names(lane):
     """"Use the terminal to ..." decided as run_python: the user named the tool, so the choice is
     asked again among the tools the request names and the pick."""
-    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
-    store = Store(settings.db_path)
-
-    def decide(body):
-        choices = choices_of(body)
-        if "Nothing has run for it yet." not in body["messages"][-1]["content"]:
-            return Reply('{"next": "answer"}')
-        return Reply(json.dumps({"next": "add" if len(choices) == 3 else "weather"}))
-
+    settings, store = lane
+    decide = first_pick(lambda choices: "add" if len(choices) == 3 else "weather")
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")],
                         user="use the add tool on 2 and 3", decision=decide, tools=[*TOOLS, WEATHER])
-    store.close()
     assert result.tools_executed == ["add"]
     assert [choices_of(r) for r in model.decide_requests][1] == ["add", "weather", "answer"]
 
