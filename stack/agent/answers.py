@@ -27,6 +27,7 @@ from .corrections import (
     faults,
     named_in,
     unlabelled,
+    with_session_record,
 )
 from .decide import DECIDE_HIDDEN, ask_decision, parse_decision
 from .history import HELD_BACK, earlier_facts
@@ -60,6 +61,13 @@ def decision_tools(toolset: Toolset) -> list[tuple[str, str]]:
             if t["function"]["name"] not in toolset.bridges and t["function"]["name"] != CALL]
 
 
+def wanted_tools(toolset: Toolset, request: str) -> set[str]:
+    """The tools the decision may offer for this request: all but those whose own check says the
+    message cannot want them (Tool.wanted_by, lever "operands": calculate without a number)."""
+    every = {**toolset.catalog.tools, **toolset.direct}
+    return {name for name, tool in every.items() if tool.wanted_by is None or tool.wanted_by(request)}
+
+
 async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, memory: str = "") -> str | None:
     """The model's constrained choice of the tool the request still needs (decide.py), kept with
     the lane's own model calls; None for "answer" or when asking fails. Before any tool ran it
@@ -74,14 +82,16 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     the terminal to execute `echo $((6*7))` and save what it prints to memory" chose run_python."""
     if turn.outcomes and not clauses(turn.query):
         return None
-    tools = decision_tools(toolset)
+    wanted = wanted_tools(toolset, turn.query)
+    tools = [(name, description) for name, description in decision_tools(toolset) if name in wanted]
     hidden: list[tuple[str, str]] = []
     if toolset.bridged and turn.query.strip():
-        hits, _ = toolset.catalog.search(turn.query, DECIDE_HIDDEN)
-        hidden = [(h.name, toolset.catalog.tools[h.name].description) for h in hits]
+        hits, _ = toolset.catalog.search(turn.query, DECIDE_HIDDEN + len(set(toolset.catalog.tools) - wanted))
+        hidden = [(h.name, toolset.catalog.tools[h.name].description) for h in hits if h.name in wanted]
+        hidden = hidden[:DECIDE_HIDDEN]
     if turn.outcomes:
         tried = {o.tool_name for o in turn.outcomes}  # ok, or failed and retried already
-        candidates = set(toolset.best_for(turn.query)) - tried
+        candidates = set(toolset.best_for(turn.query)) & wanted - tried
         if not candidates:
             return None
         named = sorted(name for name in candidates if named_in(name, turn.query))
@@ -109,7 +119,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     named = [name for name in choices if named_in(name, turn.query)]
     if named:  # the user named tools to use, and the pick is none of them: asked among those and it
         return await asked(hidden, [*named, picked])  # ("add 1,250 and 3" names a tool `add` too)
-    best = [name for name in toolset.best_for(turn.query, INDEX_AGREES) if toolset.reaches(name)]
+    best = [name for name in toolset.best_for(turn.query, INDEX_AGREES) if toolset.reaches(name) and name in wanted]
     if picked in best or not best:
         return picked
     # The index knows none of the pick's words: asked again among the tools it ranks best.
@@ -151,6 +161,7 @@ def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts) -> Tu
     if problems:
         store.add_message(session, "system", HELD_BACK + "; ".join(problems), lane_note=True)
         return problems
+    content = with_session_record(content, facts)
     if content != reply.content:
         store.add_message(session, "assistant", content)
     return TurnEnded(content, "length" if reply.finish_reason == "length" else "stop", lane_written=False)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
-from ..store.claims import text_tool_calls, unbacked_claims
-from ..tools.base import plain_words, says_nothing
+from ..store.claims import named_tools, text_tool_calls, unbacked_claims
+from ..tools.base import RESERVED_NAMES, plain_words, says_nothing
 from ..tools.execute import Outcome, refused
 from ..tools.validation import example_arguments
 from .toolcalls import described_call
@@ -43,13 +43,16 @@ LEVERS: dict[str, str] = {
     "retry": "an agent turn's call that failed: made once more, the model having read the error",
     "compose": "an agent turn's answer: written from the request, the tool results, earlier turns "
                "as facts and the notes the lane keeps; one that gives the user nothing (empty, a "
-               "stock apology, the request echoed, call-shaped text, the lane's own note copied) "
-               "or claims what did not run is not passed on: the lane says what ran",
+               "stock apology, the request echoed, call-shaped text, the lane's own note copied), "
+               "claims what did not run or, after tools ran, states a time or number their results "
+               "and the request do not hold (unsourced_numbers) is not passed on: the lane says what ran",
     "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
     "operands": "a call of the lane's own tool whose precondition (tools/base.py; calculate: a "
                 "number of the expression is one the conversation wrote; clarify: the question is not "
-                "the user's own message again) the conversation does not meet: not run (a refused "
-                "row); the agent then answers in words, proxy mode tells the model why",
+                "the user's own message again; calculate: no fraction nobody gave) the conversation "
+                "does not meet: not run (a refused row); the agent then answers in words, proxy "
+                "mode tells the model why; and the agent's decision does not offer a tool the "
+                "message cannot want (Tool.wanted_by; calculate: the message gives no number)",
     "call": "a reply (proxy mode) or a composed answer held back (agent) told or spelled a call it "
             "did not make: that tool forced (in proxy mode shown the call)",
     "claim": "a reply (proxy mode) or a composed answer held back (agent) says a tool did "
@@ -290,8 +293,11 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("the lane's own note copied")
     if text_tool_calls(text, frozenset(facts.offered)) or text.startswith("{") and '"name"' in text:
         problems.append("a tool call written as text")
-    if facts.results and not _carries(text, facts.results, facts.earlier):
+    if facts.results and not _carries(text, facts.results, facts.earlier, facts.ran_in_turn):
         problems.append("it leaves out what the tools returned")
+    stray = unsourced_numbers(text, facts) if facts.results else []
+    if stray:
+        problems.append(f"it states {stray[0]}, which no result holds")
     if unchecked_fact_tools(text, facts):
         problems.append("it states a fact about this computer that no tool checked")
     ran = facts.ran_in_turn | (facts.ran_in_session if facts.about_session else set())
@@ -311,11 +317,29 @@ def asks_about_session(request: str) -> bool:
     return bool(_ABOUT_SESSION.search(request))
 
 
+# A question about what the assistant itself did or which tools it used ("Which things did you
+# actually do for me in this chat, with which tools?").
+_ABOUT_OWN_WORK = re.compile(r"\btools?\b|\byou\b[^.?!]{0,30}\b(?:do|did|done|ran|run|used?)\b", re.IGNORECASE)
+
+
+def with_session_record(answer: str, facts: TurnFacts) -> str:
+    """The answer to a question about what the assistant did in this session, with the store's
+    record of the tools that ran where the answer leaves one out. Seen on the 1.5B model, asked
+    "Which things did you actually do for me in this chat, with which tools?": "I saved the home
+    wifi password to memory, and ..." (true), leaving out the calculate that had run too."""
+    if not (facts.about_session and _ABOUT_OWN_WORK.search(facts.request)):
+        return answer
+    ran = sorted(facts.ran_in_session - RESERVED_NAMES)
+    if not ran or all(name in named_tools(answer, frozenset(ran)) for name in ran):
+        return answer
+    return f"{answer}\n(From this chat's record, the tools that ran: {', '.join(ran)}.)"
+
+
 # The status line the terminal and run_python put before their output: not what they returned.
 _EXIT_CODE = re.compile(r"^\s*exit code: -?\d+\s*", re.IGNORECASE)
 
 
-def _carries(text: str, results: tuple[str, ...], earlier: str = "") -> bool:
+def _carries(text: str, results: tuple[str, ...], earlier: str = "", tools: Collection[str] = ()) -> bool:
     """Whether the answer shares a number or a word of three letters or more with some result, of
     those the earlier turns did not already say (where the result has any): an answer that shares
     none ("I read the file back to you") did not pass the result on, nor did one that copied an
@@ -326,8 +350,10 @@ def _carries(text: str, results: tuple[str, ...], earlier: str = "") -> bool:
     recipe.txt and shoping.txt.". (Not caught: "The file beta.csv has 11 lines." after `wc -l`
     printed "4 beta.csv", where an earlier `ls -la` had shown a "4" too.) A result that says there
     is nothing need not be passed on: seen, "Your project's codename is MERIDIAN-8763" held back
-    because `todo`, run for it, had returned "(the todo list is empty)"."""
-    said = set(plain_words(text).split())
+    because `todo`, run for it, had returned "(the todo list is empty)". The names of the `tools`
+    that ran are not what they returned: seen, "session_search ran." passed on as the answer to
+    "Could you keep track of my chores?" because the result began "session id: ..."."""
+    said = set(plain_words(text).split()) - set(plain_words(" ".join(tools)).split())
     known = set(plain_words(earlier).split())
     outputs = [_EXIT_CODE.sub("", result[:RESULT_SCAN_CHARS]) for result in results]
     kept = [output for output in outputs if not says_nothing(output)]
@@ -346,6 +372,44 @@ def _salient(output: str) -> set[str]:
     words, or, where it has none, every word it has (a user name "vm" is the whole output)."""
     words = [w for w in plain_words(output).split() if w not in _COMMON]
     return {w for w in words if w.isdigit() or len(w) >= 3} or set(words)
+
+
+# A clock time ("16:07", "08:09:02", "4:07 pm") and any other number ("1,234.5", "46", "2026").
+_TIME = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::\d{2})?(?:\s*([ap])\.?m\b)?", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|(?<![\d.])\d+(?:\.\d+)?")
+
+
+def unsourced_numbers(text: str, facts: TurnFacts) -> list[str]:
+    """The numbers of an answer, written after tools ran, that neither this turn's results nor the
+    request hold: a clock time, and a number of two digits or more (or with decimals) unless it
+    rounds one they hold (1.414214 for 1.4142135623730951). Earlier turns are not a source: seen
+    on the 1.5B model, `wc -l beta.csv` printed "4 beta.csv" and the answer was "The file beta.csv
+    has 11 lines.", the size of alpha.txt in an earlier `ls -la`; and after world_clock returned
+    08:09 for Paris, "... 2026-11-27T16:09:02+01:00 ... in Europe/Paris", a time mixed from the
+    earlier turn's Tokyo. Single digits are let through: a count of what a result lists ("2 files")."""
+    now = "\n".join([facts.request, *facts.results])
+    times = {_clock(*found) for found in _TIME.findall(now)}
+    stray = [match.group(0) for match in _TIME.finditer(text) if _clock(*match.groups()) not in times]
+    values = [_value(n) for n in _NUMBER.findall(_TIME.sub(" ", now))]
+    values += [float(n) for found in _TIME.findall(now) for n in found[:2]]
+    for number in _NUMBER.findall(_TIME.sub(" ", text)):
+        value = _value(number)
+        if "." not in number and value < 10:
+            continue
+        places = len(number.split(".")[1]) if "." in number else 0
+        if not any(value == known or round(known, places) == value for known in values):
+            stray.append(number)
+    return stray
+
+
+def _clock(hour: str, minute: str, half: str = "") -> tuple[int, int]:
+    """A time of day on the 24-hour clock."""
+    h = int(hour) % 12 + (12 if half.lower() == "p" else 0) if half else int(hour)
+    return h, int(minute)
+
+
+def _value(number: str) -> float:
+    return float(number.replace(",", ""))
 
 
 # The labels of the facts the lane's own questions show (history.earlier_facts, prompt.turn_facts),

@@ -74,6 +74,7 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("thanks, that's all for today!", "", ANSWER),
     ("what's in config.yaml?", "", "read_file"),
     ("which git version do I have?", "", "terminal"),
+    ("what's inside the downloads folder?", "", "terminal"),
     ("who painted the Mona Lisa?", "", ANSWER),
     ("save this for later: my locker code is 4410", "", "memory"),
     ("what's 18% of 250?", "", "calculate"),

@@ -79,6 +79,9 @@ class Tool:
     # Checked before a call of this tool runs (tools.execute.unmet_precondition: in the agent loop
     # and for the lane's tools in proxy mode; lever "operands").
     precondition: Precondition | None = None
+    # Whether the user's message could want this tool at all; the agent's decision does not offer
+    # it for one that cannot (lever "operands"). None: any message may.
+    wanted_by: Callable[[str], bool] | None = None
 
     @property
     def server(self) -> str:

@@ -129,19 +129,37 @@ def numbers_in(text: str) -> set[float]:
 def operands_given(arguments: dict[str, Any], request: str, context: str) -> str | None:
     """Why a call is not arithmetic the conversation asked for: its expression holds numbers and
     none of them (nor its percentage, 0.18 for "18%") is a number the request or its context
-    wrote, and the request spells none in words. None when it may run."""
+    wrote, and the request spells none in words; or it holds a fraction nobody gave (a rate, a
+    price: the numbers of the question are data, its constants whole). Seen on the 1.5B model:
+    "And how much did he charge?", with 180 euros in the notes, ran calculate("180 * 1.15").
+    None when it may run."""
     expression = arguments.get("expression")
     operands = numbers_in(expression) if isinstance(expression, str) else set()
     if not operands:
         return None
     given = numbers_in(f"{request}\n{context}")
     given |= {round(n / 100, 12) for n in given}
+    invented = sorted(n for n in operands if not n.is_integer() and round(n, 12) not in given)
+    if invented:
+        return (f"not run: {invented[0]:g} in {expression!r} is a number nobody gave; compute only "
+                "with the user's and the tools' numbers, or answer from what you know")
     if any(round(n, 12) in given for n in operands):
         return None
-    if _NUMBER_WORDS & set(re.findall(r"[a-z]+", request.lower())):
+    if _spells_a_number(request):
         return None
     return (f"not run: no number of {expression!r} is one the user or a tool gave, so there is "
             "nothing to compute; answer from what you know")
+
+
+def holds_a_number(request: str) -> bool:
+    """Whether the message gives a number to compute with, in digits or in words. Seen on the
+    1.5B model: without one, the decision chose calculate for "And which Python version is
+    installed here?", "How much did he charge?" and "how many sides does a hexagon have?"."""
+    return bool(numbers_in(request)) or _spells_a_number(request)
+
+
+def _spells_a_number(request: str) -> bool:
+    return bool(_NUMBER_WORDS & set(re.findall(r"[a-z]+", request.lower())))
 
 
 TOOLS: list[Tool] = [
@@ -153,5 +171,6 @@ TOOLS: list[Tool] = [
                                  ["expression"]),
         run=_calculate,
         precondition=operands_given,
+        wanted_by=holds_a_number,
     )
 ]

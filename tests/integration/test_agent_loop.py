@@ -793,8 +793,9 @@ def run_calculator(settings, store, script, user, decision):
 def test_a_computation_of_numbers_nobody_gave_is_not_run_and_the_request_is_answered(lane, made):
     settings, store = lane
     # a call written as text holds its own numbers: they are the model's, not the conversation's
+    # (the message gives a number, 2, so the decision offers calculate: Tool.wanted_by)
     result, model = run_calculator(settings, store, [made, text("A spider has 8 legs.")],
-                                   "how many legs does a spider have?", '{"next": "calculate"}')
+                                   "my 2 kids ask: how many legs does a spider have?", '{"next": "calculate"}')
     assert result.content == "A spider has 8 legs." and result.tools_executed == []
     assert rows(settings, "SELECT tool_name, status FROM tool_executions") == [("calculate", "refused")]
     # asked again, the decision named calculate once more: the decide lever is given once per tool
@@ -831,3 +832,16 @@ def test_a_file_name_the_model_respelled_is_written_as_the_user_spelled_it(tmp_p
     assert result.tools_executed == ["write_file"] and json.loads(ran[0]["arguments"])["path"] == "shoping.txt"
     assert (settings.workspace / "shoping.txt").read_text() == "flour\neggs\n"
     assert not (settings.workspace / "shopping.txt").exists()
+
+
+@pytest.mark.parametrize("user, offered", [("which python version is installed here?", False),
+                                           ("how much is 12.5% of 368?", True),
+                                           ("what is twelve times seven?", True)])
+def test_the_decision_offers_calculate_only_for_a_message_that_gives_a_number(lane, user, offered):
+    """Seen: "And which Python version is installed here?" decided as calculate. A tool whose own
+    check says the message cannot want it (Tool.wanted_by) is not among the decision's choices."""
+    settings, store = lane
+    _, model = run(settings, store, [text("3.11")], user=user, decision=first_pick(lambda choices: "answer"),
+                   tools=[*TOOLS, *CALCULATOR])
+    assert ("calculate" in choices_of(model.decide_requests[0])) is offered
+    assert "add" in choices_of(model.decide_requests[0])

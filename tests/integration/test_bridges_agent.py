@@ -277,7 +277,7 @@ def test_a_guess_that_search_cannot_answer_confidently_forces_nothing(lane):
 def test_a_hidden_tool_s_precondition_holds_through_the_bridge(lane):
     settings, store = lane
     result, model = run(settings, store, [bridged("calculate", {"expression": "8"}), text("Eight.")],
-                        user="how many legs does a spider have?", tools=(CORE, *CALCULATOR),
+                        user="my 2 kids ask: how many legs does a spider have?", tools=(CORE, *CALCULATOR),
                         decision='{"next": "calculate"}')
     assert bridged_target(model.requests[0]) == "calculate"
     assert executions(settings) == [("calculate", "refused", 1, '{"expression": "8"}')]

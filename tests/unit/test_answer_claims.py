@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from stack.agent.corrections import TurnFacts, asks_about_session, faults
+from stack.agent.corrections import TurnFacts, asks_about_session, faults, unsourced_numbers, with_session_record
 from stack.store.claims import BUILTIN_TOOLS, claimed_tools, unbacked_claims
 
 VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
@@ -141,6 +141,49 @@ def test_a_result_is_carried_by_what_earlier_turns_did_not_already_say(answer, c
     assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
 
 
+PARIS_LATER = "2026-11-27T08:09:02+01:00 (CET, UTC+01:00, Friday, daylight saving off) in Europe/Paris"
+
+
+@pytest.mark.parametrize("request_, results, answer, stray", [
+    # seen: `wc -l` printed 4, the answer said 11 (alpha.txt's size in an earlier turn's `ls -la`)
+    ("how many lines in beta.csv", ("exit code: 0\n4 beta.csv",), "The file beta.csv has 11 lines.", ["11"]),
+    ("how many lines in beta.csv", ("exit code: 0\n4 beta.csv",), "The file beta.csv has 4 lines.", []),
+    # seen: a time mixed from the earlier turn's result and this one's
+    ("and what about Paris?", (PARIS_LATER,), "It is 16:09 in Paris.", ["16:09"]),
+    ("and what about Paris?", (PARIS_LATER,), "It is 8:09 am in Paris (UTC+01:00), Friday 27 November 2026.", []),
+    ("and what about Paris?", (PARIS_LATER,), "It is 08:09:02 in Paris.", []),
+    ("what time is it in Tokyo", (TOKYO,), "It is 12:46 pm in Tokyo.", []),
+    ("what time is it in Tokyo", (TOKYO,), "It is 12:46 am in Tokyo.", ["12:46 am"]),
+    # rounded, reformatted and the request's own numbers pass; a computed total does not
+    ("sqrt 2 to 6 decimals", ("1.4142135623730951",), "The square root of 2 is 1.414214.", []),
+    ("how much is 12.5% of 368", ("46.0",), "12.5% of 368 is 46.", []),
+    ("2 to the power of 40", ("1099511627776",), "2^40 is 1,099,511,627,776.", []),
+    ("17.5% tip on 86.40", ("15.120000000000001",), "The tip is 15.12, so 101.52 in all.", ["101.52"]),
+    # a count of what the result lists, in one digit, is the answer's own
+    ("which files mention eggs", ("recipe.txt:3: 2 eggs\nshoping.txt:2: eggs",),
+     "2 files mention eggs: recipe.txt and shoping.txt.", []),
+    ("which python is installed", ("exit code: 0\nPython 3.11.2",), "Python 3.8.10 is installed.", ["3.8"]),
+])
+def test_a_number_no_result_holds_is_not_passed_on(request_, results, answer, stray):
+    earlier = (f"- The user said: what time is it in Tokyo?\n  world_clock returned: {TOKYO}\n"
+               "- The user said: list the files\n  terminal returned: -rw-r--r-- 1 root root 11 Nov 27 alpha.txt")
+    turn = TurnFacts(request_, {"terminal": {}}, {"terminal"}, {"terminal"}, results=results, earlier=earlier)
+    assert unsourced_numbers(answer, turn) == stray
+    assert any("which no result holds" in problem for problem in faults(answer, turn)) is bool(stray)
+
+
+def test_numbers_are_not_held_to_results_when_no_tool_ran():
+    assert faults("A leap year has 366 days.", facts("how many days in a leap year?")) == []
+
+
+def test_a_tools_name_is_not_what_it_returned():
+    """Seen: "session_search ran." was the answer, sharing "session" with the result."""
+    result = TurnFacts("keep track of my chores", {"session_search": {}}, {"session_search"}, {"session_search"},
+                       results=("session id: s-1\ndate: 2026-11-27 07:27 UTC\nmatched (user): chores",))
+    assert "it leaves out what the tools returned" in faults("session_search ran.", result)
+    assert faults("Your chores came up in session s-1.", result) == []
+
+
 def test_line_numbers_of_a_search_need_not_be_carried():
     earlier = ("- The user said: make shoping.txt with flour eggs milk\n  write_file returned: wrote 15 bytes to "
                "shoping.txt\n- The user said: open recipe.txt\n  read_file returned: 200 g flour 2 eggs")
@@ -269,3 +312,17 @@ def test_a_fact_about_the_machine_its_clock_or_its_files_is_unchecked_only_when_
     assert unchecked_fact_tools(answer, after_a_command) is None
     after_another_tool = TurnFacts("q", offered, {"session_search"}, {"session_search"}, results=("s1",))
     assert (unchecked_fact_tools(answer, after_another_tool) or (None,))[0] == checker
+
+
+@pytest.mark.parametrize("request_, answer, record", [
+    # seen: calculate had run too, and the answer named only memory
+    ("Which things did you actually do for me in this chat, with which tools?",
+     "I saved the home wifi password to memory.", "calculate, memory"),
+    ("which tools did you run in this conversation?", "I used memory and calculate.", None),  # names them all
+    ("what did I say about the router earlier?", "It is in the hallway cupboard.", None),  # not about its work
+    ("Which tools you really used in this chat?", "None.", "calculate, memory"),
+])
+def test_a_question_about_the_assistants_work_gets_the_sessions_record(request_, answer, record):
+    turn = TurnFacts(request_, {}, {"memory", "calculate", "tool_search"}, set(), asks_about_session(request_))
+    expected = answer if record is None else f"{answer}\n(From this chat's record, the tools that ran: {record}.)"
+    assert with_session_record(answer, turn) == expected

@@ -188,6 +188,9 @@ def test_http_fetch_says_offline_and_refuses_other_schemes(ctx):
     ("pi", "what is pi?", "", True),  # no number: nothing to hold
     ("12 * 7", "what is one dozen times seven?", "", True),
     ("5 * 3", "my notes?", "five apples, three pears", False),  # words count only in the request
+    ("180 * 1.15", "and how much did he charge?", "he charged 180 euros", False),  # a rate nobody gave
+    ("86.4 * 0.175", "17.5% tip on 86.40?", "", True),
+    ("1234.56 / 7", "split 1234.56 between 7 people", "", True),
 ])
 def test_a_computation_runs_only_on_numbers_the_conversation_gave(expression, request_, context, runs):
     reason = calculator.operands_given({"expression": expression}, request_, context)

@@ -61,7 +61,18 @@ def test_a_title_that_is_the_start_of_the_match_is_left_out(ctx):
 def test_the_calling_session_is_included_on_request(ctx):
     outcome = search(ctx, query="zebra", include_current=True)
     ids = {line.split(": ")[1] for line in outcome.output.splitlines() if line.startswith("session id")}
-    assert ids == {"past-1", "current"}
+    assert ids == {"past-1"}  # the current session's only match is the request itself
+    ctx.store.add_message("current", "assistant", "A zebra's stripes are unique.")
+    ctx.store.add_message("current", "user", "and search this chat for zebra too")
+    outcome = search(ctx, query="zebra", include_current=True)  # an earlier message of this chat
+    assert "session id: current" in outcome.output and "search this chat" not in outcome.output
+
+
+def test_the_request_being_answered_does_not_match_itself(ctx):
+    """Seen: "9:30 there = what in Berlin" searched this chat for "9:30 there" and found itself."""
+    ctx.store.add_message("current", "user", "9:30 there = what in Berlin")
+    outcome = search(ctx, query="9:30 there", include_current=True)
+    assert outcome.output == "no sessions match '9:30 there'"
 
 
 def test_no_match_is_said_plainly(ctx):
