@@ -83,7 +83,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     if turn.outcomes and not clauses(turn.query):
         return None
     wanted = wanted_tools(toolset, turn.query)
-    tools = [(name, description) for name, description in decision_tools(toolset) if name in wanted]
+    tools = decision_tools(toolset)  # listed whole: the question's first message is a cached prefix
     hidden: list[tuple[str, str]] = []
     if toolset.bridged and turn.query.strip():
         hits, _ = toolset.catalog.search(turn.query, DECIDE_HIDDEN + len(set(toolset.catalog.tools) - wanted))
@@ -100,7 +100,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
         choices = [name for name, _ in [*tools, *hidden] if name in candidates]
         choices += [name for name in candidates - set(choices) if toolset.reaches(name)]
     else:
-        choices = [name for name, _ in [*tools, *hidden]]
+        choices = [name for name, _ in [*tools, *hidden] if name in wanted]
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     earlier = _earlier(store, turn)
 

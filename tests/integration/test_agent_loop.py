@@ -864,3 +864,13 @@ def test_a_call_copied_from_an_earlier_request_is_an_error_the_model_corrects(la
     else:
         assert executed == [('{"a": 2, "b": 3}', "ok"), ('{"a": 2, "b": 3}', "ok")]
     assert results[1].tools_executed == ["add"]
+
+
+def test_a_tool_the_message_cannot_want_stays_listed_in_the_decisions_cached_prefix(lane):
+    """calculate offered directly (tool search off) is listed in the decision's first message for
+    every request, so that message stays one cached prefix; only the choices leave it out."""
+    settings, store = lane
+    _, model = run(settings, store, [text("hi")], user="which python is this?",
+                   decision=first_pick(lambda choices: "answer"), tools=[*TOOLS, *CALCULATOR])
+    first = model.decide_requests[0]["messages"][0]["content"]
+    assert "- calculate:" in first and "calculate" not in choices_of(model.decide_requests[0])
