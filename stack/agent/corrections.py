@@ -269,7 +269,7 @@ _FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
          r"\bversion (?:installed|(?:here |on this \w+ )?is)\b[^.]{0,40}\d+\.\d+)", ("terminal",)),
         (r"\b(?:current|local) (?:time|date)\b[^.\n]{0,40}\b\d{1,2}[:.]\d{2}\b|\b(?:it is|it's) (?:now |currently )?"
          r"\d{1,2}[:.]\d{2}\b|\btoday is (?:a )?(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|"
-         r"\b(?:today's date|the date today) is\b|"
+         r"\b(?:today's date|the date today) is\b|\b(?:the |this )?(?:current )?year is (?:now )?\d{4}\b|"
          r"\bday of the week\b[^.\n]{0,30}\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b",
          ("world_clock", "terminal", "convert_timezone")),
         (rf"{_KNOWN_FILE}[^.\n]{{0,60}}\b(?:\d+|contains?|holds?|has (?:no|only|\d+)|lines?|words?|bytes|"

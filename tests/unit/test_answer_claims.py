@@ -285,6 +285,8 @@ def test_a_repeat_is_the_same_text_under_another_mode_but_numbers_keep_their_pla
     ("It's 14:05 right now.", "world_clock"),
     ("Today is Friday, the 27th.", "world_clock"),
     ("The day of the week is Friday.", "world_clock"),  # seen after only session_search ran
+    ("The year is 2026.", "world_clock"),  # seen for "What year is it? Check with the date command"
+    ("The year 1969 is when people first walked on the moon.", None),
     ("The number of lines in beta.csv is 10.", "terminal"),
     ("notes.txt contains three lines: apples, rice, soap.", "terminal"),
     ("The files in the workspace are alpha.txt and beta.csv.", "terminal"),
