@@ -29,7 +29,7 @@ from .corrections import (
     unlabelled,
     with_session_record,
 )
-from .decide import DECIDE_HIDDEN, DECIDE_LISTED_WHOLE, ask_decision, parse_decision
+from .decide import DECIDE_HIDDEN, ask_decision, parse_decision
 from .history import HELD_BACK, earlier_facts
 from .llm_client import LlmClient, ModelReply
 from .prompt import compose_messages
@@ -56,22 +56,9 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store) -> TurnFacts:
 
 
 def decision_tools(toolset: Toolset) -> list[tuple[str, str]]:
-    """The tools the decision offers in its stable first message: the directly offered ones, and
-    the hidden ones too where they are few (listed_whole)."""
-    listed = [(t["function"]["name"], t["function"].get("description") or "") for t in toolset.offered
-              if t["function"]["name"] not in toolset.bridges and t["function"]["name"] != CALL]
-    if listed_whole(toolset):
-        names = {name for name, _ in listed}
-        listed += [(name, tool.description) for name, tool in toolset.catalog.tools.items() if name not in names]
-    return listed
-
-
-def listed_whole(toolset: Toolset) -> bool:
-    """Whether the decision lists every hidden tool in its cached first message instead of those a
-    search finds for each request: where there are at most DECIDE_LISTED_WHOLE (the lane's own six
-    deferred built-ins with no MCP server), the question "hello" waits for is 87 tokens shorter
-    and the tool a request needs is always among those shown."""
-    return toolset.bridged and len(toolset.catalog.tools) <= DECIDE_LISTED_WHOLE
+    """The tools the decision offers in its stable first message: the directly offered ones."""
+    return [(t["function"]["name"], t["function"].get("description") or "") for t in toolset.offered
+            if t["function"]["name"] not in toolset.bridges and t["function"]["name"] != CALL]
 
 
 def wanted_tools(toolset: Toolset, request: str) -> set[str]:
@@ -98,7 +85,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     wanted = wanted_tools(toolset, turn.query)
     tools = decision_tools(toolset)  # listed whole: the question's first message is a cached prefix
     hidden: list[tuple[str, str]] = []
-    if toolset.bridged and turn.query.strip() and not listed_whole(toolset):
+    if toolset.bridged and turn.query.strip():
         hits, _ = toolset.catalog.search(turn.query, DECIDE_HIDDEN + len(set(toolset.catalog.tools) - wanted))
         hidden = [(h.name, toolset.catalog.tools[h.name].description) for h in hits if h.name in wanted]
         hidden = hidden[:DECIDE_HIDDEN]

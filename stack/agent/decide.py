@@ -27,9 +27,6 @@ DECIDE_MAX_TOKENS = 24
 # everyday tuning and seen files the tool a turn wants, when hidden, ranked first or second every
 # time (19 turns); each further line is ~25 tokens of the question "hello" waits for.
 DECIDE_HIDDEN = 3
-# Up to this many hidden tools are all listed in the question's cached first message instead
-# (answers.listed_whole).
-DECIDE_LISTED_WHOLE = 8
 MAX_REQUEST_CHARS = 1500
 RESULT_CHARS = 200
 # Proxy mode's second look (fit_probability): where the decision said "answer", the best-matching

@@ -14,7 +14,6 @@ from stack.config import Settings
 from stack.store import Store
 from stack.tools.base import Tool, object_schema
 from stack.tools.calculator import TOOLS as CALCULATOR
-from stack.agent.decide import DECIDE_LISTED_WHOLE
 from stack.tools.registry import Registry
 from tests.fakes.scripted_model import Reply, ScriptedModel, call, text
 
@@ -101,9 +100,7 @@ def test_a_hidden_tool_the_decision_picks_is_forced_through_the_bridge(lane):
     result, model = run(settings, store, [
         bridged("currency_convert", {"amount": "21", "to": "USD"}), text("That is 42 USD.")])
     [decision] = model.decide_requests
-    # few hidden tools: listed whole in the decision's cached first message, with no search
-    assert "- currency_convert: Convert an amount" in decision["messages"][0]["content"]
-    assert "Other tools" not in decision["messages"][-1]["content"]
+    assert "- currency_convert: Convert an amount" in decision["messages"][-1]["content"].split("Other tools")[1]
     assert "currency_convert" in decision["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
     forced, composed = model.requests
     assert [t["function"]["name"] for t in forced["tools"]] == ["memory", "tool_search", "tool_describe", "tool_call"]
@@ -115,18 +112,6 @@ def test_a_hidden_tool_the_decision_picks_is_forced_through_the_bridge(lane):
     assert "- currency_convert (ok): 42 USD" in facts(composed)
     assert result.tools_executed == ["currency_convert"]
     assert result.content == "That is 42 USD."
-
-
-def test_among_many_hidden_tools_the_decision_lists_those_search_finds(lane):
-    settings, store = lane
-    others = [Tool(f"gadget_{n}", f"Operate gadget number {n}.", object_schema({}), lambda a, c: "ok")
-              for n in range(DECIDE_LISTED_WHOLE)]
-    _, model = run(settings, store, [bridged("currency_convert", {"amount": "21", "to": "USD"}), text("42 USD.")],
-                   tools=(CORE, CONVERT, SECRET, *others))
-    [decision] = model.decide_requests
-    assert "currency_convert" not in decision["messages"][0]["content"]
-    assert "- currency_convert: Convert an amount" in decision["messages"][-1]["content"].split("Other tools")[1]
-    assert "gadget_3" not in decision["messages"][0]["content"]
 
 
 def test_search_then_call_through_the_bridge_is_recorded_under_the_real_name(lane):

@@ -65,9 +65,9 @@ def test_deferred_time_tool_completes_a_turn_through_the_bridge(tmp_path):
     result, model = turn(settings, script, "What time is it in Tokyo?")
     assert result.content == "It is morning in Tokyo."
     assert result.tools_executed == ["time__get_current_time"]
-    # The decision was offered the deferred tool (few are hidden: listed whole), and picked it.
+    # The decision was offered the deferred tool among search's hidden ones, and picked it.
     [decision] = model.decide_requests
-    assert "- time__get_current_time:" in decision["messages"][0]["content"]
+    assert "- time__get_current_time:" in decision["messages"][-1]["content"].split("Other tools")[1]
     forced, composed = model.requests
     offered = {tool["function"]["name"] for tool in forced["tools"]}
     assert "tool_call" in offered and "time__get_current_time" not in offered  # deferred
