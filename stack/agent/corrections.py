@@ -20,7 +20,6 @@ from ..store.claims import named_tools, text_tool_calls, unbacked_claims
 from ..tools.base import RESERVED_NAMES, plain_words, says_nothing
 from ..tools.execute import Outcome, refused
 from ..tools.validation import example_arguments
-from ..toolsearch.tokens import tokens
 from .toolcalls import described_call
 
 # Every lever of the agent loop: the Correction kind, and when it fires. Each is given at most once
@@ -48,9 +47,6 @@ LEVERS: dict[str, str] = {
                "claims what did not run or, after tools ran, states a time or number their results "
                "and the request do not hold (unsourced_numbers) is not passed on: the lane says what ran",
     "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
-    "copied": "an agent's call identical to one that ran ok for an earlier, different request "
-              "(copied_from: the requests share no word): not run, an error the model reads, so "
-              "the retry writes this request's own call",
     "operands": "a call of the lane's own tool whose precondition (tools/base.py; calculate: a "
                 "number of the expression is one the conversation wrote; clarify: the question is not "
                 "the user's own message again; calculate: no fraction nobody gave) the conversation "
@@ -165,37 +161,6 @@ def call_key(name: str, arguments: Any) -> str:
         except json.JSONDecodeError:
             pass
     return f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
-
-
-def copied_from(tool: str, arguments: Any, request: str, messages: Sequence[dict[str, Any]],
-                executions: Sequence[dict[str, Any]]) -> str | None:
-    """Why a call is the model copying an earlier turn's call rather than writing this request's:
-    the same tool with the same arguments ran ok for an earlier request, and this request, which
-    says something of its own (two words or more besides filler), shares no word with that one.
-    Seen on the 1.5B model: "And which Python version is installed here?", after "What year is
-    it? Check with the date command" had run `date`, ran `date` again. ("and now?" or "again"
-    says nothing of its own: the same call is what it asks for.) None when it is not a copy."""
-    words = set(tokens(request))
-    if len(words) < 2:
-        return None
-    try:
-        wanted = json.loads(arguments) if isinstance(arguments, str) else arguments
-    except json.JSONDecodeError:
-        return None
-    asked = [(row["id"], row["content"] or "") for row in messages if row["role"] == "user"]
-    current = asked[-1][0] if asked else 0
-    for row in executions:
-        if row["tool_name"] != tool or row["status"] != "ok" or (row["message_id"] or 0) >= current:
-            continue
-        try:
-            same = json.loads(row["arguments"] or "null") == wanted
-        except json.JSONDecodeError:
-            continue
-        earlier = next((text for id_, text in reversed(asked) if id_ < (row["message_id"] or 0)), "")
-        if same and not words & set(tokens(earlier)):
-            return (f"Not run: this exact call answered an earlier, different request "
-                    f"(\"{_preview(earlier)[:80]}\"). Write the call that this request needs.")
-    return None
 
 
 def repeated(name: str, arguments: Any, earlier: Outcome) -> Outcome:

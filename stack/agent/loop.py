@@ -19,12 +19,12 @@ from ..config import Settings
 from ..store import Store
 from ..token_estimate import estimate_tokens
 from ..tools.base import ToolContext
-from ..tools.execute import Outcome, failed, unmet_precondition
+from ..tools.execute import Outcome, unmet_precondition
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .answers import composed_answer, decided_tool, facts_of
-from .corrections import Correction, copied_from, fallback_answer, named_in, repeated
+from .corrections import Correction, fallback_answer, named_in, repeated
 from .history import conversation, said
 from .llm_client import LlmClient, ModelReply
 from .prompt import memory_note, promoted_tools_note, system_prompt
@@ -165,10 +165,8 @@ class Agent:
         if turn.ledger.too_many(key):
             raise TurnEnded(fallback_answer(turn.outcomes), "repeated_call")
         unasked = self._unasked(call, toolset, turn) if earlier is None else None
-        if unasked is not None:  # nothing ran: the next step answers in words, or retries an error
+        if unasked is not None:  # nothing ran: the next step answers in words
             self._record(turn.ctx.session_id, message_id, call, unasked)
-            if unasked.status == "error":
-                turn.outcomes.append(unasked)
             return
         if earlier is not None:
             outcome = repeated(call.name, call.arguments, earlier)
@@ -184,19 +182,12 @@ class Agent:
 
     def _unasked(self, call: ToolCall, toolset: Toolset, turn: Turn) -> Outcome | None:
         """The refusal of a call its tool's precondition rejects (lever "operands"), read against
-        the request and what the conversation said: its messages, the tool results and the notes;
-        or the error of a call copied from an earlier request (lever "copied"), which is retried."""
+        the request and what the conversation said: its messages, the tool results and the notes."""
         found = toolset.target(call.name, call.arguments)
-        if found is None:
+        if found is None or found[0].precondition is None:
             return None
         tool, arguments, via_bridge = found
-        messages = self.store.messages(turn.ctx.session_id)
-        copy = copied_from(tool.name, arguments, turn.query, messages, self.store.executions(turn.ctx.session_id))
-        if copy is not None:
-            return failed(tool.name, copy, arguments, via_bridge=via_bridge)
-        if tool.precondition is None:
-            return None
-        context = "\n".join([*said(messages), self._memory(turn)])
+        context = "\n".join([*said(self.store.messages(turn.ctx.session_id)), self._memory(turn)])
         return unmet_precondition(tool, arguments, turn.query, context, via_bridge=via_bridge)
 
     def _record(self, session: str, message_id: int, call: ToolCall, outcome: Outcome) -> None:

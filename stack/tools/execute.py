@@ -43,12 +43,6 @@ def refused(tool_name: str, reason: str, arguments: Any = None, *, via_bridge: b
     return Outcome(tool_name, "refused", reason, _as_json(arguments), now_iso(), 0.0, via_bridge)
 
 
-def failed(tool_name: str, reason: str, arguments: Any = None, *, via_bridge: bool = False) -> Outcome:
-    """A call that did not run because its arguments were wrong for the request: an error the
-    model reads and may correct, as a ToolError of the tool's own would be."""
-    return Outcome(tool_name, "error", reason, _as_json(arguments), now_iso(), 0.0, via_bridge)
-
-
 def run_tool(tool: Tool, raw_arguments: Any, ctx: ToolContext, *, via_bridge: bool = False) -> Outcome:
     started_at, clock = now_iso(), time.perf_counter()
     arguments_json = _as_json(raw_arguments)

@@ -847,25 +847,6 @@ def test_the_decision_offers_calculate_only_for_a_message_that_gives_a_number(la
     assert "add" in choices_of(model.decide_requests[0])
 
 
-@pytest.mark.parametrize("second, copied", [("and what is seven plus eight?", True), ("add 2 and 3 again", False)])
-def test_a_call_copied_from_an_earlier_request_is_an_error_the_model_corrects(lane, second, copied):
-    """Seen: "which Python version is installed here?" after "what year is it? check with the
-    date command" ran `date` again. The same call for a request that shares no word with the one
-    it answered is not run: the model reads why, and the retry writes this request's call."""
-    settings, store = lane
-    two_three, seven_eight = call("add", {"a": 2, "b": 3}), call("add", {"a": 7, "b": 8})
-    script = [two_three, text("5"), two_three, *([seven_eight] if copied else []), text("done")]
-    results, _ = run_turns(settings, store, script, ["add 2 and 3", second])
-    executed = rows(settings, "SELECT arguments, status FROM tool_executions ORDER BY id")
-    if copied:
-        assert executed == [('{"a": 2, "b": 3}', "ok"), ('{"a": 2, "b": 3}', "error"), ('{"a": 7, "b": 8}', "ok")]
-        assert rows(settings, "SELECT error FROM tool_executions WHERE status = 'error'")[0][0].startswith(
-            'Not run: this exact call answered an earlier, different request ("add 2 and 3")')
-    else:
-        assert executed == [('{"a": 2, "b": 3}', "ok"), ('{"a": 2, "b": 3}', "ok")]
-    assert results[1].tools_executed == ["add"]
-
-
 def test_a_tool_the_message_cannot_want_stays_listed_in_the_decisions_cached_prefix(lane):
     """calculate offered directly (tool search off) is listed in the decision's first message for
     every request, so that message stays one cached prefix; only the choices leave it out."""
