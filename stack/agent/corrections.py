@@ -388,10 +388,11 @@ def unsourced_numbers(text: str, facts: TurnFacts) -> list[str]:
     08:09 for Paris, "... 2026-11-27T16:09:02+01:00 ... in Europe/Paris", a time mixed from the
     earlier turn's Tokyo. Single digits are let through: a count of what a result lists ("2 files")."""
     now = "\n".join([facts.request, *facts.results])
-    times = {_clock(*found) for found in _TIME.findall(now)}
+    found_times = _TIME.findall(now)
+    times = {_clock(*found) for found in found_times}
     stray = [match.group(0) for match in _TIME.finditer(text) if _clock(*match.groups()) not in times]
     values = [_value(n) for n in _NUMBER.findall(_TIME.sub(" ", now))]
-    values += [float(n) for found in _TIME.findall(now) for n in found[:2]]
+    values += [float(n) for found in found_times for n in found[:2]]
     for number in _NUMBER.findall(_TIME.sub(" ", text)):
         value = _value(number)
         if "." not in number and value < 10:
