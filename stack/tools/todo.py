@@ -1,4 +1,8 @@
-"""The `todo` tool: a per-session checklist the model keeps for multi-step work.
+"""The `todo` tool: a per-session checklist, the user's chores or the model's steps of a task.
+
+Its description names chores and errands: the decision's index (answers.INDEX_AGREES) re-asked a
+right `todo` pick among search's best for "I've got a few chores today: ... Could you keep track of
+them for me?", where "A checklist for this session's task" ranked below session_search.
 
 The list lives in the session store (todos table), so it survives the turn and is visible to
 `lane sessions`; each call returns the whole list so the model always sees its current state.
@@ -49,7 +53,7 @@ def _todo(arguments: dict[str, Any], ctx: ToolContext) -> str:
 TOOLS: list[Tool] = [
     Tool(
         name="todo",
-        description="A checklist for this session's task: set the items, tick them off by number, or read it.",
+        description="A to-do list of tasks, chores or errands: set them, tick them off by number, or read what is open.",
         parameters=object_schema(
             {
                 "action": {"type": "string", "enum": ["set", "done", "read"]},
