@@ -255,7 +255,7 @@ class Store:
 
     def search_messages(
         self, query: str, *, exclude_session: str | None = None, limit: int = 5,
-        asked_in: tuple[str, int] | None = None,
+        asked_in: str | None = None,
     ) -> list[SearchHit]:
         """FTS5 over message content; one hit per session, best match first, and the user's own
         words before anything else that matched.
@@ -265,13 +265,12 @@ class Store:
         the phrase became part of what it saved). So a hit shows what the user wrote where the
         user's words match, never a message that is a tool call (its result, a message of its
         own, is searched) nor the lane's own prompts or notes, and no marks (the lane's own model
-        calls are not messages: lane_calls). `asked_in`, (session, message id): the request being
-        answered and what followed it are not searched (seen: "9:30 there = what in Berlin"
+        calls are not messages: lane_calls). `asked_in`, the session asking: its latest user message
+        (the request being answered) and what followed it are not searched (seen: "9:30 there = what in Berlin"
         searched for "9:30 there" and matched itself)."""
         match = _fts_query(query)
         if not match:
             return []
-        asking, asked_from = asked_in or (None, None)
         rows = self._read(
             """SELECT m.session_id, s.created_at, s.title, m.role,
                       snippet(messages_fts, 0, '', '', '…', 24) AS snippet,
@@ -281,9 +280,10 @@ class Store:
                WHERE messages_fts MATCH ? AND m.lane_prompt = 0 AND m.lane_note = 0
                  AND m.tool_calls IS NULL
                  AND (? IS NULL OR m.session_id != ?)
-                 AND (? IS NULL OR NOT (m.session_id = ? AND m.id >= ?))
+                 AND (? IS NULL OR m.session_id != ? OR m.id < COALESCE((
+                      SELECT MAX(id) FROM messages WHERE session_id = ? AND role = 'user'), m.id + 1))
                ORDER BY m.role != 'user', rank LIMIT ?""",
-            (match, exclude_session, exclude_session, asking, asking, asked_from, limit * 8),
+            (match, exclude_session, exclude_session, asked_in, asked_in, asked_in, limit * 8),
         )
         hits: dict[str, SearchHit] = {}
         for row in rows:

@@ -25,12 +25,11 @@ def _session_search(arguments: dict[str, Any], ctx: ToolContext) -> str:
     if not query:
         raise ToolError("query is empty; give words to search for")
     include_current = arguments.get("include_current", False)
-    asking = [row["id"] for row in ctx.store.messages(ctx.session_id) if row["role"] == "user"]
     hits = ctx.store.search_messages(
         query,
         exclude_session=None if include_current else ctx.session_id,
         limit=arguments.get("limit", DEFAULT_LIMIT),
-        asked_in=(ctx.session_id, asking[-1]) if asking else None,
+        asked_in=ctx.session_id,
     )
     if not hits:
         scope = "sessions" if include_current else "past sessions"
