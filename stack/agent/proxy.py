@@ -8,8 +8,9 @@ OpenAI is). Inside one request the lane still pulls its levers, for the client's
   tools offered;
 * calls written as text (every shape toolcalls.py salvages) become real tool_calls;
 * arguments are validated against the client's schema and repaired where that cannot change
-  their meaning (tools/validation.py); a call that still does not fit is told to the model and
-  corrected here: the client never sees a bad call;
+  their meaning (tools/validation.py; an optional one set to its declared default is left out); a
+  call that still does not fit is told to the model and corrected here: the client never sees a
+  bad call;
 * tool search over the client's tools (toolsearch/client_tools.py): tool_search/tool_describe are
   answered here, and a tool_call to a client tool is returned as a call to that tool;
 * the repeat breaker, the generation cap, the iteration cap, and the answer check (a reply that
@@ -39,6 +40,7 @@ from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES, Tool, ToolContext
 from ..tools.execute import Outcome, refused, run_tool, unmet_precondition
 from ..tools.registry import Registry, granted_tools, split_core
+from ..tools.validation import without_defaults
 from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
 from ..toolsearch.client_tools import ClientSurface, client_surface, needs_search
 from ..toolsearch.surface import Profile, guessed_task
@@ -404,6 +406,8 @@ class ProxyLane:
         outcome = run_tool(replace(tool, run=_as_validated), arguments, turn.ctx, via_bridge=via_bridge)
         if outcome.status != "ok":
             return outcome
+        outcome = replace(outcome, arguments=json.dumps(
+            without_defaults(tool.parameters, json.loads(outcome.arguments)), ensure_ascii=False))
         if turn.history.repeats(tool.name, outcome.arguments):
             earlier = replace(outcome, output=turn.history.result_of(tool.name, outcome.arguments))
             turn.answer_next = True

@@ -113,6 +113,25 @@ def coerce(schema: dict[str, Any], value: Any) -> Any:
     return value
 
 
+def without_defaults(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments less each optional one set to its schema's own `default`: such an argument
+    says nothing the call would not say without it, and a small model fills them in from the
+    schema. For a client's tools (proxy mode), whose schemas declare defaults: seen on BFCL even
+    ids, "What is the contact of Adriel" called `adriel_contact(contact_id=1, format="json")`,
+    both the declared defaults, where the request asked for neither."""
+    props, required = schema.get("properties") or {}, set(schema.get("required") or ())
+    return {key: value for key, value in arguments.items()
+            if key in required or not isinstance(props.get(key), dict) or "default" not in props[key]
+            or not _same(props[key]["default"], value)}
+
+
+def _same(default: Any, value: Any) -> bool:
+    """Equal as JSON values, a boolean never equal to a number (True == 1 in Python)."""
+    if isinstance(default, bool) or isinstance(value, bool):
+        return default is value
+    return bool(default == value)
+
+
 def _asks_iso_date(schema: dict[str, Any]) -> bool:
     return schema.get("format") == "date" or "yyyy-mm-dd" in str(schema.get("description", "")).lower()
 

@@ -126,6 +126,24 @@ def test_arguments_are_repaired_where_unambiguous_and_a_bad_call_is_corrected_in
         assert lane.rows("SELECT arguments FROM returned_calls") == [('{"city": "Paris", "hours_ahead": 3}',)]
 
 
+def test_an_optional_argument_set_to_its_declared_default_is_left_out(tmp_path):
+    """The model fills in a schema's defaults ("format": "json") that the request never asked
+    for: the client gets the call without them; a value that differs from the default, and a
+    required argument, stay."""
+    contact = {"type": "function", "function": {
+        "name": "get_contact", "description": "A contact's details.",
+        "parameters": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string", "default": "me"},
+            "format": {"type": "string", "enum": ["json", "xml"], "default": "json"},
+            "verbose": {"type": "boolean", "default": False},
+            "limit": {"type": "integer", "default": 1}}}}}
+    script = [call("get_contact", {"name": "me", "format": "json", "verbose": False, "limit": 2})]
+    with running_lane(tmp_path, script) as lane:
+        reply = lane.chat(messages=[{"role": "user", "content": "my contact, two of them"}], tools=[contact]).json()
+        assert only_call(reply)[:2] == ("get_contact", {"name": "me", "limit": 2})
+        assert lane.rows("SELECT arguments FROM returned_calls") == [('{"name": "me", "limit": 2}',)]
+
+
 def test_tool_choice_is_passed_to_the_model(tmp_path):
     with running_lane(tmp_path, [call("get_time", {"city": "Oslo"}), call("get_weather", {"city": "Oslo"}),
                                  text("No tools needed.")]) as lane:
