@@ -53,7 +53,8 @@ def _todo(arguments: dict[str, Any], ctx: ToolContext) -> str:
 TOOLS: list[Tool] = [
     Tool(
         name="todo",
-        description="A to-do list of tasks, chores or errands: set them, tick them off by number, or read what is open.",
+        description=("A to-do list of tasks, chores or errands: set them, tick them off by number, "
+                     "or read what is open."),
         parameters=object_schema(
             {
                 "action": {"type": "string", "enum": ["set", "done", "read"]},
