@@ -204,14 +204,10 @@ async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, 
                        choices: Sequence[str] | None = None, memory: str = "",
                        instruction: str = INSTRUCTION) -> ModelReply:
     """One greedy, grammar-bound model call; the caller reads it with parse_decision. `choices`
-    narrows the tools the grammar admits (all of `tools` and `hidden` when None); the question
-    spells them out only where they are fewer than the tools it lists (a re-ask among a few): the
-    list is ~46 tokens that "hello" would wait for after a restart, and says nothing the lines
-    above it do not."""
-    listed = [name for name, _ in [*tools, *hidden]]
-    names = list(choices) if choices is not None else listed
+    narrows the tools the grammar admits (all of `tools` and `hidden` when None)."""
+    names = list(choices) if choices is not None else [name for name, _ in [*tools, *hidden]]
     messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction)
-    if set(names) != set(listed):
+    if choices is not None:
         messages[-1]["content"] = messages[-1]["content"].replace(
             '{"next": TOOL}', '{"next": TOOL} with TOOL one of ' + ", ".join(names))
     return await _asked(llm, messages, names)
