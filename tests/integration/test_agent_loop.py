@@ -627,10 +627,15 @@ def test_a_pick_the_index_does_not_rank_is_asked_again_among_the_tools_it_ranks_
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")], user=user, decision=decide,
                         tools=[*TOOLS, WEATHER])
     decisions = [choices_of(r) for r in model.decide_requests]
+    tails = [r["messages"][-1]["content"] for r in model.decide_requests]
+    # The question ends with its choices spelled out, even where they are every tool it lists:
+    # without them the decision said "answer" to more tool requests (measured: docs/measurements.md).
+    assert "TOOL one of " + ", ".join(decisions[0][:-1]) in tails[0]
     if asked_again:
         assert result.tools_executed == ["add"]
         assert "weather" in decisions[0] and "weather" not in decisions[1] and "add" in decisions[1]
         assert len(decisions[1]) == 4 + 1  # the index's best four and "answer"
+        assert "TOOL one of " + ", ".join(decisions[1][:-1]) in tails[1]
     else:
         assert len(decisions) == 1 and "weather" in decisions[0]
 
