@@ -166,7 +166,9 @@ def test_sigkill_while_tool_results_are_written(tmp_path: Path, results_before_k
 
     db = home / "state.db"
     with ScriptedModel(busy, decision=decision) as model:
+        # a request the todo list fits: a pick the tool index does not rank is asked again
         kill_mid_turn(home, model, lambda: db.exists() and rows(
-            db, "SELECT count(*) FROM tool_executions")[0][0] >= results_before_kill)
+            db, "SELECT count(*) FROM tool_executions")[0][0] >= results_before_kill,
+            "put my tasks on the to-do list")
         assert model.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "todo"}}
         assert_store_survived(home, model)
