@@ -53,6 +53,10 @@ LEVERS: dict[str, str] = {
                 "does not meet: not run (a refused row); the agent then answers in words, proxy "
                 "mode tells the model why; and the agent's decision does not offer a tool the "
                 "message cannot want (Tool.wanted_by; calculate: the message gives no number)",
+    "numbers": "an agent turn's call of the lane's own tool: an optional number argument nobody "
+               "gave (not in the conversation's digits, no number spelled in the request) is left "
+               "out, so the tool's default applies (validation.without_unasked_numbers; read_file "
+               "limit=1 for a whole file); the store keeps the model's call and the arguments that ran",
     "call": "a reply (proxy mode) or a composed answer held back (agent) told or spelled a call it "
             "did not make: that tool forced (in proxy mode shown the call)",
     "claim": "a reply (proxy mode) or a composed answer held back (agent) says a tool did "

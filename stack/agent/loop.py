@@ -13,15 +13,18 @@ at most the call in flight, and the store is always the truth about what ran.
 from __future__ import annotations
 
 import asyncio
+import json
+from dataclasses import replace
 from typing import Any
 
 from ..config import Settings
 from ..store import Store
 from ..token_estimate import estimate_tokens
-from ..tools.base import ToolContext
+from ..tools.base import ToolContext, ToolError
 from ..tools.execute import Outcome, unmet_precondition
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
+from ..tools.validation import parse_arguments, without_unasked_numbers
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .answers import composed_answer, decided_tool, facts_of
 from .corrections import Correction, fallback_answer, named_in, repeated
@@ -161,6 +164,7 @@ class Agent:
                                       self.store.failed_call_ids(session_id))
 
     async def _execute(self, call: ToolCall, toolset: Toolset, turn: Turn, message_id: int) -> None:
+        call = self._as_asked(call, toolset, turn)
         key, earlier = turn.ledger.attempt(call.name, call.arguments, toolset.parameters_of(call.name))
         if turn.ledger.too_many(key):
             raise TurnEnded(fallback_answer(turn.outcomes), "repeated_call")
@@ -180,15 +184,35 @@ class Agent:
         if turn.ctx.question_for_user:
             raise TurnEnded(turn.ctx.question_for_user, "clarify")
 
+    def _as_asked(self, call: ToolCall, toolset: Toolset, turn: Turn) -> ToolCall:
+        """The call less the optional numbers nobody gave (lever "numbers"), through the bridge
+        too; unchanged when it reaches no tool or its arguments do not parse (the tool says so)."""
+        found = toolset.target(call.name, call.arguments)
+        if found is None:
+            return call
+        tool, raw, via_bridge = found
+        try:
+            arguments = parse_arguments(raw)
+        except ToolError:
+            return call
+        kept = without_unasked_numbers(tool.parameters, arguments, turn.query, self._said(turn))
+        if kept == arguments:
+            return call
+        sent = {"name": tool.name, "arguments": kept} if via_bridge else kept
+        return replace(call, arguments=json.dumps(sent, ensure_ascii=False))
+
     def _unasked(self, call: ToolCall, toolset: Toolset, turn: Turn) -> Outcome | None:
         """The refusal of a call its tool's precondition rejects (lever "operands"), read against
-        the request and what the conversation said: its messages, the tool results and the notes."""
+        the request and what the conversation said."""
         found = toolset.target(call.name, call.arguments)
         if found is None or found[0].precondition is None:
             return None
         tool, arguments, via_bridge = found
-        context = "\n".join([*said(self.store.messages(turn.ctx.session_id)), self._memory(turn)])
-        return unmet_precondition(tool, arguments, turn.query, context, via_bridge=via_bridge)
+        return unmet_precondition(tool, arguments, turn.query, self._said(turn), via_bridge=via_bridge)
+
+    def _said(self, turn: Turn) -> str:
+        """What the conversation said (its messages, the tool results) and the notes."""
+        return "\n".join([*said(self.store.messages(turn.ctx.session_id)), self._memory(turn)])
 
     def _record(self, session: str, message_id: int, call: ToolCall, outcome: Outcome) -> None:
         self.store.add_tool_result(

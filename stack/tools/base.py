@@ -37,6 +37,30 @@ def plain_words(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+# A message that spells a number in words may be the source of any number in a call.
+_NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
+    "hundred thousand million billion half quarter third dozen twice double triple percent".split())
+
+
+def numbers_in(text: str) -> set[float]:
+    """The numbers written with digits in `text` ("1,250" is 1250)."""
+    found = set()
+    for digits in _DIGITS.findall(text):
+        try:
+            found.add(float(digits.replace(",", "")))
+        except ValueError:
+            continue
+    return found
+
+
+def spells_a_number(text: str) -> bool:
+    """Whether `text` writes a number in words ("three", "a dozen", "half")."""
+    return bool(_NUMBER_WORDS & set(re.findall(r"[a-z]+", text.lower())))
+
+
 class ToolError(Exception):
     """The tool ran and failed, or its arguments were wrong: the model is told why."""
 

@@ -18,7 +18,7 @@ import operator
 import re
 from typing import Any, Callable
 
-from .base import Tool, ToolContext, ToolError, object_schema
+from .base import Tool, ToolContext, ToolError, numbers_in, object_schema, spells_a_number
 
 MAX_EXPRESSION_CHARS = 500
 MAX_EXPONENT = 10_000
@@ -107,25 +107,6 @@ def _calculate(arguments: dict[str, Any], ctx: ToolContext) -> str:
     return repr(result)
 
 
-_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
-# A request that spells a number in words may be the source of any operand.
-_NUMBER_WORDS = frozenset(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
-    "hundred thousand million billion half quarter third dozen twice double triple percent".split())
-
-
-def numbers_in(text: str) -> set[float]:
-    """The numbers written with digits in `text` ("1,250" is 1250)."""
-    found = set()
-    for digits in _DIGITS.findall(text):
-        try:
-            found.add(float(digits.replace(",", "")))
-        except ValueError:
-            continue
-    return found
-
-
 def operands_given(arguments: dict[str, Any], request: str, context: str) -> str | None:
     """Why a call is not arithmetic the conversation asked for: its expression holds numbers and
     none of them (nor its percentage, 0.18 for "18%") is a number the request or its context
@@ -145,7 +126,7 @@ def operands_given(arguments: dict[str, Any], request: str, context: str) -> str
                 "with the user's and the tools' numbers, or answer from what you know")
     if any(round(n, 12) in given for n in operands):
         return None
-    if _spells_a_number(request):
+    if spells_a_number(request):
         return None
     return (f"not run: no number of {expression!r} is one the user or a tool gave, so there is "
             "nothing to compute; answer from what you know")
@@ -155,11 +136,7 @@ def holds_a_number(request: str) -> bool:
     """Whether the message gives a number to compute with, in digits or in words. Seen on the
     1.5B model: without one, the decision chose calculate for "And which Python version is
     installed here?", "How much did he charge?" and "how many sides does a hexagon have?"."""
-    return bool(numbers_in(request)) or _spells_a_number(request)
-
-
-def _spells_a_number(request: str) -> bool:
-    return bool(_NUMBER_WORDS & set(re.findall(r"[a-z]+", request.lower())))
+    return bool(numbers_in(request)) or spells_a_number(request)
 
 
 TOOLS: list[Tool] = [

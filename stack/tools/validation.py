@@ -19,7 +19,7 @@ from typing import Any
 
 import jsonschema
 
-from .base import ToolError
+from .base import ToolError, numbers_in, spells_a_number
 
 _INTEGER = re.compile(r"^[+-]?\d+$")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
@@ -123,6 +123,28 @@ def without_defaults(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[
     return {key: value for key, value in arguments.items()
             if key in required or not isinstance(props.get(key), dict) or "default" not in props[key]
             or not _same(props[key]["default"], value)}
+
+
+def without_unasked_numbers(schema: dict[str, Any], arguments: dict[str, Any], request: str,
+                            context: str) -> dict[str, Any]:
+    """The arguments less each optional number that nobody gave: not written in digits in the
+    request or in what the conversation said (`context`: its messages and tool results), with the
+    request spelling no number in words. Such a number is a setting the model made up, and the
+    tool's own default serves the user better. Seen on the 1.5B model: asked to read a three-line
+    file back, read_file(path, offset=1, limit=1) showed its first line only, twice; a terminal
+    call with timeout -1000000000000000. The lane's own tools (agent/loop.py); a client's tools
+    are the client's business."""
+    props, required = schema.get("properties") or {}, set(schema.get("required") or ())
+    if spells_a_number(request):
+        return arguments
+    given = numbers_in(f"{request}\n{context}")
+    return {key: value for key, value in arguments.items()
+            if key in required or not _is_number(value) or not isinstance(props.get(key), dict)
+            or props[key].get("type") not in ("integer", "number") or float(value) in given}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _same(default: Any, value: Any) -> bool:

@@ -839,6 +839,31 @@ def test_a_file_name_the_model_respelled_is_written_as_the_user_spelled_it(tmp_p
     assert not (settings.workspace / "shopping.txt").exists()
 
 
+def test_a_line_range_nobody_asked_for_is_not_read(tmp_path):
+    """Asked to read a three-line file back, the 1.5B model called read_file(offset=1, limit=1) and
+    the user got its first line: the range is left out, the whole file is read, and the store
+    keeps both the model's call and the arguments that ran."""
+    from stack.tools.files import TOOLS as FILES
+
+    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
+    store = Store(settings.db_path)
+    settings.workspace.mkdir(parents=True, exist_ok=True)
+    (settings.workspace / "groceries.txt").write_text("apples\nrice\nsoap\n")
+    read = next(tool for tool in FILES if tool.name == "read_file")
+    script = [call("read_file", {"path": "groceries.txt", "offset": 1, "limit": 1}),
+              text("It says apples, rice and soap.")]
+    result, _ = run(settings, store, script, user="now read groceries.txt back to me please",
+                    decision=decide_then("read_file", "answer"), tools=[*TOOLS, read])
+    session = store.list_sessions()[0]["id"]
+    [ran] = store.executions(session)
+    [asked] = [m for m in store.messages(session) if m.get("tool_calls")]
+    store.close()
+    assert json.loads(ran["arguments"]) == {"path": "groceries.txt"}
+    assert "rice" in ran["result"] and "soap" in ran["result"]
+    assert json.loads(asked["tool_calls"][0]["function"]["arguments"])["limit"] == 1
+    assert result.tools_executed == ["read_file"]
+
+
 @pytest.mark.parametrize("user, offered", [("which python version is installed here?", False),
                                            ("how much is 12.5% of 368?", True),
                                            ("what is twelve times seven?", True)])

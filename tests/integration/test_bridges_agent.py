@@ -282,3 +282,15 @@ def test_a_hidden_tool_s_precondition_holds_through_the_bridge(lane):
     assert bridged_target(model.requests[0]) == "calculate"
     assert executions(settings) == [("calculate", "refused", 1, '{"expression": "8"}')]
     assert result.tools_executed == [] and result.content == "Eight."
+
+
+def test_a_number_nobody_gave_is_left_out_of_a_call_through_the_bridge(lane):
+    settings, store = lane
+    rounded = Tool("currency_convert", "Convert an amount of money between currencies.",
+                   object_schema({"amount": {"type": "number"}, "to": {"type": "string"},
+                                  "decimals": {"type": "integer"}}, ["amount", "to"]), _convert, "fx")
+    run(settings, store, [bridged("currency_convert", {"amount": 21, "to": "USD", "decimals": 7}),
+                          text("That is 42 USD.")], tools=(CORE, rounded, SECRET))
+    [(name, status, via_bridge, arguments)] = executions(settings)
+    assert (name, status, via_bridge) == ("currency_convert", "ok", 1)
+    assert json.loads(arguments) == {"amount": 21, "to": "USD"}

@@ -11,7 +11,7 @@ from stack.config import DEFAULT_CORE_TOOLS
 from stack.tools import clarify, files, memory, session_search, terminal, todo
 from stack.tools.base import ToolError
 from stack.tools.registry import builtin_tools
-from stack.tools.validation import example_arguments, validate_arguments
+from stack.tools.validation import example_arguments, validate_arguments, without_unasked_numbers
 
 TOOLS = [tool for module in (memory, terminal, session_search, files, todo, clarify)
          for tool in module.TOOLS]
@@ -86,3 +86,32 @@ def test_a_year_first_date_is_written_as_the_schema_asks_and_nothing_else_is_tou
     # Not a year-first date, or no such day: left as written (the schema does not say more).
     for kept in ("10/1/2023", "2023-13-01", "2023-10-01T10:00", "next Saturday", "2023.10-1"):
         assert validate_arguments("find", schema, {"date": kept}) == {"date": kept}
+
+
+READ = next(tool for tool in files.TOOLS if tool.name == "read_file").parameters
+TERMINAL = next(tool for tool in terminal.TOOLS if tool.name == "terminal").parameters
+
+
+@pytest.mark.parametrize("schema, arguments, request_, context, kept", [
+    # made up: the whole file was asked for, the range is the model's
+    (READ, {"path": "groceries.txt", "offset": 1, "limit": 1}, "read it back to me please", "",
+     {"path": "groceries.txt"}),
+    (TERMINAL, {"command": "hostname", "timeout": -1000000000000000}, "what's this machine called?", "",
+     {"command": "hostname"}),
+    # given: in the request's digits, in its words, or in what the conversation said
+    (READ, {"path": "a.txt", "limit": 5}, "show me the first 5 lines of a.txt", "", {"path": "a.txt", "limit": 5}),
+    (READ, {"path": "a.txt", "limit": 3}, "the first three lines of a.txt", "", {"path": "a.txt", "limit": 3}),
+    (READ, {"path": "a.txt", "offset": 41}, "go on", "truncated: continue with offset=41",
+     {"path": "a.txt", "offset": 41}),
+    # a number the conversation spelled only as part of an earlier message's words is no source
+    (READ, {"path": "a.txt", "limit": 1}, "read a.txt", "that one's done", {"path": "a.txt"}),
+])
+def test_an_optional_number_nobody_gave_is_left_out(schema, arguments, request_, context, kept):
+    assert without_unasked_numbers(schema, arguments, request_, context) == kept
+
+
+def test_required_numbers_and_other_values_are_never_left_out():
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}, "flag": {"type": "boolean"},
+                                               "name": {"type": "string"}}, "required": ["n"]}
+    arguments = {"n": 7, "flag": True, "name": "x"}
+    assert without_unasked_numbers(schema, arguments, "do it", "") == arguments
