@@ -49,7 +49,8 @@ import httpx
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parents[1]
 DATA = BENCH / "data"
-DEFAULT_FILES = (DATA / "everyday_tuning.json", DATA / "everyday_seen.json", DATA / "everyday_heldout.json")
+DEFAULT_FILES = (DATA / "everyday_tuning.json", DATA / "everyday_seen.json", DATA / "everyday_fresh.json",
+                 DATA / "everyday_heldout.json")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

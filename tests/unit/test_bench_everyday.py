@@ -11,7 +11,7 @@ from stack.config import DEFAULT_CORE_TOOLS
 from tests.bench_scripts import bench_script
 
 DATA = Path(__file__).resolve().parents[2] / "scripts" / "bench" / "data"
-FILES = ("everyday_tuning.json", "everyday_seen.json", "everyday_heldout.json")
+FILES = ("everyday_tuning.json", "everyday_seen.json", "everyday_heldout.json", "everyday_fresh.json")
 
 
 @pytest.fixture(scope="module")
