@@ -48,7 +48,8 @@ COMPOSE = (
     "directly, in one to three short sentences, speaking to them as \"you\". The facts below say "
     "what the tools returned for it: give the user the numbers, text, times or output they asked "
     "for, quoted from there. Only say something was done (saved, run, written, found) if the facts "
-    "show it. If nothing ran, answer from what you know, or say plainly what you could not do."
+    "show it. If nothing ran, answer from what you know, or say plainly what you could not do. "
+    "If you cannot tell what or whom the message means, ask the user one short question instead."
 )
 COMPOSE_RESULT_CHARS = 1500
 
