@@ -124,7 +124,7 @@ def _terminal(arguments: dict[str, Any], ctx: ToolContext) -> str:
 TOOLS: list[Tool] = [
     Tool(
         name="terminal",
-        description="Run a shell command in the workspace and return its exit code and output.",
+        description="Run a shell command on this computer and return its output: hostname, disk, folders, versions.",
         parameters=object_schema(
             {
                 "command": {"type": "string"},
