@@ -43,7 +43,8 @@ LEVERS: dict[str, str] = {
     "retry": "an agent turn's call that failed: made once more, the model having read the error",
     "compose": "an agent turn's answer: written from the request, the tool results, earlier turns "
                "as facts and the notes the lane keeps; one that gives the user nothing (empty, a "
-               "stock apology, the request echoed, call-shaped text, the lane's own note copied), "
+               "stock apology, the request echoed, call-shaped text, the lane's own note copied, "
+               "the conversation told in the third person: \"The user asked ...\"), "
                "claims what did not run or, after tools ran, states a time or number their results "
                "and the request do not hold (unsourced_numbers) is not passed on: the lane says what ran",
     "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
@@ -76,6 +77,12 @@ RESULT_SCAN_CHARS = 4000
 _COMMON = frozenset("the and for with this that was were are you your from into exit code output "
                     "error file files line lines not has have had its".split())
 
+# An answer that tells of the conversation in the third person, as the facts the lane writes do
+# ("The user said: ..."), gives the user nothing. Seen on the 1.5B model, with nothing run: "The
+# user asked for the free disk space on their computer.", "The assistant will send the
+# information to Ingrid." (a promise nothing keeps).
+_NARRATED = re.compile(r"^\W*the (?:user|assistant) (?:asked|asks|said|says|wants|wanted|requested|"
+                       r"would like|is asking|will|would|has|can)\b", re.IGNORECASE)
 _CALL_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 # Replies that give the user nothing, seen as answers on the 1.5B model: a stock apology, and the
 # lane's own notes copied back.
@@ -295,6 +302,8 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
     if any(words in text for words in _LANE_WORDS):
         problems.append("the lane's own note copied")
+    if _NARRATED.search(text):
+        problems.append("it tells of the user or the assistant instead of answering")
     if text_tool_calls(text, frozenset(facts.offered)) or text.startswith("{") and '"name"' in text:
         problems.append("a tool call written as text")
     if facts.results and not _carries(text, facts.results, facts.earlier, facts.ran_in_turn):

@@ -89,6 +89,9 @@ def facts(request="2 plus 3?", ran=(), results=(), session=(), offered=("memory"
                      asks_about_session(request), tuple(results))
 
 
+NARRATED = "it tells of the user or the assistant instead of answering"
+
+
 @pytest.mark.parametrize("answer, problem", [
     ("", "the model gave no answer"),
     ("I'm sorry, but I need more information to answer your question.", "a stock apology"),
@@ -99,9 +102,17 @@ def facts(request="2 plus 3?", ran=(), results=(), session=(), offered=("memory"
     ("session_search ran for the user's last message.", "the lane's own note copied"),  # the answer prompt's header
     ("I saved it to memory.", "it says memory did something that did not run"),
     ("I sent the page to her.", "it says something was done that no tool here can do"),
+    ("The user asked for the free disk space on their computer.", NARRATED),
+    ("The assistant will send the information to Ingrid.", NARRATED),
 ])
 def test_an_answer_that_gives_nothing_or_claims_is_held_back(answer, problem):
     assert problem in faults(answer, facts())
+
+
+@pytest.mark.parametrize("answer", ["The user you are logged in as is root.", "The assistant here runs on your laptop.",
+                                    "You asked for 2 plus 3: it is 5."])
+def test_an_answer_about_a_user_account_or_the_assistant_is_no_narration(answer):
+    assert NARRATED not in faults(answer, facts())
 
 
 def test_an_answer_must_carry_what_the_tools_returned():
