@@ -139,6 +139,12 @@ def _write_file(arguments: dict[str, Any], ctx: ToolContext) -> str:
     path = resolve_path(arguments["path"], ctx.settings)
     if path.is_dir():
         raise ToolError(f"{arguments['path']} is a directory")
+    if not data and path.is_file() and path.stat().st_size:
+        # Seen on the 1.5B model: asked what a packing list held, it read the file, then wrote
+        # it empty. Emptying a file is never a slip worth taking: the terminal can do it.
+        raise ToolRefused(f"not written: {_shown(path, ctx.settings)} holds {path.stat().st_size} bytes "
+                          "and the content is empty; write the file's whole new text (to empty a "
+                          "file on purpose, use the terminal)")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return f"wrote {len(data)} bytes to {_shown(path, ctx.settings)}"

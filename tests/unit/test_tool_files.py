@@ -207,6 +207,16 @@ def test_write_file_over_the_cap_is_an_error_and_writes_nothing(tmp_path):
     context.store.close()
 
 
+def test_write_file_never_empties_a_file_that_holds_something(ctx, ws):
+    (ws / "packing.txt").write_text("passport\nsunscreen\n")
+    outcome = call("write_file", {"path": "packing.txt", "content": ""}, ctx)
+    assert outcome.status == "refused" and "holds 19 bytes" in outcome.output
+    assert (ws / "packing.txt").read_text() == "passport\nsunscreen\n"
+    # a new empty file, or an empty one written again, is fine
+    assert call("write_file", {"path": "empty.txt", "content": ""}, ctx).status == "ok"
+    assert call("write_file", {"path": "empty.txt", "content": ""}, ctx).status == "ok"
+
+
 def test_write_file_onto_a_directory_is_an_error(ctx, ws):
     (ws / "d").mkdir()
     outcome = call("write_file", {"path": "d", "content": "x"}, ctx)
