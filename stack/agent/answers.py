@@ -50,9 +50,12 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store) -> TurnFacts:
     schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
                for t in toolset.offered + toolset.promoted_schemas}
     schemas |= {name: tool.parameters for name, tool in toolset.catalog.tools.items()}
+    rows = store.messages(turn.result.session_id)
     return TurnFacts(turn.query, schemas, store.tools_that_ran(turn.result.session_id),
                      {o.tool_name for o in ran}, asks_about_session(turn.query),
-                     tuple(o.output for o in ran), _earlier(store, turn))
+                     tuple(o.output for o in ran), earlier_facts(rows),
+                     tuple(row["content"] for row in rows if row["role"] == "user" and row["content"]),
+                     frozenset(o.tool_name for o in turn.outcomes if o.status == "error"))
 
 
 def decision_tools(toolset: Toolset) -> list[tuple[str, str]]:

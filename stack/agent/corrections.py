@@ -196,6 +196,8 @@ class TurnFacts:
     about_session: bool = False  # the request asks what happened earlier in the session
     results: tuple[str, ...] = ()  # the outputs of the tools that ran ok in this turn
     earlier: str = ""  # what earlier turns said and returned, as the answer's question showed it
+    user_said: tuple[str, ...] = ()  # the user's earlier messages in this session
+    failed: frozenset[str] = frozenset()  # the tools that ran and failed in this turn
 
 
 def correction(content: str, facts: TurnFacts) -> Correction | None:
@@ -308,7 +310,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("a tool call written as text")
     if facts.results and not _carries(text, facts.results, facts.earlier, facts.ran_in_turn):
         problems.append("it leaves out what the tools returned")
-    stray = unsourced_numbers(text, facts) if facts.results else []
+    stray = unsourced_numbers(text, facts) if facts.results or facts.failed else []
     if stray:
         problems.append(f"it states {stray[0]}, which no result holds")
     if unchecked_fact_tools(text, facts):
@@ -393,14 +395,17 @@ _NUMBER = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,])|(?<![\d.
 
 
 def unsourced_numbers(text: str, facts: TurnFacts) -> list[str]:
-    """The numbers of an answer, written after tools ran, that neither this turn's results nor the
-    request hold: a clock time, and a number of two digits or more (or with decimals) unless it
-    rounds one they hold (1.414214 for 1.4142135623730951). Earlier turns are not a source: seen
-    on the 1.5B model, `wc -l beta.csv` printed "4 beta.csv" and the answer was "The file beta.csv
-    has 11 lines.", the size of alpha.txt in an earlier `ls -la`; and after world_clock returned
-    08:09 for Paris, "... 2026-11-27T16:09:02+01:00 ... in Europe/Paris", a time mixed from the
-    earlier turn's Tokyo. Single digits are let through: a count of what a result lists ("2 files")."""
-    now = "\n".join([facts.request, *facts.results])
+    """The numbers of an answer, written after tools ran (or failed: the answer then states what
+    no tool produced, "The sum of all primes under 1000 is calculated and saved as 76127." after
+    calculate failed), that neither this turn's results nor what the user wrote hold: a clock
+    time, and a number of two digits or more (or with decimals) unless it rounds one they hold
+    (1.414214 for 1.4142135623730951). Earlier tool results are not a source: seen on the 1.5B
+    model, `wc -l beta.csv` printed "4 beta.csv" and the answer was "The file beta.csv has 11
+    lines.", the size of alpha.txt in an earlier `ls -la`; and after world_clock returned 08:09
+    for Paris, "... 2026-11-27T16:09:02+01:00 ... in Europe/Paris", a time mixed from the earlier
+    turn's Tokyo. The user's earlier messages are ("primes under 1000", then "how many are
+    there?"). Single digits are let through: a count of what a result lists ("2 files")."""
+    now = "\n".join([facts.request, *facts.user_said, *facts.results])
     found_times = _TIME.findall(now)
     times = {_clock(*found) for found in found_times}
     stray = [match.group(0) for match in _TIME.finditer(text) if _clock(*match.groups()) not in times]

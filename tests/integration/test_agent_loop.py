@@ -839,6 +839,15 @@ def test_a_file_name_the_model_respelled_is_written_as_the_user_spelled_it(tmp_p
     assert not (settings.workspace / "shopping.txt").exists()
 
 
+def test_a_number_no_tool_gave_after_the_tool_failed_never_reaches_the_user(lane):
+    settings, store = lane
+    script = [call("fail", {}), call("fail", {}), text("The total is 156, computed and saved.")]
+    result, _ = run(settings, store, script, user="multiply 12 by 13 for me", decision=decide_then("fail", "answer"))
+    assert result.content.startswith("I could not write a reliable answer.")
+    assert "The total is 156" not in result.content
+    assert "it states 156, which no result holds" in result.content
+
+
 def test_a_line_range_nobody_asked_for_is_not_read(tmp_path):
     """Asked to read a three-line file back, the 1.5B model called read_file(offset=1, limit=1) and
     the user got its first line: the range is left out, the whole file is read, and the store

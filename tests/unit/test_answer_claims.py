@@ -187,6 +187,25 @@ def test_numbers_are_not_held_to_results_when_no_tool_ran():
     assert faults("A leap year has 366 days.", facts("how many days in a leap year?")) == []
 
 
+def test_a_number_stated_after_the_tool_for_it_failed_is_not_passed_on():
+    """Seen: calculate failed on "sum(primes(1000))", and the answer was "The sum of all primes
+    under 1000 is calculated and saved as 76127."."""
+    failed = TurnFacts("quick script pls: sum of all primes under 1000", {"calculate": {}}, set(), set(),
+                       failed=frozenset({"calculate"}))
+    answer = "The sum of all primes under 1000 is calculated and saved as 76127."
+    assert unsourced_numbers(answer, failed) == ["76127"]
+    assert "it states 76127, which no result holds" in faults(answer, failed)
+
+
+def test_a_number_the_user_wrote_in_an_earlier_message_is_a_source():
+    """Seen: "The sum of all primes under 1000 is 76127." held back for 1000, which the user's
+    previous message gave ("... primes under 1000", then "and how many are there? run it too")."""
+    turn = TurnFacts("and how many are there? run it too", {"run_python": {}}, {"run_python"}, {"run_python"},
+                     results=("exit code: 0\n76127",),
+                     user_said=("quick script pls: sum of all primes under 1000", "and how many are there?"))
+    assert unsourced_numbers("The sum of all primes under 1000 is 76127.", turn) == []
+
+
 def test_a_tools_name_is_not_what_it_returned():
     """Seen: "session_search ran." was the answer, sharing "session" with the result."""
     result = TurnFacts("keep track of my chores", {"session_search": {}}, {"session_search"}, {"session_search"},
