@@ -54,8 +54,8 @@ from .corrections import (
     repeated,
 )
 from .decide import (
+    CLIENT_DESCRIBED,
     CLIENT_INSTRUCTION,
-    DECIDE_HIDDEN,
     FITS,
     ask_decision,
     fit_probability,
@@ -573,13 +573,13 @@ def decision_listing(surface: ClientSurface, query: str) -> list[tuple[str, str]
     """The client's tools as the decision lists them, as (name, description): in tool search's
     order for `query` (the rest after, in the client's order), while their lines fit
     DECIDE_LIST_TOKENS. With tool search on, only the tools offered directly and search's
-    DECIDE_HIDDEN best hidden ones keep a description; the others are listed by name alone (a
+    CLIENT_DESCRIBED best hidden ones keep a description; the others are listed by name alone (a
     name such as `fillFuelTank` still says what it does: search's best alone missed it for
     "refuel the vehicle"), so the question costs a fraction of the tools block it stands for."""
     catalog = surface.catalog
     hits, _ = catalog.search(query, len(catalog.tools))
     order = list(dict.fromkeys([*(hit.name for hit in hits), *catalog.tools]))
-    hidden_best = [name for name in order if name not in surface.direct][:DECIDE_HIDDEN]
+    hidden_best = [name for name in order if name not in surface.direct][:CLIENT_DESCRIBED]
     described = set(catalog.tools) if not surface.bridged else {*surface.direct, *hidden_best}
     listing: list[tuple[str, str]] = []
     budget = DECIDE_LIST_TOKENS
