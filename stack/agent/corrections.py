@@ -235,7 +235,8 @@ def _unmade_call(text: str, facts: TurnFacts) -> Correction | None:
 # "The current time in Paris is 10:43 AM" (the clock: the current time or today's date, not a time
 # the user's notes hold); "The number of lines in beta.csv is 10" (a file by its name, with a
 # number or what it holds; "The folder contains the files: notes.txt, notes_old.txt, and
-# session_search.log" after only session_search ran).
+# session_search.log" after only session_search ran; a file by what it is, with a count: "The
+# banana bread recipe is approximately 10 lines long.").
 # A file an answer names, by the extensions people's files have: unlike a request's file name
 # (toolcalls._FILE_NAME, any extension), an answer's "i.e." or "version 3.8" must not read as one.
 _KNOWN_FILE = r"\b[\w-]+\.(?:txt|csv|tsv|md|json|jsonl|py|ya?ml|log|html?|xml|cfg|ini|toml|sh|conf|ts|js)\b"
@@ -253,6 +254,7 @@ _FACTS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple(
         (rf"{_KNOWN_FILE}[^.\n]{{0,60}}\b(?:\d+|contains?|holds?|has (?:no|only|\d+)|lines?|words?|bytes|"
          r"(?:is|are) empty)\b|"
          rf"\b(?:\d+|lines?|words?|bytes)\b[^.\n]{{0,40}}{_KNOWN_FILE}|"
+         r"\b(?:file|recipe|document|script|list|notes?|one)\b[^.\n]{0,40}\b\d+ (?:lines|words|bytes)\b|"
          r"\b(?:files|folders) (?:in|of) (?:the|your|this) (?:folder|workspace|directory)\b|"
          r"\b(?:the|your|this) (?:folder|workspace|directory)\b[^.\n]{0,20}\b(?:contains?|holds?|has)\b",
          ("terminal", "read_file", "search_files", "write_file", "patch")),

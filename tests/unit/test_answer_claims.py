@@ -321,6 +321,8 @@ def test_a_repeat_is_the_same_text_under_another_mode_but_numbers_keep_their_pla
     ("notes.txt contains three lines: apples, rice, soap.", "terminal"),
     ("The files in the workspace are alpha.txt and beta.csv.", "terminal"),
     ("The folder contains the files: notes.txt, notes_old.txt, and session_search.log.", "terminal"),
+    ("The banana bread recipe is approximately 10 lines long.", "terminal"),
+    ("A sonnet is 14 lines long.", None),
     ("A folder has room for many files.", None),
     ("Python 3.12 was released in October 2023.", None),
     ("The boiling point of water is 212 °F.", None),
