@@ -109,7 +109,11 @@ def _memory(arguments: dict[str, Any], ctx: ToolContext) -> str:
             raise
         if action == "replace":
             previous = entries[index]
-            entries[index] = _normalized(arguments.get("content"), "content")
+            content = _normalized(arguments.get("content"), "content")
+            if content == previous:  # seen: asked to note a new rent, the model "replaced" the old
+                raise ToolError(f"content is the entry as it is ({previous!r}): nothing changed. Write the "
+                                "entry as it should read now in content")  # note with itself
+            entries[index] = content
             _save(path, entries)
             return f"replaced {previous!r} with {entries[index]!r}"
         removed = entries.pop(index)

@@ -60,6 +60,13 @@ def test_replace_and_remove_by_part_of_the_text(ctx):
     assert memory.read_entries(ctx.settings.memory_path) == ["codename is BLUE"]
 
 
+def test_replacing_an_entry_with_itself_is_an_error_that_says_so(ctx):
+    mem(ctx, action="add", content="rent is 1,150 EUR")
+    outcome = mem(ctx, action="replace", old_text="rent is 1,150 EUR", content="rent is 1,150 EUR")
+    assert outcome.status == "error" and "nothing changed" in outcome.output
+    assert memory.read_entries(ctx.settings.memory_path) == ["rent is 1,150 EUR"]
+
+
 def test_exact_entry_wins_over_entries_that_contain_it(ctx):
     mem(ctx, action="add", content="tea")
     mem(ctx, action="add", content="tea with milk")
