@@ -44,8 +44,9 @@ INDEX_AGREES = 4
 MAX_INSTRUCTION_CHARS = 2000
 
 
-def facts_of(turn: Turn, toolset: Toolset, store: Store) -> TurnFacts:
-    """What this turn's answer is held to: the tools it could call, and what ran."""
+def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> TurnFacts:
+    """What this turn's answer is held to: the tools it could call, what ran, and what the user
+    wrote (their messages and the notes they asked the lane to keep)."""
     ran = [o for o in turn.outcomes if o.status == "ok"]
     schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
                for t in toolset.offered + toolset.promoted_schemas}
@@ -54,7 +55,7 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store) -> TurnFacts:
     return TurnFacts(turn.query, schemas, store.tools_that_ran(turn.result.session_id),
                      {o.tool_name for o in ran}, asks_about_session(turn.query),
                      tuple(o.output for o in ran), earlier_facts(rows),
-                     tuple(row["content"] for row in rows if row["role"] == "user" and row["content"]),
+                     (*(row["content"] for row in rows if row["role"] == "user" and row["content"]), notes),
                      frozenset(o.tool_name for o in turn.outcomes if o.status == "error"))
 
 

@@ -196,7 +196,7 @@ class TurnFacts:
     about_session: bool = False  # the request asks what happened earlier in the session
     results: tuple[str, ...] = ()  # the outputs of the tools that ran ok in this turn
     earlier: str = ""  # what earlier turns said and returned, as the answer's question showed it
-    user_said: tuple[str, ...] = ()  # the user's earlier messages in this session
+    user_said: tuple[str, ...] = ()  # the user's messages in this session and the notes the lane keeps
     failed: frozenset[str] = frozenset()  # the tools that ran and failed in this turn
 
 
@@ -405,8 +405,9 @@ def unsourced_numbers(text: str, facts: TurnFacts) -> list[str]:
     model, `wc -l beta.csv` printed "4 beta.csv" and the answer was "The file beta.csv has 11
     lines.", the size of alpha.txt in an earlier `ls -la`; and after world_clock returned 08:09
     for Paris, "... 2026-11-27T16:09:02+01:00 ... in Europe/Paris", a time mixed from the earlier
-    turn's Tokyo. The user's earlier messages are ("primes under 1000", then "how many are
-    there?"). Single digits are let through: a count of what a result lists ("2 files")."""
+    turn's Tokyo. The user's earlier messages and notes are ("primes under 1000", then "how many
+    are there?"; "the rent of 1,150 EUR" from the notes). Single digits are let through: a count
+    of what a result lists ("2 files")."""
     now = "\n".join([facts.request, *facts.user_said, *facts.results])
     found_times = _TIME.findall(now)
     times = {_clock(*found) for found in found_times}

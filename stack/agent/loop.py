@@ -51,8 +51,9 @@ class Agent:
                 toolset = self._toolset(turn, first=step == 0)
                 turn.force = await self._next_step(turn, toolset)
                 if turn.force is None:
-                    answer, fix = await composed_answer(self.llm, self.store, turn, facts_of(turn, toolset, self.store),
-                                                        self._memory(turn))
+                    memory = self._memory(turn)
+                    answer, fix = await composed_answer(self.llm, self.store, turn,
+                                                        facts_of(turn, toolset, self.store, memory), memory)
                     turn.force = self._acted_on(turn, toolset, fix)
                     if turn.force is None:
                         raise answer
@@ -65,8 +66,9 @@ class Agent:
                 for call in calls:
                     await self._execute(call, toolset, turn, message_id)
             turn.steps_ran_out = True
-            answer, _ = await composed_answer(self.llm, self.store, turn, facts_of(turn, toolset, self.store),
-                                              self._memory(turn))
+            memory = self._memory(turn)
+            answer, _ = await composed_answer(self.llm, self.store, turn, facts_of(turn, toolset, self.store, memory),
+                                              memory)
             raise answer
         except TurnEnded as end:
             return self._finish(turn, end)

@@ -848,6 +848,16 @@ def test_a_number_no_tool_gave_after_the_tool_failed_never_reaches_the_user(lane
     assert "it states 156, which no result holds" in result.content
 
 
+def test_a_number_the_notes_hold_may_be_stated_after_a_tool_ran(lane):
+    settings, store = lane
+    settings.memory_path.parent.mkdir(parents=True, exist_ok=True)
+    settings.memory_path.write_text("the rent of 1,150 EUR is due on the 3rd\n")
+    script = [call("add", {"a": 2, "b": 3}), text("The rent of 1,150 EUR is due on the 3rd; 2 and 3 make 5.")]
+    result, _ = run(settings, store, script, user="add 2 and 3, and when is the rent due?",
+                    decision=decide_then("add", "answer"))
+    assert result.content == "The rent of 1,150 EUR is due on the 3rd; 2 and 3 make 5."
+
+
 def test_a_line_range_nobody_asked_for_is_not_read(tmp_path):
     """Asked to read a three-line file back, the 1.5B model called read_file(offset=1, limit=1) and
     the user got its first line: the range is left out, the whole file is read, and the store
