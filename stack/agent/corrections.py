@@ -58,6 +58,10 @@ LEVERS: dict[str, str] = {
                "gave (not in the conversation's digits, no number spelled in the request) is left "
                "out, so the tool's default applies (validation.without_unasked_numbers; read_file "
                "limit=1 for a whole file); the store keeps the model's call and the arguments that ran",
+    "overwrite": "write_file never empties a file that holds something, and in an agent turn's "
+                 "later step (after a tool ran ok; ToolContext.later_step) deletes no line of an "
+                 "existing file: refused, nothing written (the model read a packing list it was asked "
+                 "about, then wrote it over)",
     "call": "a reply (proxy mode) or a composed answer held back (agent) told or spelled a call it "
             "did not make: that tool forced (in proxy mode shown the call)",
     "claim": "a reply (proxy mode) or a composed answer held back (agent) says a tool did "

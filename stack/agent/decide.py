@@ -78,6 +78,7 @@ NOTED = "(notes)"
 EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("thanks, that's all for today!", "", ANSWER),
     ("what's in config.yaml?", "", "read_file"),
+    ("my sister visits on Sunday and I wrote the menu in menu.md, what did I plan?", "read_file", ANSWER),
     ("which git version do I have?", "", "terminal"),
     ("what's inside the downloads folder?", "", "terminal"),
     ("who painted the Mona Lisa?", "", ANSWER),

@@ -177,6 +177,7 @@ class Agent:
         if earlier is not None:
             outcome = repeated(call.name, call.arguments, earlier)
         else:
+            turn.ctx.later_step = bool(turn.result.tools_executed)
             outcome = await asyncio.to_thread(toolset.dispatch, call.name, call.arguments, turn.ctx)
             turn.ledger.outcomes[key] = outcome
             turn.outcomes.append(outcome)

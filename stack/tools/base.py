@@ -76,6 +76,9 @@ class ToolContext:
     session_id: str
     # Set by `clarify`: the turn ends and this question is the answer to the user.
     question_for_user: str | None = None
+    # Set by the agent once a tool ran ok in this turn: the call is a step the model chose after
+    # the request's first one. write_file then deletes no line of an existing file.
+    later_step: bool = False
 
     @property
     def workspace(self) -> Path:

@@ -858,6 +858,29 @@ def test_a_number_the_notes_hold_may_be_stated_after_a_tool_ran(lane):
     assert result.content == "The rent of 1,150 EUR is due on the 3rd; 2 and 3 make 5."
 
 
+def test_a_later_step_that_would_blank_a_file_the_request_asked_to_read_is_refused(tmp_path):
+    """Seen: asked what a packing list held, the 1.5B model read it, then chose todo and
+    write_file as further steps and wrote "the todo list is empty" over the list."""
+    from stack.tools.files import TOOLS as FILES
+
+    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
+    store = Store(settings.db_path)
+    settings.workspace.mkdir(parents=True, exist_ok=True)
+    (settings.workspace / "packing.txt").write_text("passport\nsunscreen\n")
+    script = [call("read_file", {"path": "packing.txt"}),
+              call("write_file", {"path": "packing.txt", "content": "the todo list is empty"}),
+              text("It holds passport and sunscreen.")]
+    steps = iter(["read_file", "write_file", "answer", "answer"])
+    result, _ = run(settings, store, script, user="I'm off to Lisbon, and I keep a list in packing.txt, what's on it?",
+                    decision=lambda body: Reply(json.dumps({"next": next(steps)})),
+                    tools=[*TOOLS, *(t for t in FILES if t.name in ("read_file", "write_file"))])
+    ran = [(e["tool_name"], e["status"]) for e in store.executions(store.list_sessions()[0]["id"])]
+    store.close()
+    assert ran == [("read_file", "ok"), ("write_file", "refused")]
+    assert (settings.workspace / "packing.txt").read_text() == "passport\nsunscreen\n"
+    assert result.content == "It holds passport and sunscreen."
+
+
 def test_a_line_range_nobody_asked_for_is_not_read(tmp_path):
     """Asked to read a three-line file back, the 1.5B model called read_file(offset=1, limit=1) and
     the user got its first line: the range is left out, the whole file is read, and the store

@@ -217,6 +217,19 @@ def test_write_file_never_empties_a_file_that_holds_something(ctx, ws):
     assert call("write_file", {"path": "empty.txt", "content": ""}, ctx).status == "ok"
 
 
+def test_a_later_step_of_a_turn_never_deletes_lines_of_a_file(ctx, ws):
+    (ws / "packing.txt").write_text("passport\nsunscreen\n")
+    ctx.later_step = True
+    outcome = call("write_file", {"path": "packing.txt", "content": "the todo list is empty"}, ctx)
+    assert outcome.status == "refused" and "delete 2 of the 2 lines of packing.txt" in outcome.output
+    assert (ws / "packing.txt").read_text() == "passport\nsunscreen\n"
+    # keeping every line (adding one) is fine, and so is a new file
+    assert call("write_file", {"path": "packing.txt", "content": "passport\nsunscreen\nswimsuit\n"}, ctx).status == "ok"
+    assert call("write_file", {"path": "new.txt", "content": "x"}, ctx).status == "ok"
+    ctx.later_step = False  # the request's own first step may replace the file
+    assert call("write_file", {"path": "packing.txt", "content": "hat\n"}, ctx).status == "ok"
+
+
 def test_write_file_onto_a_directory_is_an_error(ctx, ws):
     (ws / "d").mkdir()
     outcome = call("write_file", {"path": "d", "content": "x"}, ctx)
