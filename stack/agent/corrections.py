@@ -328,8 +328,9 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     return problems
 
 
-_ABOUT_SESSION = re.compile(r"\b(?:did you|have you|so far|(?:this|our) (?:conversation|session|chat)|"
-                            r"earlier|before|previously|you (?:used|ran|did))\b", re.IGNORECASE)
+# "you" also as texting's "u" ("which of ur tools did u use for those answers").
+_ABOUT_SESSION = re.compile(r"\b(?:did (?:you|u)|have (?:you|u)|so far|(?:this|our) (?:conversation|session|chat)|"
+                            r"earlier|before|previously|(?:you|u) (?:used|ran|did))\b", re.IGNORECASE)
 
 
 def asks_about_session(request: str) -> bool:
@@ -340,7 +341,7 @@ def asks_about_session(request: str) -> bool:
 
 # A question about what the assistant itself did or which tools it used ("Which things did you
 # actually do for me in this chat, with which tools?").
-_ABOUT_OWN_WORK = re.compile(r"\btools?\b|\byou\b[^.?!]{0,30}\b(?:do|did|done|ran|run|used?)\b", re.IGNORECASE)
+_ABOUT_OWN_WORK = re.compile(r"\btools?\b|\b(?:you|u)\b[^.?!]{0,30}\b(?:do|did|done|ran|run|used?)\b", re.IGNORECASE)
 
 
 def with_session_record(answer: str, facts: TurnFacts) -> str:

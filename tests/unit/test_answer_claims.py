@@ -355,8 +355,18 @@ def test_a_fact_about_the_machine_its_clock_or_its_files_is_unchecked_only_when_
     ("which tools did you run in this conversation?", "I used memory and calculate.", None),  # names them all
     ("what did I say about the router earlier?", "It is in the hallway cupboard.", None),  # not about its work
     ("Which tools you really used in this chat?", "None.", "calculate, memory"),
+    ("which of ur tools did u use for those answers", "I used memory.", "calculate, memory"),  # texting's "u"
 ])
 def test_a_question_about_the_assistants_work_gets_the_sessions_record(request_, answer, record):
     turn = TurnFacts(request_, {}, {"memory", "calculate", "tool_search"}, set(), asks_about_session(request_))
     expected = answer if record is None else f"{answer}\n(From this chat's record, the tools that ran: {record}.)"
     assert with_session_record(answer, turn) == expected
+
+
+def test_a_question_in_texting_voice_about_the_session_is_held_to_the_session():
+    """Seen: "I used the terminal for the hostname ..." held back (and the terminal run again)
+    because "did u use" did not read as a question about the session."""
+    request_ = "which of ur tools did u use for those answers"
+    assert asks_about_session(request_)
+    turn = TurnFacts(request_, {"terminal": {}}, {"terminal"}, set(), asks_about_session(request_))
+    assert faults("I used the terminal for the hostname and the git version.", turn) == []
