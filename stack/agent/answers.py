@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..store import Store
+from ..tools.base import Tool
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
 from ..toolsearch.tokens import clauses
@@ -29,11 +30,11 @@ from .corrections import (
     unlabelled,
     with_session_record,
 )
-from .decide import DECIDE_HIDDEN, ask_decision, parse_decision
+from .decide import DECIDE_HIDDEN, FITS, ask_decision, fit_probability, parse_decision
 from .history import HELD_BACK, earlier_facts
 from .llm_client import LlmClient, ModelReply
 from .prompt import compose_messages
-from .turn import Turn, TurnEnded, count
+from .turn import Turn, TurnEnded, TurnResult, count
 
 COMPOSE_MAX_TOKENS = 400
 # A first pick outside the index's best this many tools for the request is asked again among them.
@@ -131,6 +132,30 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     hidden = [*hidden, *((name, toolset.catalog.tools[name].description) for name in best
                          if name not in listed and name in toolset.catalog.tools)]
     return await asked(hidden, best)
+
+
+async def second_look(llm: LlmClient, store: Store, result: TurnResult, request: str, tool: Tool) -> str | None:
+    """Lever "fit": `tool`'s name when the model, asked about that one tool
+    (decide.fit_probability), says it is what the message asks for with a probability of at
+    least decide.FITS; the question is kept with the lane's own model calls."""
+    probability, reply = await fit_probability(llm, request, tool.name, tool.description,
+                                               list((tool.parameters.get("properties") or {})))
+    count(result, reply)
+    shown = "none" if probability is None else f"{probability:.2f}"
+    store.add_lane_call(result.session_id, "fit", f"{tool.name}: yes {shown}", prompt_tokens=reply.prompt_tokens,
+                        completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
+    return tool.name if probability is not None and probability >= FITS else None
+
+
+async def fitting_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset) -> str | None:
+    """Where nothing ran and the answer was held back (the user would get no answer at all), the
+    tool the index ranks best for the request, when the model's second look says it fits. Seen on
+    the 1.5B model: "free disk space?" decided "answer", and the answer was "The user asked for
+    the free disk space on their computer."."""
+    wanted = wanted_tools(toolset, turn.query)
+    best = [name for name in toolset.best_for(turn.query, INDEX_AGREES) if toolset.reaches(name) and name in wanted]
+    tool = toolset.tool_named(best[0]) if best else None
+    return None if tool is None else await second_look(llm, store, turn.result, turn.query, tool)
 
 
 async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnFacts,

@@ -37,9 +37,11 @@ LEVERS: dict[str, str] = {
               "match first (with tool search on, those offered directly and search's best described, "
               "the rest by name): a tool is forced (with tool search on, its call offered only the tools "
               "the conversation called and its own), \"answer\" gets a reply with no tools",
-    "fit": "proxy mode, where the decision said \"answer\": the client tool that matches the "
-           "request best is called when the model, asked about that one tool, gives at least "
-           "decide.FITS probability that it is what the message asks for (one token's logprobs)",
+    "fit": "proxy mode, where the decision said \"answer\", and an agent turn where nothing ran "
+           "and the answer was held back: the tool that matches the request best (the client's; "
+           "the index's best for the agent) is called when the model, asked about that one tool, "
+           "gives at least decide.FITS probability that it is what the message asks for (one "
+           "token's logprobs; answers.second_look)",
     "retry": "an agent turn's call that failed: made once more, the model having read the error",
     "compose": "an agent turn's answer: written from the request, the tool results, earlier turns "
                "as facts and the notes the lane keeps; one that gives the user nothing (empty, a "

@@ -26,7 +26,7 @@ from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..tools.validation import parse_arguments, without_unasked_numbers
 from ..toolsearch.surface import Profile, Toolset, assemble
-from .answers import composed_answer, decided_tool, facts_of
+from .answers import composed_answer, decided_tool, facts_of, fitting_tool
 from .corrections import Correction, fallback_answer, named_in, repeated
 from .history import conversation, said
 from .llm_client import LlmClient, ModelReply
@@ -54,7 +54,7 @@ class Agent:
                     memory = self._memory(turn)
                     answer, fix = await composed_answer(self.llm, self.store, turn,
                                                         facts_of(turn, toolset, self.store, memory), memory)
-                    turn.force = self._acted_on(turn, toolset, fix)
+                    turn.force = self._acted_on(turn, toolset, fix) or await self._second_look(turn, toolset, answer)
                     if turn.force is None:
                         raise answer
                 forced_tool, reply = turn.force, await self._ask(turn, toolset)
@@ -97,6 +97,14 @@ class Agent:
         if tool is None or tool in {o.tool_name for o in turn.outcomes} or not toolset.reaches(tool):
             return None
         return tool if turn.ledger.take(fix) else None
+
+    async def _second_look(self, turn: Turn, toolset: Toolset, answer: TurnEnded) -> str | None:
+        """Lever "fit": when nothing ran and the answer was held back, the index's best tool for
+        the request, forced once where the model says it fits (answers.fitting_tool)."""
+        if turn.outcomes or not answer.lane_written:
+            return None
+        tool = await fitting_tool(self.llm, self.store, turn, toolset)
+        return tool if tool is not None and turn.ledger.take(Correction(None, tool, "fit")) else None
 
     def _memory(self, turn: Turn) -> str:
         """The notes the lane keeps now, for the decision and the answer: their questions are not

@@ -45,6 +45,7 @@ from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
 from ..toolsearch.client_tools import ClientSurface, client_surface, needs_search
 from ..toolsearch.surface import Profile, guessed_task
 from ..wire import ApiError
+from .answers import second_look
 from .corrections import (
     MAX_IDENTICAL_CALLS,
     TurnFacts,
@@ -56,9 +57,7 @@ from .corrections import (
 from .decide import (
     CLIENT_DESCRIBED,
     CLIENT_INSTRUCTION,
-    FITS,
     ask_decision,
-    fit_probability,
     listed_tool,
     parse_decision,
 )
@@ -307,15 +306,7 @@ class ProxyLane:
         the message asks for with a probability of at least decide.FITS. Measured on BFCL even
         ids: the decision answered in words 9 of 64 single-tool requests the tool was made for
         ("What key signature does C# major have?" with music_theory.key_signature offered)."""
-        tool = turn.surface.catalog.tools[name]
-        probability, reply = await fit_probability(self.llm, turn.query, name, tool.description,
-                                                   list((tool.parameters.get("properties") or {})))
-        count(turn.result, reply)
-        shown = "none" if probability is None else f"{probability:.2f}"
-        self.store.add_lane_call(turn.result.session_id, "fit", f"{name}: yes {shown}",
-                                 prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-                                 cached_tokens=reply.cached_tokens)
-        return name if probability is not None and probability >= FITS else None
+        return await second_look(self.llm, self.store, turn.result, turn.query, turn.surface.catalog.tools[name])
 
     def _tools(self, turn: ProxyTurn) -> list[dict[str, Any]]:
         """The tools block of this request's model calls: the client's (as tool search shows them)

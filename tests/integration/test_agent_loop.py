@@ -59,9 +59,9 @@ def lane(tmp_path):
     store.close()
 
 
-def run(settings, store, script, user="hi", decision=None, tools=TOOLS, **kwargs):
+def run(settings, store, script, user="hi", decision=None, tools=TOOLS, fit=None, **kwargs):
     async def go():
-        with ScriptedModel(script, decision=decision) as model:
+        with ScriptedModel(script, decision=decision, fit=fit) as model:
             llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
             try:
                 agent = Agent(settings, store, Registry(tools), llm)
@@ -73,9 +73,9 @@ def run(settings, store, script, user="hi", decision=None, tools=TOOLS, **kwargs
     return asyncio.run(go())
 
 
-def run_turns(settings, store, script, users, decision=None):
+def run_turns(settings, store, script, users, decision=None, fit=None):
     async def go():
-        with ScriptedModel(script, decision=decision) as model:
+        with ScriptedModel(script, decision=decision, fit=fit) as model:
             llm = LlmClient(model.url, model=None, timeout_s=2.0)
             agent = Agent(settings, store, Registry(TOOLS), llm)
             session = store.create_session()
@@ -751,7 +751,8 @@ def test_answers_held_back_and_copied_errors_leave_the_record(lane):
     settings, store = lane
     script = [text(""), call("fail", {}), call("fail", {}), text("ERROR: the disk is on fire"),
               call("add", {"a": 2, "b": 3}), text("It is 5.")]
-    results, model = run_turns(settings, store, script, ["hello", "do the thing", "add 2 and 3"])
+    # the second look finds no tool that fits "hello" (the next reply, another turn's, calls one)
+    results, model = run_turns(settings, store, script, ["hello", "do the thing", "add 2 and 3"], fit=0.1)
     assert results[0].content.startswith("No tool ran for this request")
     assert results[1].content == "ERROR: the disk is on fire"
     assert model.requests[4]["tool_choice"] == FORCED_ADD
@@ -879,6 +880,20 @@ def test_a_later_step_that_would_blank_a_file_the_request_asked_to_read_is_refus
     assert ran == [("read_file", "ok"), ("write_file", "refused")]
     assert (settings.workspace / "packing.txt").read_text() == "passport\nsunscreen\n"
     assert result.content == "It holds passport and sunscreen."
+
+
+@pytest.mark.parametrize("fit, ran", [(0.9, ["add"]), (0.5, [])])
+def test_a_held_back_answer_with_nothing_run_gets_a_second_look_at_the_best_tool(lane, fit, ran):
+    """Seen: "free disk space?" decided "answer", and the answer told of the user instead."""
+    settings, store = lane
+    script = [text("The user asked for the sum of 2 and 3."), call("add", {"a": 2, "b": 3}), text("It is 5.")]
+    result, model = run(settings, store, script, user="sum of two and three?", decision='{"next": "answer"}',
+                        fit=fit)
+    [asked] = model.fit_requests
+    assert "Function: add" in asked["messages"][-1]["content"]
+    assert result.tools_executed == ran
+    assert (result.content == "It is 5.") is bool(ran)
+    assert rows(settings, "SELECT content FROM lane_calls WHERE purpose = 'fit'") == [(f"add: yes {fit:.2f}",)]
 
 
 def test_a_line_range_nobody_asked_for_is_not_read(tmp_path):
