@@ -40,7 +40,7 @@ def _run_python(arguments: dict[str, Any], ctx: ToolContext) -> str:
 TOOLS: list[Tool] = [
     Tool(
         name="run_python",
-        description="Run a Python 3 snippet in the workspace and return its exit code and output "
+        description="Run a Python 3 script in the workspace and return its exit code and output "
                     "(print what you want to see). Standard library available; killed on timeout.",
         parameters=object_schema(
             {
