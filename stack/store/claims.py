@@ -115,7 +115,9 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
                              rf"|\b{_DONE}\s+(?:found|seen|saw)\b[^\n]{{0,60}}\b(?:earlier|previous|past|old|other)\s+"
                              r"(?:sessions?|conversations?|chats?)\b"),
         ({"todo"}, rf"\b{_DONE}\s+(?:added|marked|created|updated|put|set)\b[^\n]{{0,50}}"
-                   r"\b(?:to-?do|tasks?|checklist|list)\b"),
+                   r"\b(?:to-?do|tasks?|checklist|list)\b"
+                   rf"|\b{_DONE}\s+(?:marked|ticked|checked|crossed)\b[^\n]{{0,50}}"
+                   r"\b(?:done|off|complete|completed|finished)\b"),
     ))
 # Work done outside this computer ("I sent the page to her", "I've booked the table"): only a tool
 # whose name says it does such work backs it; the built-in tools never do.

@@ -110,9 +110,9 @@ def _memory(arguments: dict[str, Any], ctx: ToolContext) -> str:
         if action == "replace":
             previous = entries[index]
             content = _normalized(arguments.get("content"), "content")
-            if content == previous:  # seen: asked to note a new rent, the model "replaced" the old
-                raise ToolError(f"content is the entry as it is ({previous!r}): nothing changed. Write the "
-                                "entry as it should read now in content")  # note with itself
+            if content == previous:  # seen: asked to note a new rent, the model "replaced" the old note with itself
+                raise ToolError(f"content is the entry as it is ({previous!r}): nothing changed. To save "
+                                'something new instead: {"action": "add", "content": "<the text to remember>"}')
             entries[index] = content
             _save(path, entries)
             return f"replaced {previous!r} with {entries[index]!r}"

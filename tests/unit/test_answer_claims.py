@@ -28,6 +28,8 @@ VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
     ("Sure, here's what I read back to you: - Bike lock code: 4471", {"read_file"}),  # the notes, as a file
     ('I searched for files containing "eggs".', {"search_files"}),
     ("I renamed notes_old.txt to notes.txt.", {"terminal"}),
+    ("I've marked the bank call as done.", {"todo"}),  # seen with nothing run
+    ("I ticked the van off.", {"todo"}),
 ])
 def test_a_statement_that_work_was_done_is_a_claim(answer, backed_by):
     claims = claimed_tools(answer, VOCABULARY)
@@ -73,6 +75,7 @@ def test_each_tool_named_as_used_is_its_own_claim():
     "Hello! How can I help you today?",
     "I can send it to her if you give me a tool for email.",
     "I read books about it.",
+    "The task was done by the team in March.",
 ])
 def test_capability_questions_negations_and_plain_answers_claim_nothing(answer):
     assert claimed_tools(answer, VOCABULARY) == []

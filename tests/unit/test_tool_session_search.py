@@ -72,12 +72,12 @@ def test_the_request_being_answered_does_not_match_itself(ctx):
     """Seen: "9:30 there = what in Berlin" searched this chat for "9:30 there" and found itself."""
     ctx.store.add_message("current", "user", "9:30 there = what in Berlin")
     outcome = search(ctx, query="9:30 there", include_current=True)
-    assert outcome.output == "no sessions match '9:30 there'"
+    assert outcome.output == "(no sessions match '9:30 there')"
 
 
 def test_no_match_is_said_plainly(ctx):
     outcome = search(ctx, query="photosynthesis")
-    assert (outcome.status, outcome.output) == ("ok", "no past sessions match 'photosynthesis'")
+    assert (outcome.status, outcome.output) == ("ok", "(no past sessions match 'photosynthesis')")
 
 
 def test_limit_caps_the_hits(ctx):
