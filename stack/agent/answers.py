@@ -45,6 +45,13 @@ INDEX_AGREES = 4
 MAX_INSTRUCTION_CHARS = 2000
 
 
+# Tools whose result confirms a change the request asked for ("wrote 76 bytes to list.txt"):
+# where a tool that found something out ran too, the answer must pass on what that one found.
+# Seen: asked what a packing list held, the model read it, wrote it back unchanged, and answered
+# "I found the file lisbon_packing.txt and read it.", which shared the file's name with the write.
+CONFIRMING = frozenset({"write_file", "patch", "memory"})
+
+
 def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> TurnFacts:
     """What this turn's answer is held to: the tools it could call, what ran, and what the user
     wrote (their messages and the notes they asked the lane to keep)."""
@@ -57,7 +64,8 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> Tur
                      {o.tool_name for o in ran}, asks_about_session(turn.query),
                      tuple(o.output for o in ran), earlier_facts(rows),
                      (*(row["content"] for row in rows if row["role"] == "user" and row["content"]), notes),
-                     frozenset(o.tool_name for o in turn.outcomes if o.status == "error"))
+                     frozenset(o.tool_name for o in turn.outcomes if o.status == "error"),
+                     tuple(o.output for o in ran if o.tool_name not in CONFIRMING))
 
 
 def decision_tools(toolset: Toolset) -> list[tuple[str, str]]:

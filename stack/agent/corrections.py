@@ -204,6 +204,9 @@ class TurnFacts:
     earlier: str = ""  # what earlier turns said and returned, as the answer's question showed it
     user_said: tuple[str, ...] = ()  # the user's messages in this session and the notes the lane keeps
     failed: frozenset[str] = frozenset()  # the tools that ran and failed in this turn
+    # the results the answer must pass on (one of them): those of the tools that found something
+    # out, where any ran; empty for all of `results`
+    to_carry: tuple[str, ...] = ()
 
 
 def correction(content: str, facts: TurnFacts) -> Correction | None:
@@ -316,7 +319,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("it tells of the user or the assistant instead of answering")
     if text_tool_calls(text, frozenset(facts.offered)) or text.startswith("{") and '"name"' in text:
         problems.append("a tool call written as text")
-    if facts.results and not _carries(text, facts.results, facts.earlier, facts.ran_in_turn):
+    if facts.results and not _carries(text, facts.to_carry or facts.results, facts.earlier, facts.ran_in_turn):
         problems.append("it leaves out what the tools returned")
     stray = unsourced_numbers(text, facts) if facts.results or facts.failed else []
     if stray:

@@ -896,6 +896,25 @@ def test_a_held_back_answer_with_nothing_run_gets_a_second_look_at_the_best_tool
     assert rows(settings, "SELECT content FROM lane_calls WHERE purpose = 'fit'") == [(f"add: yes {fit:.2f}",)]
 
 
+def test_an_answer_that_passes_on_only_a_writes_result_is_held_back_when_a_read_found_something(tmp_path):
+    from stack.tools.files import TOOLS as FILES
+
+    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
+    store = Store(settings.db_path)
+    settings.workspace.mkdir(parents=True, exist_ok=True)
+    (settings.workspace / "packing.txt").write_text("passport\nsunscreen\n")
+    script = [call("read_file", {"path": "packing.txt"}),
+              call("write_file", {"path": "packing.txt", "content": "passport\nsunscreen\n"}),
+              text("I found the file packing.txt and read it.")]
+    steps = iter(["read_file", "write_file", "answer"])
+    result, _ = run(settings, store, script, user="I'm off to Lisbon, and I keep a list in packing.txt, what's on it?",
+                    decision=lambda body: Reply(json.dumps({"next": next(steps, "answer")})), fit=0.0,
+                    tools=[*TOOLS, *(t for t in FILES if t.name in ("read_file", "write_file"))])
+    store.close()
+    assert result.tools_executed == ["read_file", "write_file"]
+    assert result.content.startswith("I could not write a reliable answer.") and "passport" in result.content
+
+
 def test_a_line_range_nobody_asked_for_is_not_read(tmp_path):
     """Asked to read a three-line file back, the 1.5B model called read_file(offset=1, limit=1) and
     the user got its first line: the range is left out, the whole file is read, and the store

@@ -373,3 +373,13 @@ def test_a_question_in_texting_voice_about_the_session_is_held_to_the_session():
     assert asks_about_session(request_)
     turn = TurnFacts(request_, {"terminal": {}}, {"terminal"}, set(), asks_about_session(request_))
     assert faults("I used the terminal for the hostname and the git version.", turn) == []
+
+
+def test_where_a_tool_found_something_out_the_answer_passes_that_on_not_a_write():
+    """Seen: the list was read, then written back unchanged, and the answer, "I found the file
+    lisbon_packing.txt and read it.", shared only the file's name with the write's result."""
+    read, wrote = "passport\nsunscreen\ntram card", "wrote 28 bytes to lisbon_packing.txt"
+    turn = TurnFacts("what's on lisbon_packing.txt so far?", {"read_file": {}, "write_file": {}},
+                     {"read_file", "write_file"}, {"read_file", "write_file"}, results=(read, wrote), to_carry=(read,))
+    assert "it leaves out what the tools returned" in faults("I found the file lisbon_packing.txt and read it.", turn)
+    assert faults("It holds passport, sunscreen and a tram card.", turn) == []
