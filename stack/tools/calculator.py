@@ -45,7 +45,7 @@ def evaluate(expression: str) -> int | float:
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise ToolError(f"expression is longer than {MAX_EXPRESSION_CHARS} characters")
     try:
-        tree = ast.parse(_with_percents(expression.replace("^", "**")).strip(), mode="eval")
+        tree = ast.parse(_without_units(_with_percents(expression.replace("^", "**"))).strip(), mode="eval")
     except SyntaxError as exc:
         raise ToolError(f"not an arithmetic expression: {exc.msg}") from None
     try:
@@ -64,6 +64,20 @@ def _with_percents(expression: str) -> str:
     """"12.5% * 368", "12.5% of 368" and "50%" as people write them (the 1.5B model passes them
     on): a % with no operand after it, or followed by "of", is a percentage; "7 % 2" stays modulo."""
     return _PERCENT.sub(r"(\1/100)", _PERCENT_OF.sub(r"(\1/100)*", expression))
+
+
+_CURRENCY = re.compile(r"[$€£¥]")
+_UNIT = re.compile(r"(?<=[\d)])\s*([A-Za-z]+)\b(?!\s*\()")
+
+
+def _without_units(expression: str) -> str:
+    """The expression without the currency signs and the unit words after its numbers ("35% of
+    640 euros", "3 kg * 4"): seen on the 1.5B model, "35% of 640 euros" was a syntax error, and
+    the same call made again. A function's or a constant's name stays."""
+    def unit(match: re.Match[str]) -> str:
+        word = match.group(1)
+        return match.group(0) if word in _FUNCTIONS or word in _CONSTANTS else ""
+    return _UNIT.sub(unit, _CURRENCY.sub("", expression))
 
 
 def _eval(node: ast.AST) -> Any:

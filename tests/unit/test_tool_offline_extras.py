@@ -73,6 +73,8 @@ def test_convert_time_across_dst_boundary(ctx):
     ("sqrt(16) + abs(-2)", "6"), ("round(pi, 3)", "3.142"), ("factorial(20)", "2432902008176640000"),
     ("0.1 + 0.2", "0.30000000000000004"), ("12.5% * 368", "46"), ("12.5% of 368", "46"),
     ("(50%) * 8", "4"), ("10 % 4", "2"), ("10%4", "2"), ("10 %(3)", "1"),
+    # units and currency signs after or before the numbers, as people write them
+    ("35% of 640 euros", "224"), ("$12 + €3", "15"), ("3 kg * 4", "12"), ("1e-3 * 1000", "1"),
 ])
 def test_calculator_evaluates(ctx, expression, expected):
     outcome = call("calculate", {"expression": expression}, ctx)
@@ -84,6 +86,7 @@ def test_calculator_evaluates(ctx, expression, expected):
     ("1/0", "division by zero"), ("9**9**9", "too large"), ("(10**4000)**100", "digits"),
     ("factorial(100000)", "limited"), ("2 +", "not an arithmetic"), ("x + 1", "unsupported"),
     ("1" * 600, "longer than"), ("sqrt(-1)", "cannot evaluate"),
+    ("10 mod 3", "not an arithmetic"),  # a word between numbers is no unit: never a wrong number
 ])
 def test_calculator_refuses_what_is_unsafe_or_wrong(ctx, expression, reason):
     outcome = call("calculate", {"expression": expression}, ctx)
