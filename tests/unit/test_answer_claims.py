@@ -383,3 +383,10 @@ def test_where_a_tool_found_something_out_the_answer_passes_that_on_not_a_write(
                      {"read_file", "write_file"}, {"read_file", "write_file"}, results=(read, wrote), to_carry=(read,))
     assert "it leaves out what the tools returned" in faults("I found the file lisbon_packing.txt and read it.", turn)
     assert faults("It holds passport, sunscreen and a tram card.", turn) == []
+
+
+def test_a_file_name_in_snake_case_is_no_tool_named_as_used():
+    """Seen: held back as a claim that "shop_nov" ran."""
+    answer = "I ran the Python script to sum the amount column in the file shop_nov.csv. The total is 38.40."
+    assert unbacked_claims(answer, {"run_python"}, VOCABULARY) == []
+    assert unbacked_claims("I ran shop_nov for you.", {"run_python"}, VOCABULARY)  # a name, not a file
