@@ -89,6 +89,9 @@ _COMMON = frozenset("the and for with this that was were are you your from into 
 # information to Ingrid." (a promise nothing keeps).
 _NARRATED = re.compile(r"^\W*the (?:user|assistant) (?:asked|asks|said|says|wants|wanted|requested|"
                        r"would like|is asking|will|would|has|can)\b", re.IGNORECASE)
+# A line of the facts the answer is written from ("- http_fetch (ok): HTTP 200 OK; text/html"),
+# copied as the answer: seen, cut after its first line, where the opening hours followed.
+_FACT_LINE = re.compile(r"^\W*[A-Za-z_][\w.-]* \((?:ok|error|refused)\):")
 _CALL_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 # Replies that give the user nothing, seen as answers on the 1.5B model: a stock apology, and the
 # lane's own notes copied back.
@@ -313,7 +316,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("a stock apology")
     if _echoes(text, facts.request) and not any(plain_words(text) in plain_words(r) for r in facts.results):
         problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
-    if any(words in text for words in _LANE_WORDS):
+    if any(words in text for words in _LANE_WORDS) or _FACT_LINE.match(text):
         problems.append("the lane's own note copied")
     if _NARRATED.search(text):
         problems.append("it tells of the user or the assistant instead of answering")

@@ -110,7 +110,8 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
          rf"\b{_DONE}\s+{_MOVED}\b[^\n]{{0,60}}\b{_FILE}\b|\b{_FILE}\b[^\n]{{0,60}}\b{_DONE}\s+{_MOVED}\b"),
         ({"read_file", "terminal", "search_files", "run_python"},
          rf"\b{_DONE}\s+(?:read|opened|looked at|checked)\b[^\n]{{0,40}}\b{_FILE}\b"
-         rf"|\b{_DONE}\s+(?:read|opened)\s+(?:it|them|this|that)\b|\bwhat i(?:'ve| have)? (?:read|opened)\b"),
+         rf"|\b{_DONE}\s+(?:read|opened)\s+(?:it|them|this|that)\b|\bwhat i(?:'ve| have)? (?:read|opened)\b"
+         r"|\bi(?:'ve| have)? (?:found|located|opened)\b[^\n]{0,40}?\band (?:read|opened)\b"),
         ({"search_files", "terminal", "run_python", "read_file"},
          rf"\b{_DONE}\s+(?:searched|looked)\b[^\n]{{0,30}}\b(?:files?|folders?|directory|workspace)\b"),
         ({"session_search"}, rf"\b{_DONE}\s+(?:searched|looked through|checked|gone through|went through)"

@@ -29,6 +29,7 @@ VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
     ('I searched for files containing "eggs".', {"search_files"}),
     ("I renamed notes_old.txt to notes.txt.", {"terminal"}),
     ("I've marked the bank call as done.", {"todo"}),  # seen with nothing run
+    ("I found the recipe.txt file and read it.", {"read_file"}),  # seen for "read it back to me"
     ("I ticked the van off.", {"todo"}),
 ])
 def test_a_statement_that_work_was_done_is_a_claim(answer, backed_by):
@@ -102,6 +103,7 @@ NARRATED = "it tells of the user or the assistant instead of answering"
     ('{"name": "calculate", "arguments": {"expression": "2+3"}}', "a tool call written as text"),
     ("Already done: this exact call ran earlier in this turn and returned: 5", "the lane's own note copied"),
     ("Answer not passed on: a stock apology", "the lane's own note copied"),
+    ("http_fetch (ok): HTTP 200 OK; text/html", "the lane's own note copied"),  # a fact line, cut short
     ("session_search ran for the user's last message.", "the lane's own note copied"),  # the answer prompt's header
     ("I saved it to memory.", "it says memory did something that did not run"),
     ("I sent the page to her.", "it says something was done that no tool here can do"),
