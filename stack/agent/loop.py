@@ -51,9 +51,7 @@ class Agent:
                 toolset = self._toolset(turn, first=step == 0)
                 turn.force = await self._next_step(turn, toolset)
                 if turn.force is None:
-                    memory = self._memory(turn)
-                    answer, fix = await composed_answer(self.llm, self.store, turn,
-                                                        facts_of(turn, toolset, self.store, memory), memory)
+                    answer, fix = await self._composed(turn, toolset)
                     turn.force = self._acted_on(turn, toolset, fix) or await self._second_look(turn, toolset, answer)
                     if turn.force is None:
                         raise answer
@@ -66,9 +64,7 @@ class Agent:
                 for call in calls:
                     await self._execute(call, toolset, turn, message_id)
             turn.steps_ran_out = True
-            memory = self._memory(turn)
-            answer, _ = await composed_answer(self.llm, self.store, turn, facts_of(turn, toolset, self.store, memory),
-                                              memory)
+            answer, _ = await self._composed(turn, toolset)
             raise answer
         except TurnEnded as end:
             return self._finish(turn, end)
@@ -97,6 +93,10 @@ class Agent:
         if tool is None or tool in {o.tool_name for o in turn.outcomes} or not toolset.reaches(tool):
             return None
         return tool if turn.ledger.take(fix) else None
+
+    async def _composed(self, turn: Turn, toolset: Toolset) -> tuple[TurnEnded, Correction | None]:
+        memory = self._memory(turn)
+        return await composed_answer(self.llm, self.store, turn, facts_of(turn, toolset, self.store, memory), memory)
 
     async def _second_look(self, turn: Turn, toolset: Toolset, answer: TurnEnded) -> str | None:
         """Lever "fit": when nothing ran and the answer was held back, the index's best tool for
