@@ -859,22 +859,33 @@ def test_a_number_the_notes_hold_may_be_stated_after_a_tool_ran(lane):
     assert result.content == "The rent of 1,150 EUR is due on the 3rd; 2 and 3 make 5."
 
 
+def packing_list(tmp_path):
+    """A lane whose workspace holds packing.txt (two lines)."""
+    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
+    settings.workspace.mkdir(parents=True, exist_ok=True)
+    (settings.workspace / "packing.txt").write_text("passport\nsunscreen\n")
+    return settings, Store(settings.db_path)
+
+
+def read_then_write(settings, store, written, answer):
+    """A turn for a chatty request that reads packing.txt, then, as a later step the decision
+    chose, writes `written` over it, and answers `answer`."""
+    from stack.tools.files import TOOLS as FILES
+
+    script = [call("read_file", {"path": "packing.txt"}),
+              call("write_file", {"path": "packing.txt", "content": written}), text(answer)]
+    steps = iter(["read_file", "write_file"])
+    result, _ = run(settings, store, script, user="I'm off to Lisbon, and I keep a list in packing.txt, what's on it?",
+                    decision=lambda body: Reply(json.dumps({"next": next(steps, "answer")})), fit=0.0,
+                    tools=[*TOOLS, *(t for t in FILES if t.name in ("read_file", "write_file"))])
+    return result
+
+
 def test_a_later_step_that_would_blank_a_file_the_request_asked_to_read_is_refused(tmp_path):
     """Seen: asked what a packing list held, the 1.5B model read it, then chose todo and
     write_file as further steps and wrote "the todo list is empty" over the list."""
-    from stack.tools.files import TOOLS as FILES
-
-    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
-    store = Store(settings.db_path)
-    settings.workspace.mkdir(parents=True, exist_ok=True)
-    (settings.workspace / "packing.txt").write_text("passport\nsunscreen\n")
-    script = [call("read_file", {"path": "packing.txt"}),
-              call("write_file", {"path": "packing.txt", "content": "the todo list is empty"}),
-              text("It holds passport and sunscreen.")]
-    steps = iter(["read_file", "write_file", "answer", "answer"])
-    result, _ = run(settings, store, script, user="I'm off to Lisbon, and I keep a list in packing.txt, what's on it?",
-                    decision=lambda body: Reply(json.dumps({"next": next(steps)})),
-                    tools=[*TOOLS, *(t for t in FILES if t.name in ("read_file", "write_file"))])
+    settings, store = packing_list(tmp_path)
+    result = read_then_write(settings, store, "the todo list is empty", "It holds passport and sunscreen.")
     ran = [(e["tool_name"], e["status"]) for e in store.executions(store.list_sessions()[0]["id"])]
     store.close()
     assert ran == [("read_file", "ok"), ("write_file", "refused")]
@@ -897,19 +908,8 @@ def test_a_held_back_answer_with_nothing_run_gets_a_second_look_at_the_best_tool
 
 
 def test_an_answer_that_passes_on_only_a_writes_result_is_held_back_when_a_read_found_something(tmp_path):
-    from stack.tools.files import TOOLS as FILES
-
-    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
-    store = Store(settings.db_path)
-    settings.workspace.mkdir(parents=True, exist_ok=True)
-    (settings.workspace / "packing.txt").write_text("passport\nsunscreen\n")
-    script = [call("read_file", {"path": "packing.txt"}),
-              call("write_file", {"path": "packing.txt", "content": "passport\nsunscreen\n"}),
-              text("I found the file packing.txt and read it.")]
-    steps = iter(["read_file", "write_file", "answer"])
-    result, _ = run(settings, store, script, user="I'm off to Lisbon, and I keep a list in packing.txt, what's on it?",
-                    decision=lambda body: Reply(json.dumps({"next": next(steps, "answer")})), fit=0.0,
-                    tools=[*TOOLS, *(t for t in FILES if t.name in ("read_file", "write_file"))])
+    settings, store = packing_list(tmp_path)
+    result = read_then_write(settings, store, "passport\nsunscreen\n", "I found the file packing.txt and read it.")
     store.close()
     assert result.tools_executed == ["read_file", "write_file"]
     assert result.content.startswith("I could not write a reliable answer.") and "passport" in result.content
