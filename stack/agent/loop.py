@@ -206,6 +206,8 @@ class Agent:
             arguments = parse_arguments(raw)
         except ToolError:
             return call
+        if not any(isinstance(value, (int, float)) and not isinstance(value, bool) for value in arguments.values()):
+            return call  # no number to weigh: the conversation is not read for every call
         kept = without_unasked_numbers(tool.parameters, arguments, turn.query, self._said(turn))
         if kept == arguments:
             return call
