@@ -43,6 +43,8 @@ COMPOSE_MAX_TOKENS = 400
 INDEX_AGREES = 4
 # A client's system prompt can be an agent framework's pages of rules; the answer needs its gist.
 MAX_INSTRUCTION_CHARS = 2000
+# The user's message before a follow-up, as the second look reads it.
+MAX_PREVIOUS_CHARS = 300
 
 
 # Tools whose result confirms a change the request asked for ("wrote 76 bytes to list.txt"):
@@ -163,20 +165,32 @@ async def fitting_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     wanted = wanted_tools(toolset, turn.query)
     best = [name for name in toolset.best_for(turn.query, INDEX_AGREES) if toolset.reaches(name) and name in wanted]
     tool = toolset.tool_named(best[0]) if best else None
-    return None if tool is None else await second_look(llm, store, turn.result, turn.query, tool)
+    if tool is None:
+        return None
+    return await second_look(llm, store, turn.result, _with_previous(store, turn), tool)
+
+
+def _with_previous(store: Store, turn: Turn) -> str:
+    """The request, with the user's message before it where there is one: a follow-up means
+    little alone. Seen: after "My cousin lives in Tokyo ... What time is it over there?",
+    "and what about Paris?" decided "answer", and world_clock fitted it 0.62 asked alone."""
+    asked = [row["content"] for row in store.messages(turn.result.session_id) if row["role"] == "user" and row["content"]]
+    before = asked[-2] if len(asked) > 1 and asked[-1] == turn.query else ""
+    return f"{turn.query}\n(Their message before it: {before[:MAX_PREVIOUS_CHARS]})" if before else turn.query
 
 
 async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnFacts,
-                          memory: str | None = None) -> tuple[TurnEnded, Correction | None]:
+                          memory: str | None = None, lane_asks: str = "") -> tuple[TurnEnded, Correction | None]:
     """The turn's answer, written from the request, the turn's results, earlier turns as facts
-    and what the lane remembers; the lane's own account of what ran when it may not be passed on,
-    with the correction its words earn (corrections.correction: the tool it says ran, or that a
-    fact it states needs), for the loop to act on before giving that account."""
+    and what the lane remembers (and `lane_asks`, an instruction of a lever's, after the client's
+    own); the lane's own account of what ran when it may not be passed on, with the correction its
+    words earn (corrections.correction: the tool it says ran, or that a fact it states needs), for
+    the loop to act on before giving that account."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     session_tools = sorted(facts.ran_in_session) if facts.about_session else None
     rows = store.messages(turn.result.session_id)  # for the client's instructions
-    question = compose_messages(turn.query, results, facts.earlier, memory, session_tools,
-                                _client_instructions(rows))
+    instructions = "\n\n".join(part for part in (_client_instructions(rows), lane_asks) if part.strip())
+    question = compose_messages(turn.query, results, facts.earlier, memory, session_tools, instructions)
     composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),
                               temperature=turn.temperature)
     count(turn.result, composed)
@@ -193,7 +207,7 @@ def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts) -> Tu
     """The turn's end with this reply as its answer (without a copied fact label, stored as the
     turn's last reply when that changed it), or why it may not be passed on (a lane note)."""
     session = turn.result.session_id
-    content = unlabelled(reply.content)
+    content = unlabelled(reply.content, facts.ran_in_turn)
     problems = faults(content, facts)
     if problems:
         store.add_message(session, "system", HELD_BACK + "; ".join(problems), lane_note=True)

@@ -46,9 +46,14 @@ LEVERS: dict[str, str] = {
     "compose": "an agent turn's answer: written from the request, the tool results, earlier turns "
                "as facts and the notes the lane keeps; one that gives the user nothing (empty, a "
                "stock apology, the request echoed, call-shaped text, the lane's own note copied, "
-               "the conversation told in the third person: \"The user asked ...\"), "
+               "the conversation told in the third person: \"The user asked ...\", a promise "
+               "where nothing was done: \"I will change it\"), "
                "claims what did not run or, after tools ran, states a time or number their results "
                "and the request do not hold (unsourced_numbers) is not passed on: the lane says what ran",
+    "ask": "an agent turn where nothing ran ok and the answer was held back (no tool its words ask for, "
+           "none that fits): the answer composed once more, told to ask the user one short question "
+           "about what they want done (prompt.ASK_BACK); passed on when it asks one and holds no "
+           "other fault, else the lane's own account",
     "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
     "operands": "a call of the lane's own tool whose precondition (tools/base.py; calculate: a "
                 "number of the expression is one the conversation wrote; clarify: the question is not "
@@ -89,9 +94,19 @@ _COMMON = frozenset("the and for with this that was were are you your from into 
 # information to Ingrid." (a promise nothing keeps).
 _NARRATED = re.compile(r"^\W*the (?:user|assistant) (?:asked|asks|said|says|wants|wanted|requested|"
                        r"would like|is asking|will|would|has|can)\b", re.IGNORECASE)
+# An answer that says what the assistant is about to do, where nothing was done and the turn ends
+# with it: a promise nothing keeps. Seen on the 1.5B model, with nothing run: "I understand. I will
+# change the birthday to July 14th." for "change it to the other one" (the first message of a
+# session), "I'll remember that!". Not "let me know ...", and not an answer that asks something.
+_PROMISE = re.compile(r"(?:^|[.!]\s+)(?:(?:ok(?:ay)?|sure|alright|got it|understood|i understand)[,.!]?\s+)?"
+                      r"(?:i will|i'll|i am going to|i'm going to|i shall|let me(?! know\b))\s+\w",
+                      re.IGNORECASE)
 # A line of the facts the answer is written from ("- http_fetch (ok): HTTP 200 OK; text/html"),
 # copied as the answer: seen, cut after its first line, where the opening hours followed.
-_FACT_LINE = re.compile(r"^\W*[A-Za-z_][\w.-]* \((?:ok|error|refused)\):")
+_FACT_LINE = re.compile(r"^\W*(?P<tool>[A-Za-z_][\w.-]*) \((?P<status>ok|error|refused)\):")
+# A result's status line (the terminal's exit code, http_fetch's status and type): it tells the
+# user nothing they asked for.
+_STATUS_LINE = re.compile(r"^\s*(?:exit code: -?\d+|HTTP \d{3}\b.*)$", re.IGNORECASE)
 _CALL_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 # Replies that give the user nothing, seen as answers on the 1.5B model: a stock apology, and the
 # lane's own notes copied back.
@@ -322,9 +337,11 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("it tells of the user or the assistant instead of answering")
     if text_tool_calls(text, frozenset(facts.offered)) or text.startswith("{") and '"name"' in text:
         problems.append("a tool call written as text")
+    if not facts.results and "?" not in text and _PROMISE.search(text):
+        problems.append("it promises to do something, and nothing was done")
     if facts.results and not _carries(text, facts.to_carry or facts.results, facts.earlier, facts.ran_in_turn):
         problems.append("it leaves out what the tools returned")
-    stray = unsourced_numbers(text, facts) if facts.results or facts.failed else []
+    stray = unsourced_numbers(text, facts) if facts.results or facts.failed or draws_on_earlier(text, facts) else []
     if stray:
         problems.append(f"it states {stray[0]}, which no result holds")
     if unchecked_fact_tools(text, facts):
@@ -420,8 +437,10 @@ def unsourced_numbers(text: str, facts: TurnFacts) -> list[str]:
     for Paris, "... 2026-11-27T16:09:02+01:00 ... in Europe/Paris", a time mixed from the earlier
     turn's Tokyo. The user's earlier messages and notes are ("primes under 1000", then "how many
     are there?"; "the rent of 1,150 EUR" from the notes). Single digits are let through: a count
-    of what a result lists ("2 files")."""
-    now = "\n".join([facts.request, *facts.user_said, *facts.results])
+    of what a result lists ("2 files"). Where nothing ran in this turn (draws_on_earlier), what
+    earlier turns said is the source."""
+    sources = facts.results if facts.results or facts.failed else (facts.earlier,)
+    now = "\n".join([facts.request, *facts.user_said, *sources])
     found_times = _TIME.findall(now)
     times = {_clock(*found) for found in found_times}
     stray = [match.group(0) for match in _TIME.finditer(text) if _clock(*match.groups()) not in times]
@@ -435,6 +454,20 @@ def unsourced_numbers(text: str, facts: TurnFacts) -> list[str]:
         if not any(value == known or round(known, places) == value for known in values):
             stray.append(number)
     return stray
+
+
+_CAPITALISED = re.compile(r"(^|[.!?:]\s+|\S\s*)\b([A-Z][a-z]{3,})\b", re.MULTILINE)
+
+
+def draws_on_earlier(text: str, facts: TurnFacts) -> bool:
+    """Whether an answer names what only earlier turns named (a name: a word they capitalise
+    within a sentence, which the request does not hold): its numbers are then held to what the
+    conversation said. Seen, after session_search had returned "... the plumber ... was called
+    Ostrowski, and he charged 180 euros", asked "And how much did he charge?" with nothing run:
+    "I found Ostrowski charged $100 for the plumber service."."""
+    names = {m.group(2) for m in _CAPITALISED.finditer(facts.earlier) if not re.fullmatch(r"|[.!?:]\s+", m.group(1))}
+    asked = facts.request.lower()
+    return any(word in names and word.lower() not in asked for word in re.findall(r"\b[A-Z][a-z]{3,}\b", text))
 
 
 def _clock(hour: str, minute: str, half: str = "") -> tuple[int, int]:
@@ -453,9 +486,20 @@ _LABEL = re.compile(r"^\s*(?:-\s*)?(?:the assistant answered|the assistant said|
                     r"the user's message|assistant)\s*:\s*", re.IGNORECASE)
 
 
-def unlabelled(answer: str) -> str:
-    """The answer without a fact label copied to its front."""
-    return _LABEL.sub("", answer, count=1)
+def unlabelled(answer: str, ran: Collection[str] = ()) -> str:
+    """The answer without a label of the facts copied to its front: the conversation's ("The
+    assistant answered: 42"), or that of a result of this turn of a tool in `ran` where more than
+    the result's status line follows (the answer is then that result). Seen on the 1.5B model,
+    for a checklist to keep: "todo (ok): 1. [ ] book the van\n2. [ ] pack the kitchen ...", held
+    back as a copied note though it was the list; and "http_fetch (ok): HTTP 200 OK; text/html",
+    cut after its status line where the opening hours followed (still held back)."""
+    answer = _LABEL.sub("", answer, count=1)
+    label = _FACT_LINE.match(answer)
+    if label is None or label["status"] != "ok" or label["tool"] not in ran:
+        return answer
+    rest = answer[label.end():].strip()
+    lines = [line for line in rest.splitlines() if line.strip()]
+    return rest if lines and not all(_STATUS_LINE.match(line) for line in lines) else answer
 
 
 def _echoes(text: str, request: str) -> bool:

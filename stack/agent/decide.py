@@ -33,6 +33,11 @@ DECIDE_HIDDEN = 2
 # name alone): the number its BFCL even-id measurements were made with.
 CLIENT_DESCRIBED = 3
 MAX_REQUEST_CHARS = 1500
+# How the question ends. In the agent's instruction, so that it is part of the cached (and warmed)
+# prefix: after the request, its ~15 tokens were evaluated anew for every request, "hello" after a
+# restart first. Proxy mode's question keeps it after the request, as its BFCL numbers were taken.
+REPLY = 'Reply with {"next": TOOL} or {"next": "answer"}.'
+
 RESULT_CHARS = 200
 # Proxy mode's second look (fit_probability): where the decision said "answer", the best-matching
 # client tool is called when the model's yes-probability that it does what the message asks is at
@@ -50,7 +55,8 @@ INSTRUCTION = (
     "a tool; so do notes to keep for later, the current time, arithmetic and past conversations. "
     "Greetings, chat, general knowledge and what the user's notes already say need none. "
     "For example:\n"
-    "{examples}"
+    "{examples}\n\n"
+    + '{reply}'
 )
 # Proxy mode's question: a client's tools are not "this computer", and the agent's list of what
 # needs a tool names the lane's own tools' jobs. On 76 BFCL even-id entries (decision alone,
@@ -75,6 +81,10 @@ CLIENT_INSTRUCTION = (
 # a tool is rarely picked: on the everyday tuning file "dig out what the plumber's name was from
 # our earlier conversations" chose todo, then search_files, never session_search.
 NOTED = "(notes)"
+# An example's message that follows another (BEFORE + that message): a follow-up means what the
+# message before it asked. Seen on the 1.5B model, after a question about the time in Tokyo, "and
+# what about Paris?" decided "answer"; "read it back to me" after a file was written, too.
+BEFORE = "(before) "
 EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("thanks, that's all for today!", "", ANSWER),
     ("what's in config.yaml?", "", "read_file"),
@@ -86,8 +96,10 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("what's 18% of 250?", "", "calculate"),
     ("what's 18% of 250?", "calculate", ANSWER),
     ("what time is it in Lima?", "", "world_clock"),
+    ("and in Rome?", BEFORE + "what time is it in Lima?", "world_clock"),
     ("check how full the disk is and keep the number for later", "terminal", "memory"),
     ("make a file todo.md with the line 'buy milk'", "", "write_file"),
+    ("what does it say now?", BEFORE + "add 'call mum' to todo.md", "read_file"),
     ("how many planets are in the solar system?", "", ANSWER),
     ("the call to the bank is done, mark it on my list", "", "todo"),
     ("how many strings does a violin have?", "", ANSWER),
@@ -107,12 +119,15 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
 def _aside(done: str) -> str:
     if done == NOTED:  # seen: "what was my bike lock code again" with the code in the notes chose todo
         return " (the notes hold it)"
+    if done.startswith(BEFORE):
+        return f' (after "{done.removeprefix(BEFORE)}")'
     return f" (after {done} ran)" if done else ""
 
 
 def _needs(done: str) -> str:
-    """The tool an example's aside names: notes are the memory tool's (no client has it)."""
-    return "memory" if done == NOTED else done
+    """The tool an example's aside names: notes are the memory tool's (no client has it); a
+    message before names none."""
+    return "memory" if done == NOTED else "" if done.startswith(BEFORE) else done
 
 
 def listed_tool(name: str, description: str) -> str:
@@ -134,17 +149,23 @@ def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str],
     examples = "\n".join(
         f'"{request}"' + _aside(done) + f' -> {{"next": "{tool}"}}'
         for request, done, tool in EXAMPLES if {tool, _needs(done)} - {ANSWER, ""} <= known)
-    return [{"role": "system", "content": instruction.format(tools=listed, examples=examples)}]
+    return [{"role": "system", "content": instruction.format(tools=listed, examples=examples, reply=REPLY)}]
 
 
 def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
                     ran: Sequence[tuple[str, str, str]], context: str = "", known: Collection[str] = (),
-                    memory: str = "", instruction: str = INSTRUCTION) -> list[dict[str, str]]:
+                    memory: str = "", instruction: str = INSTRUCTION,
+                    choices: Sequence[str] | None = None) -> list[dict[str, str]]:
     """The question: `tools` offered directly and `hidden` ones that search finds for this request,
     as (name, description); `ran` as (tool, status, result) of this turn; `context` what the
     conversation said before (short facts, not answers to imitate); `memory` the notes the lane
-    keeps, so that a question they answer needs no tool."""
+    keeps, so that a question they answer needs no tool; `choices` the tools the grammar admits
+    when they are fewer than those listed (named in the question's last line)."""
     question = _question(request, hidden, ran, context)
+    if choices is not None:
+        question += '\n\nReply with {"next": TOOL} with TOOL one of ' + ", ".join(choices) + ' or {"next": "answer"}.'
+    elif "{reply}" not in instruction:
+        question += "\n\n" + REPLY
     if memory.strip():
         question = f"Notes the user asked you to keep:\n{memory.strip()[:MAX_REQUEST_CHARS]}\n\n{question}"
     return [*decide_opening(tools, known, instruction), {"role": "user", "content": question}]
@@ -156,7 +177,7 @@ def _question(request: str, hidden: Sequence[tuple[str, str]], ran: Sequence[tup
     if hidden:
         question += "\n\nOther tools, found by a word search for this message (often none of them fits):\n" + "\n".join(
             listed_tool(name, description) for name, description in hidden)
-    return question + '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
+    return question
 
 
 FIT_SYSTEM = "You check whether a function is the right one for a user's message."
@@ -212,10 +233,7 @@ async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, 
     """One greedy, grammar-bound model call; the caller reads it with parse_decision. `choices`
     narrows the tools the grammar admits (all of `tools` and `hidden` when None)."""
     names = list(choices) if choices is not None else [name for name, _ in [*tools, *hidden]]
-    messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction)
-    if choices is not None:
-        messages[-1]["content"] = messages[-1]["content"].replace(
-            '{"next": TOOL}', '{"next": TOOL} with TOOL one of ' + ", ".join(names))
+    messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction, choices)
     return await _asked(llm, messages, names)
 
 

@@ -111,7 +111,9 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
         ({"read_file", "terminal", "search_files", "run_python"},
          rf"\b{_DONE}\s+(?:read|opened|looked at|checked)\b[^\n]{{0,40}}\b{_FILE}\b"
          rf"|\b{_DONE}\s+(?:read|opened)\s+(?:it|them|this|that)\b|\bwhat i(?:'ve| have)? (?:read|opened)\b"
-         r"|\bi(?:'ve| have)? (?:found|located|opened)\b[^\n]{0,40}?\band (?:read|opened)\b"),
+         r"|\bi(?:'ve| have)? (?:found|located|opened)\b[^\n]{0,40}?\band (?:read|opened)\b"
+         r"|\bi(?:'ve| have)? read\b[^\n]{0,40}\bback\b"
+         rf"|\b{_DONE}\s+found\b[^\n]{{0,60}}\bin\b[^\n]{{0,30}}\b{_FILE}\b"),
         ({"search_files", "terminal", "run_python", "read_file"},
          rf"\b{_DONE}\s+(?:searched|looked)\b[^\n]{{0,30}}\b(?:files?|folders?|directory|workspace)\b"),
         ({"session_search"}, rf"\b{_DONE}\s+(?:searched|looked through|checked|gone through|went through)"
@@ -121,7 +123,8 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
         ({"todo"}, rf"\b{_DONE}\s+(?:added|marked|created|updated|put|set)\b[^\n]{{0,50}}"
                    r"\b(?:to-?do|tasks?|checklist|list)\b"
                    rf"|\b{_DONE}\s+(?:marked|ticked|checked|crossed)\b[^\n]{{0,50}}"
-                   r"\b(?:done|off|complete|completed|finished)\b"),
+                   r"\b(?:done|off|complete|completed|finished)\b"
+                   r"|\b(?:is|are) now (?:done|complete|completed|finished|(?:ticked|checked|crossed) off)\b"),
     ))
 # Work done outside this computer ("I sent the page to her", "I've booked the table"): only a tool
 # whose name says it does such work backs it; the built-in tools never do.

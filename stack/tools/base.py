@@ -61,6 +61,21 @@ def spells_a_number(text: str) -> bool:
     return bool(_NUMBER_WORDS & set(re.findall(r"[a-z]+", text.lower())))
 
 
+# A float as Python prints it, with the binary rounding showing: 15 or more significant digits.
+_LONG_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d{8,}(?![\w.])")
+
+
+def with_plain_floats(output: str) -> str:
+    """`output` with each float whose printed form shows binary rounding ("6.400000000000001",
+    "38.400000000000006") followed by the number it stands for ("(≈ 6.4)"). Seen on the 1.5B
+    model: after a script printed 6.400000000000001 as an average, its answer said 19.20."""
+    def plain(match: re.Match[str]) -> str:
+        shown = match.group(0)
+        meant = f"{round(float(shown), 12):.12g}"  # short only where the tail was rounding
+        return f"{shown} (≈ {meant})" if len(meant) <= len(shown) - 8 else shown
+    return _LONG_FLOAT.sub(plain, output)
+
+
 class ToolError(Exception):
     """The tool ran and failed, or its arguments were wrong: the model is told why."""
 

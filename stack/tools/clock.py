@@ -1,7 +1,8 @@
 """`world_clock` and `convert_timezone`: the clock and IANA time zones, offline (zoneinfo).
 
 A model has no clock and guesses offsets badly, so both tools return the wall time with its zone,
-UTC offset, weekday and whether daylight saving applies.
+UTC offset, weekday and whether daylight saving applies. The time leads, on both clocks: given only
+"2026-11-28T01:23:38+09:00", the 1.5B model answered "1:23 PM (13:23 in 24-hour format)".
 """
 
 from __future__ import annotations
@@ -32,12 +33,16 @@ def _zone(name: str) -> ZoneInfo:
 
 
 def describe(moment: datetime) -> str:
+    """"01:23 (1:23 AM), Saturday 28 November 2026, in Asia/Tokyo (JST, UTC+09:00, daylight saving
+    off); ISO 2026-11-28T01:23:38+09:00"."""
     offset = moment.utcoffset() or timedelta(0)
     sign = "-" if offset < timedelta(0) else "+"
     hours, minutes = divmod(abs(int(offset.total_seconds())) // 60, 60)
     dst = bool(moment.dst())
-    return (f"{moment.isoformat(timespec='seconds')} ({moment.tzname()}, UTC{sign}{hours:02d}:{minutes:02d}, "
-            f"{moment:%A}, daylight saving {'on' if dst else 'off'}) in {moment.tzinfo}")
+    twelve = f"{moment.hour % 12 or 12}:{moment:%M} {'AM' if moment.hour < 12 else 'PM'}"
+    return (f"{moment:%H:%M} ({twelve}), {moment:%A} {moment.day} {moment:%B %Y}, in {moment.tzinfo} "
+            f"({moment.tzname()}, UTC{sign}{hours:02d}:{minutes:02d}, daylight saving {'on' if dst else 'off'}); "
+            f"ISO {moment.isoformat(timespec='seconds')}")
 
 
 def _current_time(arguments: dict[str, Any], ctx: ToolContext) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import terminal
-from .base import Tool, ToolContext, ToolError, object_schema
+from .base import Tool, ToolContext, ToolError, object_schema, with_plain_floats
 
 MAX_CODE_CHARS = 100_000
 
@@ -34,7 +34,7 @@ def _run_python(arguments: dict[str, Any], ctx: ToolContext) -> str:
         terminal_arguments: dict[str, Any] = {"command": command}
         if "timeout" in arguments:
             terminal_arguments["timeout"] = arguments["timeout"]
-        return _TERMINAL.run(terminal_arguments, ctx)
+        return with_plain_floats(_TERMINAL.run(terminal_arguments, ctx))
 
 
 TOOLS: list[Tool] = [

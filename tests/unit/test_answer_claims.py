@@ -31,6 +31,9 @@ VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
     ("I've marked the bank call as done.", {"todo"}),  # seen with nothing run
     ("I found the recipe.txt file and read it.", {"read_file"}),  # seen for "read it back to me"
     ("I ticked the van off.", {"todo"}),
+    ("I read the last message back to you.", {"read_file"}),  # seen for "read it back to me", nothing run
+    ("The bank appointment is now done.", {"todo"}),  # seen for "mark it on my list", nothing run
+    ("I found the invoice number in the notes_fresh folder to be 12345.", {"read_file"}),  # seen, nothing run
 ])
 def test_a_statement_that_work_was_done_is_a_claim(answer, backed_by):
     claims = claimed_tools(answer, VOCABULARY)
@@ -112,6 +115,25 @@ NARRATED = "it tells of the user or the assistant instead of answering"
 ])
 def test_an_answer_that_gives_nothing_or_claims_is_held_back(answer, problem):
     assert problem in faults(answer, facts())
+
+
+PROMISE = "it promises to do something, and nothing was done"
+
+
+@pytest.mark.parametrize("answer", ["I understand. I will change the birthday to July 14th.", "I'll remember that!",
+                                    "Sure, let me look that up for you.", "OK, I'm going to rename it now."])
+def test_a_promise_where_nothing_was_done_is_held_back(answer):
+    assert PROMISE in faults(answer, facts())
+
+
+@pytest.mark.parametrize("answer, done", [
+    ("Let me know if you need anything else.", ()),
+    ("I'll gladly help: which file do you mean?", ()),  # it asks
+    ("Hello! How can I assist you today?", ()),
+    ("The sum is 5. I will keep it in mind.", ("5",)),  # something was done
+])
+def test_no_promise_where_the_answer_asks_or_a_tool_ran(answer, done):
+    assert PROMISE not in faults(answer, facts(ran=("calculate",) if done else (), results=done))
 
 
 @pytest.mark.parametrize("answer", ["The user you are logged in as is root.", "The assistant here runs on your laptop.",
@@ -254,6 +276,22 @@ def test_a_fact_label_copied_to_the_front_of_an_answer_is_dropped():
     assert unlabelled("The answer is 42.") == "The answer is 42."
 
 
+@pytest.mark.parametrize("answer, ran, passed", [
+    ("todo (ok): 1. [ ] book the van\n2. [ ] pack the kitchen", {"todo"}, "1. [ ] book the van\n2. [ ] pack the kitchen"),
+    ("- terminal (ok): exit code: 0\nhost-7", {"terminal"}, "exit code: 0\nhost-7"),
+    # only a status line, a tool that did not run in this turn, a failure: the label stays (held back)
+    ("http_fetch (ok): HTTP 200 OK; text/html", {"http_fetch"}, None),
+    ("terminal (ok): exit code: 0", {"terminal"}, None),
+    ("todo (ok): 1. [ ] book the van", {"memory"}, None),
+    ("terminal (error): no such file", {"terminal"}, None),
+])
+def test_a_result_s_label_is_dropped_where_the_result_follows_it(answer, ran, passed):
+    from stack.agent.corrections import unlabelled
+    assert unlabelled(answer, ran) == (passed or answer)
+    held = faults(unlabelled(answer, ran), facts(ran=ran, results=("1. [ ] book the van",)))
+    assert ("the lane's own note copied" in held) is (passed is None)
+
+
 def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_path):
     """The repeat breaker's results (which the composed answer reads as what ran), the note an
     answer held back leaves in the store, and proxy mode's corrections."""
@@ -392,3 +430,19 @@ def test_a_file_name_in_snake_case_is_no_tool_named_as_used():
     answer = "I ran the Python script to sum the amount column in the file shop_nov.csv. The total is 38.40."
     assert unbacked_claims(answer, {"run_python"}, VOCABULARY) == []
     assert unbacked_claims("I ran shop_nov for you.", {"run_python"}, VOCABULARY)  # a name, not a file
+
+
+PLUMBER = ("- The user said: I think I mentioned a plumber once\n  session_search returned: matched (user): the plumber "
+           "was called Ostrowski, and he charged 180 euros.\n  The assistant answered: I found Ostrowski.")
+
+
+@pytest.mark.parametrize("answer, stray", [
+    ("I found Ostrowski charged $100 for the plumber service.", "100"),  # seen
+    ("Ostrowski is a plumber. He charged 300.", "300"),
+    ("Ostrowski charged 180 euros.", None),
+    ("He charged 250 euros.", None),  # names nothing of the earlier turns: not held to them
+    ("A grown-up human has 206 bones.", None),
+])
+def test_with_nothing_run_an_answer_that_draws_on_earlier_turns_holds_their_numbers(answer, stray):
+    held = faults(answer, TurnFacts("And how much did he charge?", {}, set(), set(), False, (), PLUMBER))
+    assert held == ([f"it states {stray}, which no result holds"] if stray else [])

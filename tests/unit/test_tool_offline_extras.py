@@ -46,10 +46,13 @@ def test_extras_are_registered_deferred_and_have_valid_schemas():
 def test_current_time_in_a_zone_matches_the_clock(ctx):
     outcome = call("world_clock", {"timezone": "Asia/Tokyo"}, ctx)
     assert outcome.status == "ok"
-    stamp = datetime.fromisoformat(outcome.output.split(" ")[0])
+    stamp = datetime.fromisoformat(outcome.output.split("ISO ")[1])
     assert stamp.utcoffset().total_seconds() == 9 * 3600
     assert abs((datetime.now(ZoneInfo("Asia/Tokyo")) - stamp).total_seconds()) < 5
     assert "Asia/Tokyo" in outcome.output and "UTC+09:00" in outcome.output
+    # the wall time leads, on both clocks (given only ISO, the 1.5B model answered "1:23 PM" for 01:23)
+    twelve = f"{stamp.hour % 12 or 12}:{stamp:%M} {'AM' if stamp.hour < 12 else 'PM'}"
+    assert outcome.output.startswith(f"{stamp:%H:%M} ({twelve}), {stamp:%A} {stamp.day} {stamp:%B %Y}, in Asia/Tokyo")
 
 
 def test_unknown_zone_is_an_error_with_suggestions(ctx):
@@ -63,7 +66,7 @@ def test_convert_time_across_dst_boundary(ctx):
     assert outcome.status == "ok"
     assert "2025-07-01T06:00:00-04:00" in outcome.output and "difference: -6 h" in outcome.output
     hhmm = call("convert_timezone", {"time": "09:30", "source_timezone": "UTC", "target_timezone": "Asia/Kolkata"}, ctx)
-    assert "T15:00:00+05:30" in hhmm.output
+    assert "T15:00:00+05:30" in hhmm.output and "target: 15:00 (3:00 PM)" in hhmm.output
     bad = call("convert_timezone", {"time": "noon", "source_timezone": "UTC", "target_timezone": "UTC"}, ctx)
     assert bad.status == "error" and "HH:MM" in bad.output
 
@@ -71,7 +74,7 @@ def test_convert_time_across_dst_boundary(ctx):
 @pytest.mark.parametrize("expression, expected", [
     ("17 * 23", "391"), ("(2**10 - 1) / 3", "341"), ("2^8", "256"), ("7 // 2 + 7 % 2", "4"),
     ("sqrt(16) + abs(-2)", "6"), ("round(pi, 3)", "3.142"), ("factorial(20)", "2432902008176640000"),
-    ("0.1 + 0.2", "0.30000000000000004"), ("12.5% * 368", "46"), ("12.5% of 368", "46"),
+    ("0.1 + 0.2", "0.30000000000000004 (≈ 0.3)"), ("sqrt(2)", "1.4142135623730951"), ("12.5% * 368", "46"), ("12.5% of 368", "46"),
     ("(50%) * 8", "4"), ("10 % 4", "2"), ("10%4", "2"), ("10 %(3)", "1"),
     # units and currency signs after or before the numbers, as people write them
     ("35% of 640 euros", "224"), ("$12 + €3", "15"), ("3 kg * 4", "12"), ("1e-3 * 1000", "1"),
@@ -87,10 +90,16 @@ def test_calculator_evaluates(ctx, expression, expected):
     ("factorial(100000)", "limited"), ("2 +", "not an arithmetic"), ("x + 1", "unsupported"),
     ("1" * 600, "longer than"), ("sqrt(-1)", "cannot evaluate"),
     ("10 mod 3", "not an arithmetic"),  # a word between numbers is no unit: never a wrong number
+    ("640 - 35% of 640 * 9 December", "not an arithmetic"),  # a date is no quantity (seen: -2464)
 ])
 def test_calculator_refuses_what_is_unsafe_or_wrong(ctx, expression, reason):
     outcome = call("calculate", {"expression": expression}, ctx)
     assert outcome.status == "error" and reason in outcome.output
+
+
+def test_run_python_shows_the_number_a_rounded_float_stands_for(ctx):
+    outcome = call("run_python", {"code": "print(38.4 / 6)\nprint(2 ** 0.5)"}, ctx)
+    assert outcome.output.splitlines()[1:] == ["6.3999999999999995 (≈ 6.4)", "1.4142135623730951"]
 
 
 def test_run_python_runs_in_the_workspace(ctx):
