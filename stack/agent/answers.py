@@ -174,7 +174,8 @@ def _with_previous(store: Store, turn: Turn) -> str:
     """The request, with the user's message before it where there is one: a follow-up means
     little alone. Seen: after "My cousin lives in Tokyo ... What time is it over there?",
     "and what about Paris?" decided "answer", and world_clock fitted it 0.62 asked alone."""
-    asked = [row["content"] for row in store.messages(turn.result.session_id) if row["role"] == "user" and row["content"]]
+    asked = [row["content"] for row in store.messages(turn.result.session_id)
+             if row["role"] == "user" and row["content"]]
     before = asked[-2] if len(asked) > 1 and asked[-1] == turn.query else ""
     return f"{turn.query}\n(Their message before it: {before[:MAX_PREVIOUS_CHARS]})" if before else turn.query
 

@@ -277,7 +277,8 @@ def test_a_fact_label_copied_to_the_front_of_an_answer_is_dropped():
 
 
 @pytest.mark.parametrize("answer, ran, passed", [
-    ("todo (ok): 1. [ ] book the van\n2. [ ] pack the kitchen", {"todo"}, "1. [ ] book the van\n2. [ ] pack the kitchen"),
+    ("todo (ok): 1. [ ] book the van\n2. [ ] pack the kitchen", {"todo"},
+     "1. [ ] book the van\n2. [ ] pack the kitchen"),
     ("- terminal (ok): exit code: 0\nhost-7", {"terminal"}, "exit code: 0\nhost-7"),
     # only a status line, a tool that did not run in this turn, a failure: the label stays (held back)
     ("http_fetch (ok): HTTP 200 OK; text/html", {"http_fetch"}, None),
@@ -432,8 +433,8 @@ def test_a_file_name_in_snake_case_is_no_tool_named_as_used():
     assert unbacked_claims("I ran shop_nov for you.", {"run_python"}, VOCABULARY)  # a name, not a file
 
 
-PLUMBER = ("- The user said: I think I mentioned a plumber once\n  session_search returned: matched (user): the plumber "
-           "was called Ostrowski, and he charged 180 euros.\n  The assistant answered: I found Ostrowski.")
+PLUMBER = ("- The user said: I think I mentioned a plumber once\n  session_search returned: matched (user): "
+           "the plumber was called Ostrowski, and he charged 180 euros.\n  The assistant answered: I found Ostrowski.")
 
 
 @pytest.mark.parametrize("answer, stray", [
