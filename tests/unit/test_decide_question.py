@@ -32,3 +32,10 @@ def test_narrowed_choices_are_named_after_the_request_in_both_modes():
         question = decide_messages("x", TOOLS, HIDDEN, [], choices=["memory", "world_clock"], **instruction)[-1]
         assert question["content"].endswith(
             'Reply with {"next": TOOL} with TOOL one of memory, world_clock or {"next": "answer"}.')
+
+
+def test_a_follow_up_example_shows_the_message_before_it_when_its_tool_is_known():
+    with_clock = decide_messages("x", TOOLS, [], [], known={"world_clock"})[0]["content"]
+    assert '"and in Rome?" (after "what time is it in Lima?") -> {"next": "world_clock"}' in with_clock
+    without = decide_messages("x", TOOLS, [], [], known=())[0]["content"]
+    assert "and in Rome?" not in without
