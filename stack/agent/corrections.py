@@ -112,6 +112,7 @@ _CALL_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 # lane's own notes copied back.
 _STOCK = re.compile(r"^\W*(?:i'?m sorry|i apologi[sz]e|sorry|unfortunately)\b.{0,80}\b(?:need more "
                     r"(?:information|context|details)|provide more|(?:do not|don't) have access|"
+                    r"(?:do not|don't) have (?:enough|any|more) (?:information|context|details)|"
                     r"can(?:'t|not) (?:help|assist))", re.IGNORECASE | re.DOTALL)
 # The fixed words of every note the lane writes to the model (the corrections below, the repeat
 # breaker's results, "Answer not passed on"): a reply holding them copied a note.

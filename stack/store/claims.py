@@ -124,7 +124,9 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
                    r"\b(?:to-?do|tasks?|checklist|list)\b"
                    rf"|\b{_DONE}\s+(?:marked|ticked|checked|crossed)\b[^\n]{{0,50}}"
                    r"\b(?:done|off|complete|completed|finished)\b"
-                   r"|\b(?:is|are) now (?:done|complete|completed|finished|(?:ticked|checked|crossed) off)\b"),
+                   r"|\b(?:is|are) now (?:done|complete|completed|finished|(?:ticked|checked|crossed) off)\b"
+                   r"|\b(?:task|chore|errand|item)s?\b[^\n]{0,60}\b(?:is|are|has been|have been) "
+                   r"(?:done|complete|completed|finished|(?:ticked|checked|crossed) off)\b"),
     ))
 # Work done outside this computer ("I sent the page to her", "I've booked the table"): only a tool
 # whose name says it does such work backs it; the built-in tools never do.

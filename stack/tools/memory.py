@@ -83,6 +83,10 @@ def _find(entries: list[str], old_text: str) -> int:
     return found[0]
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
 def _memory(arguments: dict[str, Any], ctx: ToolContext) -> str:
     action = arguments["action"]
     path = ctx.settings.memory_path
@@ -113,6 +117,12 @@ def _memory(arguments: dict[str, Any], ctx: ToolContext) -> str:
             if content == previous:  # seen: asked to note a new rent, the model "replaced" the old note with itself
                 raise ToolError(f"content is the entry as it is ({previous!r}): nothing changed. To save "
                                 'something new instead: {"action": "add", "content": "<the text to remember>"}')
+            if set(_words(content)) <= set(_words(previous)):
+                # seen: asked "what was my bike lock code again", the model replaced 'Bike lock
+                # code: 4471' with '4471'; a replace that adds nothing only loses what was kept
+                raise ToolError(f"content adds nothing to the entry ({previous!r}), it would only drop text: "
+                                "nothing changed. The notes are shown to you; to delete an entry use "
+                                '{"action": "remove", "old_text": "<part of the entry>"}')
             entries[index] = content
             _save(path, entries)
             return f"replaced {previous!r} with {entries[index]!r}"

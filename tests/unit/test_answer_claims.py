@@ -34,6 +34,8 @@ VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
     ("I read the last message back to you.", {"read_file"}),  # seen for "read it back to me", nothing run
     ("The bank appointment is now done.", {"todo"}),  # seen for "mark it on my list", nothing run
     ("I found the invoice number in the notes_fresh folder to be 12345.", {"read_file"}),  # seen, nothing run
+    # seen, nothing run, for "Called the bank just now, so that one's done"
+    ("The task of returning the library books is done.", {"todo"}),
 ])
 def test_a_statement_that_work_was_done_is_a_claim(answer, backed_by):
     claims = claimed_tools(answer, VOCABULARY)
@@ -102,6 +104,7 @@ NARRATED = "it tells of the user or the assistant instead of answering"
 @pytest.mark.parametrize("answer, problem", [
     ("", "the model gave no answer"),
     ("I'm sorry, but I need more information to answer your question.", "a stock apology"),
+    ("I'm sorry, but I don't have enough information to answer your question.", "a stock apology"),
     ("2 plus 3?", "the request echoed back"),
     ('{"name": "calculate", "arguments": {"expression": "2+3"}}', "a tool call written as text"),
     ("Already done: this exact call ran earlier in this turn and returned: 5", "the lane's own note copied"),

@@ -67,6 +67,22 @@ def test_replacing_an_entry_with_itself_is_an_error_that_says_so(ctx):
     assert memory.read_entries(ctx.settings.memory_path) == ["rent is 1,150 EUR"]
 
 
+@pytest.mark.parametrize("content", ["4471", "bike lock code", "Bike lock: 4471"])
+def test_a_replace_that_only_drops_text_is_an_error_and_keeps_the_entry(ctx, content):
+    """Seen: asked "what was my bike lock code again", the model replaced the note with '4471'."""
+    mem(ctx, action="add", content="Bike lock code: 4471")
+    outcome = mem(ctx, action="replace", old_text="bike lock code", content=content)
+    assert outcome.status == "error" and "it would only drop text" in outcome.output and '"remove"' in outcome.output
+    assert memory.read_entries(ctx.settings.memory_path) == ["Bike lock code: 4471"]
+
+
+def test_a_replace_that_changes_a_word_or_adds_one_runs(ctx):
+    mem(ctx, action="add", content="Bike lock code: 4471")
+    assert mem(ctx, action="replace", old_text="bike", content="Bike lock code: 5520").status == "ok"
+    assert mem(ctx, action="replace", old_text="bike", content="Bike lock code: 5520 (blue lock)").status == "ok"
+    assert memory.read_entries(ctx.settings.memory_path) == ["Bike lock code: 5520 (blue lock)"]
+
+
 def test_exact_entry_wins_over_entries_that_contain_it(ctx):
     mem(ctx, action="add", content="tea")
     mem(ctx, action="add", content="tea with milk")
