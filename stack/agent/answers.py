@@ -181,17 +181,16 @@ def _with_previous(store: Store, turn: Turn) -> str:
 
 
 async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnFacts,
-                          memory: str | None = None, lane_asks: str = "") -> tuple[TurnEnded, Correction | None]:
+                          memory: str | None = None) -> tuple[TurnEnded, Correction | None]:
     """The turn's answer, written from the request, the turn's results, earlier turns as facts
-    and what the lane remembers (and `lane_asks`, an instruction of a lever's, after the client's
-    own); the lane's own account of what ran when it may not be passed on, with the correction its
-    words earn (corrections.correction: the tool it says ran, or that a fact it states needs), for
-    the loop to act on before giving that account."""
+    and what the lane remembers; the lane's own account of what ran when it may not be passed on,
+    with the correction its words earn (corrections.correction: the tool it says ran, or that a
+    fact it states needs), for the loop to act on before giving that account."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     session_tools = sorted(facts.ran_in_session) if facts.about_session else None
     rows = store.messages(turn.result.session_id)  # for the client's instructions
-    instructions = "\n\n".join(part for part in (_client_instructions(rows), lane_asks) if part.strip())
-    question = compose_messages(turn.query, results, facts.earlier, memory, session_tools, instructions)
+    question = compose_messages(turn.query, results, facts.earlier, memory, session_tools,
+                                _client_instructions(rows))
     composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),
                               temperature=turn.temperature)
     count(turn.result, composed)

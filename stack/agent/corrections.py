@@ -50,10 +50,6 @@ LEVERS: dict[str, str] = {
                "where nothing was done: \"I will change it\"), "
                "claims what did not run or, after tools ran, states a time or number their results "
                "and the request do not hold (unsourced_numbers) is not passed on: the lane says what ran",
-    "ask": "an agent turn where nothing ran ok and the answer was held back (no tool its words ask for, "
-           "none that fits): the answer composed once more, told to ask the user one short question "
-           "about what they want done (prompt.ASK_BACK); passed on when it asks one and holds no "
-           "other fault, else the lane's own account",
     "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
     "operands": "a call of the lane's own tool whose precondition (tools/base.py; calculate: a "
                 "number of the expression is one the conversation wrote; clarify: the question is not "

@@ -33,11 +33,6 @@ DECIDE_HIDDEN = 2
 # name alone): the number its BFCL even-id measurements were made with.
 CLIENT_DESCRIBED = 3
 MAX_REQUEST_CHARS = 1500
-# How the question ends. In the agent's instruction, so that it is part of the cached (and warmed)
-# prefix: after the request, its ~15 tokens were evaluated anew for every request, "hello" after a
-# restart first. Proxy mode's question keeps it after the request, as its BFCL numbers were taken.
-REPLY = 'Reply with {"next": TOOL} or {"next": "answer"}.'
-
 RESULT_CHARS = 200
 # Proxy mode's second look (fit_probability): where the decision said "answer", the best-matching
 # client tool is called when the model's yes-probability that it does what the message asks is at
@@ -55,8 +50,7 @@ INSTRUCTION = (
     "a tool; so do notes to keep for later, the current time, arithmetic and past conversations. "
     "Greetings, chat, general knowledge and what the user's notes already say need none. "
     "For example:\n"
-    "{examples}\n\n"
-    + '{reply}'
+    "{examples}"
 )
 # Proxy mode's question: a client's tools are not "this computer", and the agent's list of what
 # needs a tool names the lane's own tools' jobs. On 76 BFCL even-id entries (decision alone,
@@ -149,23 +143,17 @@ def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str],
     examples = "\n".join(
         f'"{request}"' + _aside(done) + f' -> {{"next": "{tool}"}}'
         for request, done, tool in EXAMPLES if {tool, _needs(done)} - {ANSWER, ""} <= known)
-    return [{"role": "system", "content": instruction.format(tools=listed, examples=examples, reply=REPLY)}]
+    return [{"role": "system", "content": instruction.format(tools=listed, examples=examples)}]
 
 
 def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
                     ran: Sequence[tuple[str, str, str]], context: str = "", known: Collection[str] = (),
-                    memory: str = "", instruction: str = INSTRUCTION,
-                    choices: Sequence[str] | None = None) -> list[dict[str, str]]:
+                    memory: str = "", instruction: str = INSTRUCTION) -> list[dict[str, str]]:
     """The question: `tools` offered directly and `hidden` ones that search finds for this request,
     as (name, description); `ran` as (tool, status, result) of this turn; `context` what the
     conversation said before (short facts, not answers to imitate); `memory` the notes the lane
-    keeps, so that a question they answer needs no tool; `choices` the tools the grammar admits
-    when they are fewer than those listed (named in the question's last line)."""
+    keeps, so that a question they answer needs no tool."""
     question = _question(request, hidden, ran, context)
-    if choices is not None:
-        question += '\n\nReply with {"next": TOOL} with TOOL one of ' + ", ".join(choices) + ' or {"next": "answer"}.'
-    elif "{reply}" not in instruction:
-        question += "\n\n" + REPLY
     if memory.strip():
         question = f"Notes the user asked you to keep:\n{memory.strip()[:MAX_REQUEST_CHARS]}\n\n{question}"
     return [*decide_opening(tools, known, instruction), {"role": "user", "content": question}]
@@ -177,7 +165,7 @@ def _question(request: str, hidden: Sequence[tuple[str, str]], ran: Sequence[tup
     if hidden:
         question += "\n\nOther tools, found by a word search for this message (often none of them fits):\n" + "\n".join(
             listed_tool(name, description) for name, description in hidden)
-    return question
+    return question + '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
 
 
 FIT_SYSTEM = "You check whether a function is the right one for a user's message."
@@ -233,7 +221,10 @@ async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, 
     """One greedy, grammar-bound model call; the caller reads it with parse_decision. `choices`
     narrows the tools the grammar admits (all of `tools` and `hidden` when None)."""
     names = list(choices) if choices is not None else [name for name, _ in [*tools, *hidden]]
-    messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction, choices)
+    messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction)
+    if choices is not None:
+        messages[-1]["content"] = messages[-1]["content"].replace(
+            '{"next": TOOL}', '{"next": TOOL} with TOOL one of ' + ", ".join(names))
     return await _asked(llm, messages, names)
 
 

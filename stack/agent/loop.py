@@ -30,7 +30,7 @@ from .answers import composed_answer, decided_tool, facts_of, fitting_tool
 from .corrections import Correction, fallback_answer, named_in, repeated
 from .history import conversation, said
 from .llm_client import LlmClient, ModelReply
-from .prompt import ASK_BACK, memory_note, promoted_tools_note, system_prompt
+from .prompt import memory_note, promoted_tools_note, system_prompt
 from .toolcalls import ToolCall, as_spelled, calls_in, forced, stored
 from .turn import FORCED_CALL_MAX_TOKENS, Turn, TurnEnded, TurnResult, count
 
@@ -54,7 +54,7 @@ class Agent:
                     answer, fix = await self._composed(turn, toolset)
                     turn.force = self._acted_on(turn, toolset, fix) or await self._second_look(turn, toolset, answer)
                     if turn.force is None:
-                        raise await self._asked_back(turn, toolset, answer)
+                        raise answer
                 forced_tool, reply = turn.force, await self._ask(turn, toolset)
                 calls = [as_spelled(call, turn.query)
                          for call in calls_in(reply.content, reply.tool_calls, toolset.parameters_of)]
@@ -94,20 +94,9 @@ class Agent:
             return None
         return tool if turn.ledger.take(fix) else None
 
-    async def _composed(self, turn: Turn, toolset: Toolset, lane_asks: str = "") -> tuple[TurnEnded, Correction | None]:
+    async def _composed(self, turn: Turn, toolset: Toolset) -> tuple[TurnEnded, Correction | None]:
         memory = self._memory(turn)
-        facts = facts_of(turn, toolset, self.store, memory)
-        return await composed_answer(self.llm, self.store, turn, facts, memory, lane_asks)
-
-    async def _asked_back(self, turn: Turn, toolset: Toolset, answer: TurnEnded) -> TurnEnded:
-        """Lever "ask": where nothing ran ok and the answer was held back, one short question back
-        to the user instead of the lane's account (kept when the model asks none). Seen: "change
-        it to the other one" as a session's first message ran patch on a file named "memory"
-        twice (not found), then answered "I will change the birthday to July 14th."."""
-        if turn.result.tools_executed or not answer.lane_written or not turn.ledger.take(Correction(None, None, "ask")):
-            return answer
-        asked, _ = await self._composed(turn, toolset, ASK_BACK)
-        return asked if not asked.lane_written and "?" in asked.content else answer
+        return await composed_answer(self.llm, self.store, turn, facts_of(turn, toolset, self.store, memory), memory)
 
     async def _second_look(self, turn: Turn, toolset: Toolset, answer: TurnEnded) -> str | None:
         """Lever "fit": when nothing ran and the answer was held back, the index's best tool for

@@ -52,11 +52,6 @@ COMPOSE = (
     "If you cannot tell what or whom the message means, ask the user one short question instead."
 )
 COMPOSE_RESULT_CHARS = 1500
-# Lever "ask" (agent/corrections.py): the answer written again, where nothing ran and the first one
-# could not be passed on. The 1.5B model does not ask back on its own (0 of 5 everyday turns that
-# wanted a question got one, with COMPOSE's last sentence): it promised ("I can send it to her.").
-ASK_BACK = ("Nothing could be done for the user's last message yet. Reply with one short question that "
-            "asks the user what exactly they want done, so that you can do it.")
 
 
 def turn_facts(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "", *,

@@ -359,8 +359,7 @@ def test_an_identical_failing_call_is_never_made_three_times(lane):
         ("error", "the disk is on fire"),
         ("refused", "Not run: this exact call already failed in this turn with: the disk is on fire\n"
                     "Do not repeat it. Call a tool with different arguments, or tell the user what failed.")]
-    # the call, its retry, the answer (a call again: no answer), lever "ask"'s answer (a call again)
-    assert len(model.requests) == 4
+    assert len(model.requests) == 3  # the call, its retry, the answer (a call again: no answer)
     assert "fail error: the disk is on fire" in result.content
     assert "the model gave no answer" in result.content
 
@@ -579,8 +578,7 @@ def test_a_claim_still_unbacked_after_its_tool_was_forced_is_never_passed_on(lan
     result, model = run(settings, store, script, user="2 plus 3?", decision='{"next": "answer"}')
     assert "I used add" not in result.content
     assert "No tool ran for this request" in result.content
-    # the last is lever "ask"'s answer, which asks nothing ("(script exhausted)"): not passed on
-    assert [r.get("tool_choice") for r in model.requests] == [None, FORCED_ADD, FORCED_ADD, None, None]
+    assert [r.get("tool_choice") for r in model.requests] == [None, FORCED_ADD, FORCED_ADD, None]
     assert rows(settings, "SELECT * FROM tool_executions") == []
 
 
@@ -751,15 +749,14 @@ def test_an_answer_copied_from_an_earlier_turn_stands_but_leaves_the_record(lane
 
 def test_answers_held_back_and_copied_errors_leave_the_record(lane):
     settings, store = lane
-    script = [text(""), text(""), call("fail", {}), call("fail", {}), text("ERROR: the disk is on fire"),
+    script = [text(""), call("fail", {}), call("fail", {}), text("ERROR: the disk is on fire"),
               call("add", {"a": 2, "b": 3}), text("It is 5.")]
-    # the second look finds no tool that fits "hello" (the next reply, another turn's, calls one),
-    # and lever "ask"'s answer is empty too
+    # the second look finds no tool that fits "hello" (the next reply, another turn's, calls one)
     results, model = run_turns(settings, store, script, ["hello", "do the thing", "add 2 and 3"], fit=0.1)
     assert results[0].content.startswith("No tool ran for this request")
     assert results[1].content == "ERROR: the disk is on fire"
-    assert model.requests[5]["tool_choice"] == FORCED_ADD
-    assert history(model.requests[5]) == [("user", "hello"), ("user", "do the thing"), ("user", "add 2 and 3")]
+    assert model.requests[4]["tool_choice"] == FORCED_ADD
+    assert history(model.requests[4]) == [("user", "hello"), ("user", "do the thing"), ("user", "add 2 and 3")]
 
 
 def test_the_clients_system_message_reaches_the_composed_answer(lane):
@@ -921,6 +918,17 @@ def test_the_second_look_reads_a_follow_up_with_the_message_before_it(lane):
     assert results[1].content == "It is 7." and results[1].tools_executed == ["add"]
 
 
+def test_a_promise_where_nothing_ran_never_reaches_the_user(lane):
+    """Seen, as a session's first message: "change it to the other one" -> "I understand. I will
+    change the birthday to July 14th." (nothing ran, nothing would)."""
+    settings, store = lane
+    script = [text("I understand. I will change the birthday to July 14th."), text("never sent")]
+    result, model = run(settings, store, script, user="change it to the other one", decision='{"next": "answer"}',
+                        fit=0.1)
+    assert result.content.startswith("No tool ran for this request") and len(model.requests) == 1
+    assert system_notes(settings) == ["Answer not passed on: it promises to do something, and nothing was done"]
+
+
 def test_an_answer_that_passes_on_only_a_writes_result_is_held_back_when_a_read_found_something(tmp_path):
     settings, store = packing_list(tmp_path)
     result = read_then_write(settings, store, "passport\nsunscreen\n", "I found the file packing.txt and read it.")
@@ -975,40 +983,3 @@ def test_a_tool_the_message_cannot_want_stays_listed_in_the_decisions_cached_pre
                    decision=first_pick(lambda choices: "answer"), tools=[*TOOLS, *CALCULATOR])
     first = model.decide_requests[0]["messages"][0]["content"]
     assert "- calculate:" in first and "calculate" not in choices_of(model.decide_requests[0])
-
-
-# Lever "ask": a question back where nothing could be done
-
-
-@pytest.mark.parametrize("asked, answer", [
-    ("Which file do you mean, and what should it become?", "Which file do you mean, and what should it become?"),
-    ("I will change it now.", "No tool ran for this request"),  # no question: the lane's own account
-    ("change it to the other one?", "No tool ran for this request"),  # the request echoed back
-])
-def test_a_promise_where_nothing_ran_becomes_one_question_back(lane, asked, answer):
-    """Seen, as a session's first message: "change it to the other one" -> "I understand. I will
-    change the birthday to July 14th." (nothing ran, nothing would)."""
-    settings, store = lane
-    script = [text("I understand. I will change the birthday to July 14th."), text(asked), text("never sent")]
-    result, model = run(settings, store, script, user="change it to the other one", decision='{"next": "answer"}',
-                        fit=0.1)
-    assert result.content.startswith(answer) and result.tools_executed == []
-    assert len(model.requests) == 2
-    assert "asks the user what exactly they want done" in model.requests[1]["messages"][1]["content"]
-    assert system_notes(settings)[0] == "Answer not passed on: it promises to do something, and nothing was done"
-    last = rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant' ORDER BY id DESC LIMIT 1")
-    assert last == [(result.content, 0 if result.content == asked else 1)]
-
-
-def test_a_question_back_where_the_only_call_failed(lane):
-    settings, store = lane
-    script = [call("fail", {}), call("fail", {}), text("I will fix it."), text("Which thing should I fix?")]
-    result, model = run(settings, store, script, user="fix it", decision=decide_then("fail", "answer"), fit=0.1)
-    assert result.content == "Which thing should I fix?" and result.tools_executed == []
-
-
-def test_no_question_back_once_a_tool_ran(lane):
-    settings, store = lane
-    script = [call("add", {"a": 2, "b": 3}), text("I will tell you soon."), text("What do you mean?")]
-    result, model = run(settings, store, script, user="add 2 and 3")
-    assert result.content.startswith("I could not write a reliable answer") and len(model.requests) == 2

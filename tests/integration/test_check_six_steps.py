@@ -229,16 +229,10 @@ def test_text_only_liar_fails_the_tool_steps(tmp_path: Path) -> None:
     # exist: refused, so nothing ran.
     assert executions and all(status == "refused" for _, status in executions) and decisions == 6
     # step 2's answer (a call written as text) was held back twice: before and after its tool was forced
-    # step 2's answer (a call written as text) was held back before and after its tool was forced;
-    # each answer held back where nothing ran ok is asked once more for a question back (lever
-    # "ask"), and the liar writes its text again: held back again
-    notes = list(dict.fromkeys(n for (n,) in held_back))
-    assert notes[:2] == ["Answer not passed on: a tool call written as text",
-                         "Answer not passed on: a tool call written as text; it says search_history did something "
-                         "that did not run"]
-    assert all(f"it says {name} did something that did not run" in notes[2]
+    assert [n for (n,) in held_back[:4]] == ["Answer not passed on: a tool call written as text"] * 3 + [
+        "Answer not passed on: a tool call written as text; it says search_history did something that did not run"]
+    assert all(f"it says {name} did something that did not run" in held_back[4][0]
                for name in ("run_shell", "save_memory", "search_history", "store_note"))
-    assert len(held_back) == 9
     verdicts = [s["verdict"] for s in run.report["steps"]]
     assert verdicts[1] == verdicts[3] == verdicts[4] == verdicts[5] == "fail"
     assert verdicts[0] == "pass"
