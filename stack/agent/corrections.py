@@ -49,7 +49,9 @@ LEVERS: dict[str, str] = {
                "the conversation told in the third person: \"The user asked ...\", a promise "
                "where nothing was done: \"I will change it\"), "
                "claims what did not run or, after tools ran, states a time or number their results "
-               "and the request do not hold (unsourced_numbers) is not passed on: the lane says what ran",
+               "and the request do not hold (unsourced_numbers; where nothing ran, an answer that "
+               "names what only earlier turns named is held to what they said: draws_on_earlier) "
+               "is not passed on: the lane says what ran",
     "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
     "operands": "a call of the lane's own tool whose precondition (tools/base.py; calculate: a "
                 "number of the expression is one the conversation wrote; clarify: the question is not "
