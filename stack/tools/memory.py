@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from .base import Tool, ToolContext, ToolError, nothing, object_schema
+from .base import Tool, ToolContext, ToolError, nothing, object_schema, plain_words
 
 # Everything in memory is in every system prompt; a small model's context is the budget.
 MEMORY_MAX_CHARS = 4000
@@ -83,10 +83,6 @@ def _find(entries: list[str], old_text: str) -> int:
     return found[0]
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
-
-
 def _memory(arguments: dict[str, Any], ctx: ToolContext) -> str:
     action = arguments["action"]
     path = ctx.settings.memory_path
@@ -117,7 +113,7 @@ def _memory(arguments: dict[str, Any], ctx: ToolContext) -> str:
             if content == previous:  # seen: asked to note a new rent, the model "replaced" the old note with itself
                 raise ToolError(f"content is the entry as it is ({previous!r}): nothing changed. To save "
                                 'something new instead: {"action": "add", "content": "<the text to remember>"}')
-            if set(_words(content)) <= set(_words(previous)):
+            if set(plain_words(content).split()) <= set(plain_words(previous).split()):
                 # seen: asked "what was my bike lock code again", the model replaced 'Bike lock
                 # code: 4471' with '4471'; a replace that adds nothing only loses what was kept
                 raise ToolError(f"content adds nothing to the entry ({previous!r}), it would only drop text: "
