@@ -218,6 +218,10 @@ CLAIMS: tuple[tuple[str, re.Pattern[str], frozenset[str]], ...] = tuple(
          r"(?:^|[.!]\s+)(?:got it[,!.]?\s+|okay[,!.]?\s+|ok[,!.]?\s+|sure[,!.]?\s+)?noted\b"
          r"|" + _I + r"(?:made a note|taken note|noted (?:it|that|this|down)|jotted)\b"
          r"|\bI(?:['’]ll|\s+will)\s+(?:remember|keep (?:that|this|it) in mind|make a note)\b", {"memory"}),
+        # kept somewhere, without saying where ("I noted the information about the folder")
+        ("kept a note",
+         _I + r"(?:noted|saved|stored|recorded)\s+(?:the|your|a|an|it|that|this|these|those)\b",
+         {"memory", "todo", "write_file", "patch", *_RUNNERS}),
         ("updated the task list",
          r"\b(?:added|put|created|set up|made|updated|saved)\b[^.\n]{0,80}?\b(?:to-?do|task|check)\s*-?list\b",
          {"todo"}),

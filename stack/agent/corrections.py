@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Collection, Sequence
 
-from ..store.claims import named_tools, text_tool_calls, unbacked_claims
+from ..store.claims import claimed_tools, named_tools, text_tool_calls
 from ..tools.base import RESERVED_NAMES, plain_words, says_nothing
 from ..tools.execute import Outcome, refused
 from ..tools.validation import example_arguments
@@ -29,7 +29,8 @@ LEVERS: dict[str, str] = {
               "the tool the request needs next, before any tool ran among every offered tool and "
               "search's best hidden ones (a pick the tool index does not rank among its best four "
               "for the request, and the request does not name, asked again among those four), "
-              "after one ran only for a request of more than one task, "
+              "after one did its job only for a request of more than one task (after every call "
+              "failed or ran a failing command, and its retry was spent, always), "
               "among the tool index's best for it not yet run (one it names needs no question); "
               "that tool's call is then decoded under its schema, once per tool; in proxy mode, "
               "under tool_choice auto, once per request, asked in words for a client's tools "
@@ -42,7 +43,8 @@ LEVERS: dict[str, str] = {
            "the index's best for the agent) is called when the model, asked about that one tool, "
            "gives at least decide.FITS probability that it is what the message asks for (one "
            "token's logprobs; answers.second_look)",
-    "retry": "an agent turn's call that failed: made once more, the model having read the error",
+    "retry": "an agent turn's call that failed, or ran a command that exited non-zero "
+             "(Outcome.went_wrong): made once more, the model having read the error",
     "compose": "an agent turn's answer: written from the request, the tool results, earlier turns "
                "as facts and the notes the lane keeps; one that gives the user nothing (empty, a "
                "stock apology, the request echoed, call-shaped text, the lane's own note copied, "
@@ -306,11 +308,23 @@ def _unchecked_fact(text: str, facts: TurnFacts) -> Correction | None:
     return Correction(f"Nothing has checked that on this computer: call {tool} {how}.", tool, "fact")
 
 
+# A sentence that places what it tells in an earlier turn ("I saved it earlier", "as I noted
+# before"): the session's executions back it, not only the turn's.
+_POINTS_BACK = re.compile(r"\b(?:earlier|before|previously|last time|already|the other day)\b", re.IGNORECASE)
+
+
+def unbacked(text: str, facts: TurnFacts) -> list[tuple[str, frozenset[str]]]:
+    """The claims of the answer no execution backs: held to the turn's executions, and to the
+    session's for a question about the session or a sentence that points back to earlier turns."""
+    return [(sentence, tools) for sentence, tools in claimed_tools(text, frozenset(facts.offered))
+            if not tools & (facts.ran_in_turn | (facts.ran_in_session if facts.about_session
+                                                 or _POINTS_BACK.search(sentence) else set()))]
+
+
 def _claimed(text: str, facts: TurnFacts) -> Correction | None:
     """The model said a tool did something that no execution shows: it meant to call it, so that
     call is forced (a tool it cannot call is left to the answer check)."""
-    ran = facts.ran_in_turn | (facts.ran_in_session if facts.about_session else set())
-    for sentence, tools in unbacked_claims(text, ran, frozenset(facts.offered)):
+    for sentence, tools in unbacked(text, facts):
         tool = next((t for t in sorted(tools) if t in facts.offered), None)
         if tool is not None:
             return Correction(f'You wrote "{_preview(sentence)}", but {tool} has not run for this request, '
@@ -345,10 +359,9 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append(f"it states {stray[0]}, which no result holds")
     if unchecked_fact_tools(text, facts):
         problems.append("it states a fact about this computer that no tool checked")
-    ran = facts.ran_in_turn | (facts.ran_in_session if facts.about_session else set())
     problems += [f"it says {'/'.join(sorted(tools))} did something that did not run" if tools
                  else "it says something was done that no tool here can do"
-                 for _, tools in unbacked_claims(text, ran, frozenset(facts.offered))]
+                 for _, tools in unbacked(text, facts)]
     return problems
 
 

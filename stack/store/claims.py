@@ -99,6 +99,10 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
                      r"|\b(?:i've|i have)\s+(?:noted|made a note of|recorded)\b"
                      r"|\b(?:got it|noted)[,.!]\s+(?:i'll|i will|i've)\b|\bmade a note\b"),
         ({"memory", "todo", "write_file"}, r"\b(?:wrote|written|noted|jotted|put|taken)\s+(?:it\s+)?down\b"),
+        # "I noted the information about the recipes_nov folder", "I saved the note as a new entry":
+        # kept somewhere, says the answer, without saying where (seen with nothing run).
+        ({"memory", "todo", "write_file", "patch", "terminal", "run_python"},
+         r"\b(?:i|i've|i have|we've|we have)\s+(?:just\s+|now\s+|also\s+)?(?:noted|saved|stored|recorded|jotted)\b"),
         ({"terminal", "run_python"}, rf"\b{_DONE}\s+(?:ran|run|executed|launched)\b[^\n]{{0,60}}"
                                      r"\b(?:command|shell|terminal|script|code|snippet)\b"
                                      r"|\bthe (?:command|script) (?:returned|printed|output)\b"

@@ -91,7 +91,10 @@ def _memory(arguments: dict[str, Any], ctx: ToolContext) -> str:
         if action == "add":
             content = _normalized(arguments.get("content"), "content")
             if content in entries:
-                return "already in memory; nothing changed"
+                # the entry, named: the answer passes on what is kept (seen, "you know the wifi
+                # password?" re-saved it, and "... is kettle-moon-42" was held back as leaving out
+                # a result that said only "already in memory")
+                return f"already in memory: {content!r}; nothing changed"
             entries.append(content)
             _save(path, entries)
             return (f"saved to memory: {content!r} ({len(entries)} in all, "

@@ -214,6 +214,50 @@ def test_a_failed_call_is_made_once_more_then_the_answer_is_composed(lane):
     assert result.content == "I could not add those." and result.tools_executed == []
 
 
+def test_where_every_call_failed_the_decision_is_asked_among_the_other_tools(lane):
+    settings, store = lane
+
+    def decide(body):  # the failing tool while it is offered, then add, then the answer
+        choices = choices_of(body)
+        return Reply(json.dumps({"next": next(n for n in ("fail", "add", "answer") if n in choices)}))
+
+    result, model = run(settings, store, [call("fail", {}), call("fail", {}), call("add", {"a": 2, "b": 3}),
+                                          text("2 plus 3 is 5.")],
+                        user="add 2 to 3 although it always fails", decision=decide)
+    assert rows(settings, "SELECT tool_name, status FROM tool_executions ORDER BY id") == [
+        ("fail", "error"), ("fail", "refused"), ("add", "ok")]
+    # the first question offered both; after the failure, the tool the request names needs none
+    assert {"add", "fail"} <= set(choices_of(model.decide_requests[0]))
+    assert result.content == "2 plus 3 is 5." and result.tools_executed == ["add"]
+
+
+def _shell(arguments, ctx):
+    command = arguments["command"]
+    return "exit code: 0\n3 files\n" if command == "ls | wc -l" else f"exit code: 127\n{command}: not found\n"
+
+
+SHELL = Tool("sh", "Run a shell command.", object_schema({"command": {"type": "string"}}, ["command"]), _shell)
+
+
+def test_a_command_that_failed_is_made_once_more(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("sh", {"command": "count-files"}), call("sh", {"command": "ls | wc -l"}),
+                                          text("There are 3 files.")],
+                        user="how many files are here", decision='{"next": "sh"}', tools=[*TOOLS, SHELL])
+    # both ran (the store says ok: a command that exits non-zero ran); the second was the retry
+    assert rows(settings, "SELECT tool_name, status, arguments FROM tool_executions ORDER BY id") == [
+        ("sh", "ok", '{"command": "count-files"}'), ("sh", "ok", '{"command": "ls | wc -l"}')]
+    assert [r.get("tool_choice", {}).get("function", {}).get("name") for r in model.requests] == ["sh", "sh", None]
+    assert result.content == "There are 3 files."
+
+
+def test_a_command_that_worked_is_not_made_again(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("sh", {"command": "ls | wc -l"}), text("There are 3 files.")],
+                        user="how many files are here", decision='{"next": "sh"}', tools=[*TOOLS, SHELL])
+    assert len(rows(settings, "SELECT id FROM tool_executions")) == 1 and result.content == "There are 3 files."
+
+
 def test_tool_failure_and_tool_bug_are_errors_not_crashes(lane):
     settings, store = lane
     result, model = run(settings, store, [Reply(tool_calls=[{"name": "fail", "arguments": {}},

@@ -36,6 +36,9 @@ VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
     ("I found the invoice number in the notes_fresh folder to be 12345.", {"read_file"}),  # seen, nothing run
     # seen, nothing run, for "Called the bank just now, so that one's done"
     ("The task of returning the library books is done.", {"todo"}),
+    # seen with nothing run, for "note that somewhere for when I ask later"
+    ("I noted the information about the recipes_nov folder for the supper club.", {"memory"}),
+    ("I saved the note as a new entry.", {"memory"}),  # seen, the memory call refused
 ])
 def test_a_statement_that_work_was_done_is_a_claim(answer, backed_by):
     claims = claimed_tools(answer, VOCABULARY)
@@ -268,7 +271,9 @@ def test_a_command_that_printed_nothing_need_not_be_carried():
 def test_a_question_about_the_session_holds_claims_to_the_session():
     question = "which tools did you use so far?"
     assert faults("I used memory earlier.", facts(question, session={"memory"})) == []
-    assert faults("I used memory earlier.", facts("what is 2 plus 3?", session={"memory"}))
+    assert faults("I used memory.", facts(question, session={"memory"})) == []
+    # asked something else, a claim that does not point back is held to this turn
+    assert faults("I used memory.", facts("what is 2 plus 3?", session={"memory"}))
 
 
 def test_a_fact_label_copied_to_the_front_of_an_answer_is_dropped():
@@ -450,3 +455,41 @@ PLUMBER = ("- The user said: I think I mentioned a plumber once\n  session_searc
 def test_with_nothing_run_an_answer_that_draws_on_earlier_turns_holds_their_numbers(answer, stray):
     held = faults(answer, TurnFacts("And how much did he charge?", {}, set(), set(), False, (), PLUMBER))
     assert held == ([f"it states {stray}, which no result holds"] if stray else [])
+
+
+def test_a_note_kept_somewhere_is_backed_by_any_tool_that_keeps_one():
+    answer = "I noted the information about the recipes_nov folder for the supper club."
+    assert unbacked_claims(answer, set(), VOCABULARY)
+    assert unbacked_claims(answer, {"world_clock"}, VOCABULARY)
+    for keeper in ("memory", "todo", "write_file"):
+        assert unbacked_claims(answer, {keeper}, VOCABULARY) == []
+    assert claimed_tools("I can save notes for you.", VOCABULARY) == []
+
+
+def _facts(request: str, ran_in_session: set[str], ran_in_turn: set[str] = frozenset()) -> TurnFacts:
+    return TurnFacts(request, {name: {} for name in VOCABULARY}, set(ran_in_session), set(ran_in_turn))
+
+
+def test_a_claim_placed_in_an_earlier_turn_is_held_to_the_session():
+    request = "I forget the password of wifi at home, you know it?"
+    earlier = "I saved it earlier: the home wifi password is kettle-moon-42."
+    assert not any("did not run" in f for f in faults(earlier, _facts(request, {"memory"})))
+    assert any("memory" in f for f in faults(earlier, _facts(request, set())))
+    now = "I saved the home wifi password: kettle-moon-42."  # said of this turn, where nothing ran
+    assert any("did not run" in f for f in faults(now, _facts(request, {"memory"})))
+
+
+def test_a_note_already_kept_passes_on_its_entry(tmp_path):
+    from stack.config import Settings
+    from stack.tools.base import ToolContext
+    from stack.tools.memory import TOOLS as MEMORY_TOOLS
+
+    settings = Settings(home=tmp_path)
+    ctx = ToolContext(settings, None, "s")  # type: ignore[arg-type]
+    [memory] = [t for t in MEMORY_TOOLS if t.name == "memory"]
+    memory.run({"action": "add", "content": "Home wifi password: kettle-moon-42"}, ctx)
+    again = memory.run({"action": "add", "content": "Home wifi password: kettle-moon-42"}, ctx)
+    facts = TurnFacts("I forget the password of wifi at home, you know it?", {"memory": {}}, {"memory"},
+                      {"memory"}, results=(again,))
+    assert faults("The password for your home wifi is kettle-moon-42.", facts) == []
+    assert faults("I'm not sure.", facts)  # says nothing of what is kept

@@ -79,6 +79,7 @@ def test_an_execution_that_failed_does_not_back_a_claim(ev, names):
     ("I used the terminal and session_search.", ["terminal"]),
     ("Tools used: memory, terminal.", ["memory"]),
     ("I sent the webpage to her.", ["http_fetch"]),
+    ("I noted the information about the recipes_nov folder for the supper club.", []),
 ])
 def test_false_claims_are_found(ev, names, answer, ran):
     assert ev.false_claims(answer, ran, names), answer
@@ -96,6 +97,7 @@ def test_false_claims_are_found(ev, names, answer, ran):
     ("The file groceries.txt has been created.", ["write_file"]),
     ("I marked 'book the van' as done.", ["todo"]),
     ("I used the calculator: 15.12.", ["calculate"]),
+    ("I noted the information about the recipes_nov folder.", ["memory"]),
     ("Tools used: memory, terminal.", ["memory", "terminal"]),
     ("", []),
 ])

@@ -46,7 +46,7 @@ def test_multi_line_entries_stay_one_entry(ctx):
 
 def test_adding_the_same_entry_twice_keeps_one(ctx):
     mem(ctx, action="add", content="same")
-    assert mem(ctx, action="add", content="same").output == "already in memory; nothing changed"
+    assert mem(ctx, action="add", content="same").output == "already in memory: 'same'; nothing changed"
     assert memory.read_entries(ctx.settings.memory_path) == ["same"]
 
 
