@@ -47,13 +47,6 @@ MAX_INSTRUCTION_CHARS = 2000
 MAX_PREVIOUS_CHARS = 300
 
 
-# Tools whose result confirms a change the request asked for ("wrote 76 bytes to list.txt"):
-# where a tool that found something out ran too, the answer must pass on what that one found.
-# Seen: asked what a packing list held, the model read it, wrote it back unchanged, and answered
-# "I found the file lisbon_packing.txt and read it.", which shared the file's name with the write.
-CONFIRMING = frozenset({"write_file", "patch", "memory"})
-
-
 def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> TurnFacts:
     """What this turn's answer is held to: the tools it could call, what ran, and what the user
     wrote (their messages and the notes they asked the lane to keep)."""
@@ -67,7 +60,12 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> Tur
                      tuple(o.output for o in ran), earlier_facts(rows),
                      (*(row["content"] for row in rows if row["role"] == "user" and row["content"]), notes),
                      frozenset(o.tool_name for o in turn.outcomes if o.status == "error"),
-                     tuple(o.output for o in ran if o.tool_name not in CONFIRMING))
+                     tuple(o.output for o in ran if not _confirms(toolset, o.tool_name)))
+
+
+def _confirms(toolset: Toolset, name: str) -> bool:
+    tool = toolset.tool_named(name)
+    return tool is not None and tool.confirms
 
 
 def decision_tools(toolset: Toolset) -> list[tuple[str, str]]:

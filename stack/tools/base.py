@@ -124,6 +124,12 @@ class Tool:
     # Whether the user's message could want this tool at all; the agent's decision does not offer
     # it for one that cannot (lever "operands"). None: any message may.
     wanted_by: Callable[[str], bool] | None = None
+    # Whether its result only confirms a change the request asked for ("wrote 76 bytes to
+    # list.txt"): where a tool that found something out ran in the same turn, the answer must pass
+    # on what that one found (agent.answers.facts_of). Seen: asked what a packing list held, the
+    # model read it, wrote it back unchanged, and answered "I found the file lisbon_packing.txt
+    # and read it.", which shared the file's name with the write.
+    confirms: bool = False
 
     @property
     def server(self) -> str:

@@ -309,6 +309,7 @@ TOOLS: list[Tool] = [
         description="Create or overwrite a file in the workspace with the given content.",
         parameters=object_schema({"path": _PATH, "content": {"type": "string"}}, ["path", "content"]),
         run=_write_file,
+        confirms=True,
     ),
     Tool(
         name="search_files",
@@ -335,5 +336,6 @@ TOOLS: list[Tool] = [
             ["path", "old_string", "new_string"],
         ),
         run=_patch,
+        confirms=True,
     ),
 ]

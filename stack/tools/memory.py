@@ -148,5 +148,6 @@ TOOLS: list[Tool] = [
             ["action"],
         ),
         run=_memory,
+        confirms=True,
     )
 ]
