@@ -209,7 +209,7 @@ def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts) -> Tu
     """The turn's end with this reply as its answer (without a copied fact label, stored as the
     turn's last reply when that changed it), or why it may not be passed on (a lane note)."""
     session = turn.result.session_id
-    content = unlabelled(reply.content, facts.ran_in_turn)
+    content = unlabelled(reply.content, [(o.tool_name, o.output) for o in turn.outcomes if o.status == "ok"])
     problems = faults(content, facts)
     if problems:
         store.add_message(session, "system", HELD_BACK + "; ".join(problems), lane_note=True)

@@ -498,18 +498,30 @@ _LABEL = re.compile(r"^\s*(?:-\s*)?(?:the assistant answered|the assistant said|
                     r"the user's message|assistant)\s*:\s*", re.IGNORECASE)
 
 
-def unlabelled(answer: str, ran: Collection[str] = ()) -> str:
+# A result an answer copied the start of, with its label, is passed on whole up to this size.
+WHOLE_RESULT_CHARS = 1500
+
+
+def unlabelled(answer: str, results: Sequence[tuple[str, str]] = ()) -> str:
     """The answer without a label of the facts copied to its front: the conversation's ("The
-    assistant answered: 42"), or that of a result of this turn of a tool in `ran` where more than
-    the result's status line follows (the answer is then that result). Seen on the 1.5B model,
-    for a checklist to keep: "todo (ok): 1. [ ] book the van\n2. [ ] pack the kitchen ...", held
-    back as a copied note though it was the list; and "http_fetch (ok): HTTP 200 OK; text/html",
-    cut after its status line where the opening hours followed (still held back)."""
+    assistant answered: 42"), or that of a result of this turn (`results`: the tool's name and
+    output of each that ran ok) where more than the result's status line follows (the answer is
+    then that result). Seen on the 1.5B model, for a checklist to keep: "todo (ok): 1. [ ] book
+    the van\n2. [ ] pack the kitchen ...", held back as a copied note though it was the list. A
+    copy of the label and the start of a result that goes on is that result, whole: the facts show
+    a result's first line beside its label, and the model copies that line. Seen: "read_file (ok):
+    passport" for a packing list of six lines, and "http_fetch (ok): HTTP 200 OK; text/html" where
+    the opening hours followed."""
     answer = _LABEL.sub("", answer, count=1)
     label = _FACT_LINE.match(answer)
-    if label is None or label["status"] != "ok" or label["tool"] not in ran:
+    outputs = [output.strip() for name, output in results if label is not None and name == label["tool"]]
+    if label is None or label["status"] != "ok" or not outputs:
         return answer
     rest = answer[label.end():].strip()
+    whole = next((o for o in outputs if rest and o.startswith(rest) and len(rest) < len(o) <= WHOLE_RESULT_CHARS),
+                 None)
+    if whole is not None:
+        return whole
     lines = [line for line in rest.splitlines() if line.strip()]
     return rest if lines and not all(_STATUS_LINE.match(line) for line in lines) else answer
 

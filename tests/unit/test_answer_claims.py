@@ -284,21 +284,36 @@ def test_a_fact_label_copied_to_the_front_of_an_answer_is_dropped():
     assert unlabelled("The answer is 42.") == "The answer is 42."
 
 
-@pytest.mark.parametrize("answer, ran, passed", [
-    ("todo (ok): 1. [ ] book the van\n2. [ ] pack the kitchen", {"todo"},
-     "1. [ ] book the van\n2. [ ] pack the kitchen"),
-    ("- terminal (ok): exit code: 0\nhost-7", {"terminal"}, "exit code: 0\nhost-7"),
+LIST = "1. [ ] book the van\n2. [ ] pack the kitchen"
+
+
+@pytest.mark.parametrize("answer, results, passed", [
+    ("todo (ok): 1. [ ] book the van\n2. [ ] pack the kitchen", [("todo", LIST)], LIST),
+    ("- terminal (ok): exit code: 0\nhost-7", [("terminal", "exit code: 0\nhost-7\n")], "exit code: 0\nhost-7"),
+    # the label and the start of a result that goes on: the result, whole
+    ("read_file (ok): passport", [("read_file", "passport\nphone charger\nsunscreen\n")],
+     "passport\nphone charger\nsunscreen"),
+    ("todo (ok): 1. [ ] book the van", [("todo", LIST)], LIST),
+    ("http_fetch (ok): HTTP 200 OK; text/html", [("http_fetch", "HTTP 200 OK; text/html\nOpen 9:30 to 13:00")],
+     "HTTP 200 OK; text/html\nOpen 9:30 to 13:00"),
     # only a status line, a tool that did not run in this turn, a failure: the label stays (held back)
-    ("http_fetch (ok): HTTP 200 OK; text/html", {"http_fetch"}, None),
-    ("terminal (ok): exit code: 0", {"terminal"}, None),
-    ("todo (ok): 1. [ ] book the van", {"memory"}, None),
-    ("terminal (error): no such file", {"terminal"}, None),
+    ("http_fetch (ok): HTTP 200 OK; text/html", [("http_fetch", "HTTP 200 OK; text/html")], None),
+    ("terminal (ok): exit code: 0", [("terminal", "exit code: 0")], None),
+    ("todo (ok): 1. [ ] book the van", [("memory", "saved")], None),
+    ("terminal (error): no such file", [("terminal", "no such file")], None),
 ])
-def test_a_result_s_label_is_dropped_where_the_result_follows_it(answer, ran, passed):
+def test_a_result_s_label_is_dropped_where_the_result_follows_it(answer, results, passed):
     from stack.agent.corrections import unlabelled
-    assert unlabelled(answer, ran) == (passed or answer)
-    held = faults(unlabelled(answer, ran), facts(ran=ran, results=("1. [ ] book the van",)))
+    assert unlabelled(answer, results) == (passed or answer)
+    ran = {name for name, _ in results}
+    held = faults(unlabelled(answer, results), facts(ran=ran, results=tuple(o for _, o in results)))
     assert ("the lane's own note copied" in held) is (passed is None)
+
+
+def test_a_long_result_is_not_passed_on_whole_for_a_copy_of_its_start():
+    from stack.agent.corrections import WHOLE_RESULT_CHARS, unlabelled
+    page = "HTTP 200 OK; text/html\n" + "word " * WHOLE_RESULT_CHARS
+    assert unlabelled("http_fetch (ok): HTTP 200 OK; text/html", [("http_fetch", page)]).startswith("http_fetch")
 
 
 def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_path):
