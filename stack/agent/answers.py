@@ -60,7 +60,8 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> Tur
                      tuple(o.output for o in ran), earlier_facts(rows),
                      (*(row["content"] for row in rows if row["role"] == "user" and row["content"]), notes),
                      frozenset(o.tool_name for o in turn.outcomes if o.status == "error"),
-                     tuple(o.output for o in ran if not _confirms(toolset, o.tool_name)))
+                     tuple(o.output for o in ran if not _confirms(toolset, o.tool_name)),
+                     tuple(toolset.best_for(turn.query)))
 
 
 def _confirms(toolset: Toolset, name: str) -> bool:

@@ -226,6 +226,9 @@ class TurnFacts:
     # the results the answer must pass on (one of them): those of the tools that found something
     # out, where any ran; empty for all of `results`
     to_carry: tuple[str, ...] = ()
+    # the tools the index ranks best for the request, best first: which of those that would back
+    # a claim is forced
+    ranked: tuple[str, ...] = ()
 
 
 def correction(content: str, facts: TurnFacts) -> Correction | None:
@@ -323,9 +326,12 @@ def unbacked(text: str, facts: TurnFacts) -> list[tuple[str, frozenset[str]]]:
 
 def _claimed(text: str, facts: TurnFacts) -> Correction | None:
     """The model said a tool did something that no execution shows: it meant to call it, so that
-    call is forced (a tool it cannot call is left to the answer check)."""
+    call is forced (a tool it cannot call is left to the answer check): of the tools that would
+    back the claim, the one the index ranks best for the request. Seen: "I found the folder." for
+    "now show me what's in the folder", which read_file (the first by name) cannot do."""
     for sentence, tools in unbacked(text, facts):
-        tool = next((t for t in sorted(tools) if t in facts.offered), None)
+        tool = next((t for t in [*(r for r in facts.ranked if r in tools), *sorted(tools)] if t in facts.offered),
+                    None)
         if tool is not None:
             return Correction(f'You wrote "{_preview(sentence)}", but {tool} has not run for this request, '
                               f"so nothing happened. Call {tool} now with the arguments the request needs.",

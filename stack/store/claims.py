@@ -117,7 +117,8 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
          rf"|\b{_DONE}\s+(?:read|opened)\s+(?:it|them|this|that)\b|\bwhat i(?:'ve| have)? (?:read|opened)\b"
          r"|\bi(?:'ve| have)? (?:found|located|opened)\b[^\n]{0,40}?\band (?:read|opened)\b"
          r"|\bi(?:'ve| have)? read\b[^\n]{0,40}\bback\b"
-         rf"|\b{_DONE}\s+found\b[^\n]{{0,60}}\bin\b[^\n]{{0,30}}\b{_FILE}\b"),
+         rf"|\b{_DONE}\s+found\b[^\n]{{0,60}}\bin\b[^\n]{{0,30}}\b{_FILE}\b"
+         rf"|\b{_DONE}\s+(?:found|located)\s+(?:the|your|that|this)\s+{_FILE}\b"),
         ({"search_files", "terminal", "run_python", "read_file"},
          rf"\b{_DONE}\s+(?:searched|looked)\b[^\n]{{0,30}}\b(?:files?|folders?|directory|workspace)\b"),
         ({"session_search"}, rf"\b{_DONE}\s+(?:searched|looked through|checked|gone through|went through)"

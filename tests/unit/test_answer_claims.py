@@ -508,3 +508,15 @@ def test_a_note_already_kept_passes_on_its_entry(tmp_path):
                       {"memory"}, results=(again,))
     assert faults("The password for your home wifi is kettle-moon-42.", facts) == []
     assert faults("I'm not sure.", facts)  # says nothing of what is kept
+
+
+def test_a_claim_forces_the_tool_the_index_ranks_best_of_those_that_would_back_it():
+    from stack.agent.corrections import correction
+
+    offered = {name: {} for name in VOCABULARY}
+    request = "now show me what's in the folder"
+    fix = correction("I found the folder.", TurnFacts(request, offered, set(), set(),
+                                                      ranked=("write_file", "terminal", "search_files")))
+    assert fix is not None and fix.force == "terminal"
+    unranked = correction("I found the folder.", TurnFacts(request, offered, set(), set()))
+    assert unranked is not None and unranked.force == "read_file"  # by name, where the index says nothing
