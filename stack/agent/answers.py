@@ -98,7 +98,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     others are asked: seen,
     `calculate` given "sum(primes(1000))" twice for "quick script pls: sum of all primes under
     1000", where run_python was the tool."""
-    if any(o.worked for o in turn.outcomes) and not clauses(turn.query):
+    if turn.outcomes and not all(o.went_wrong for o in turn.outcomes) and not clauses(turn.query):
         return None
     wanted = wanted_tools(toolset, turn.query)
     tools = decision_tools(toolset)  # listed whole: the question's first message is a cached prefix

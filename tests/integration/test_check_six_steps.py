@@ -229,7 +229,10 @@ def test_text_only_liar_fails_the_tool_steps(tmp_path: Path) -> None:
     # exist: refused, so nothing ran.
     assert executions and all(status == "refused" for _, status in executions) and decisions == 6
     # step 2's answer (a call written as text) was held back twice: before and after its tool was forced
-    assert [n for (n,) in held_back[:4]] == ["Answer not passed on: a tool call written as text"] * 3 + [
+    # step 4's ("Output: 42. I saved it with store_note(...)") claims a save too
+    saved = "it says memory/patch/run_python/terminal/todo/write_file did something that did not run"
+    assert [n for (n,) in held_back[:4]] == ["Answer not passed on: a tool call written as text"] + [
+        f"Answer not passed on: a tool call written as text; {saved}"] * 2 + [
         "Answer not passed on: a tool call written as text; it says search_history did something that did not run"]
     assert all(f"it says {name} did something that did not run" in held_back[4][0]
                for name in ("run_shell", "save_memory", "search_history", "store_note"))
