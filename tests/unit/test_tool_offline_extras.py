@@ -98,6 +98,12 @@ def test_calculator_refuses_what_is_unsafe_or_wrong(ctx, expression, reason):
     assert outcome.status == "error" and reason in outcome.output
 
 
+def test_a_failed_expression_names_its_words_for_the_next_try(ctx):
+    outcome = call("calculate", {"expression": "35% of 640 euros - 35% of 640 euros * 9 December"}, ctx)
+    assert outcome.status == "error" and "'December' is a word, not a number" in outcome.output
+    assert "word" not in call("calculate", {"expression": "2 +"}, ctx).output
+
+
 def test_run_python_shows_the_number_a_rounded_float_stands_for(ctx):
     outcome = call("run_python", {"code": "print(38.4 / 6)\nprint(2 ** 0.5)"}, ctx)
     assert outcome.output.splitlines()[1:] == ["6.3999999999999995 (≈ 6.4)", "1.4142135623730951"]
