@@ -52,7 +52,9 @@ LEVERS: dict[str, str] = {
                "where nothing was done: \"I will change it\"), "
                "claims what did not run or, after tools ran, states a time or number their results "
                "and the request do not hold (unsourced_numbers; where nothing ran, an answer that "
-               "names what only earlier turns named is held to what they said: draws_on_earlier) "
+               "names what only earlier turns named is held to what they said: draws_on_earlier; an "
+               "answer to what the user told before, with nothing run, names and numbers only "
+               "what the conversation said: recalls) "
                "is not passed on: the lane says what ran",
     "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
     "operands": "a call of the lane's own tool whose precondition (tools/base.py; calculate: a "
@@ -360,9 +362,14 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("it promises to do something, and nothing was done")
     if facts.results and not _carries(text, facts.to_carry or facts.results, facts.earlier, facts.ran_in_turn):
         problems.append("it leaves out what the tools returned")
-    stray = unsourced_numbers(text, facts) if facts.results or facts.failed or draws_on_earlier(text, facts) else []
+    recall = not facts.results and not facts.failed and recalls(facts.request)
+    stray = unsourced_numbers(text, facts) \
+        if facts.results or facts.failed or recall or draws_on_earlier(text, facts) else []
     if stray:
         problems.append(f"it states {stray[0]}, which no result holds")
+    unsaid = unsaid_names(text, facts) if recall else []
+    if unsaid:
+        problems.append(f"it names {unsaid[0]}, which nobody in this conversation said")
     if unchecked_fact_tools(text, facts):
         problems.append("it states a fact about this computer that no tool checked")
     problems += [f"it says {'/'.join(sorted(tools))} did something that did not run" if tools
@@ -486,6 +493,35 @@ def draws_on_earlier(text: str, facts: TurnFacts) -> bool:
     names = {m.group(2) for m in _CAPITALISED.finditer(facts.earlier) if not re.fullmatch(r"|[.!?:]\s+", m.group(1))}
     asked = facts.request.lower()
     return any(word in names and word.lower() not in asked for word in re.findall(r"\b[A-Z][a-z]{3,}\b", text))
+
+
+# A question about what the user told the lane ("what was my dentist's name again? I told you",
+# "who did I say was collecting me?"): its answer can only hold what the conversation said.
+_RECALL = re.compile(r"\b(?:i (?:told|gave|said|mentioned)|did i (?:say|tell|mention|give)|remind me (?:what|who|"
+                     r"when|where|of)|what (?:was|is|were)(?: it)? (?:my|our)\b[^?]*\bagain)\b", re.IGNORECASE)
+
+
+_SENTENCE_BREAK = re.compile(r"(?<!\b[DM]r)(?<!\bMrs)(?<!\bMs)[.!?:]\s+|\n+")  # "Dr. Okonkwo" is one sentence
+_NAME = re.compile(r"\b[A-Z][a-z]{3,}\b")
+
+
+def recalls(request: str) -> bool:
+    """Whether the request asks for something the user told the lane before."""
+    return bool(_RECALL.search(request))
+
+
+def unsaid_names(text: str, facts: TurnFacts) -> list[str]:
+    """The names in an answer (words capitalised within a sentence) that neither the request, the
+    user's messages and notes nor earlier turns hold. Seen on the 1.5B model, nothing run, for
+    "what was my dentist's name again? I told you about him after my appointment":
+    "Your dentist's name was Dr. John Smith."."""
+    said = set(plain_words("\n".join([facts.request, *facts.user_said, facts.earlier])).split())
+    names = []
+    for sentence in _SENTENCE_BREAK.split(text):
+        words = _NAME.findall(sentence)
+        within = words[1:] if _NAME.match(sentence.strip()) else words  # a sentence's first word: no telling
+        names += [word for word in within if word.lower() not in said]
+    return names
 
 
 def _clock(hour: str, minute: str, half: str = "") -> tuple[int, int]:

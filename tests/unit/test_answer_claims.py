@@ -520,3 +520,25 @@ def test_a_claim_forces_the_tool_the_index_ranks_best_of_those_that_would_back_i
     assert fix is not None and fix.force == "terminal"
     unranked = correction("I found the folder.", TurnFacts(request, offered, set(), set()))
     assert unranked is not None and unranked.force == "read_file"  # by name, where the index says nothing
+
+
+RECALL = "By the way, what was my dentist's name again? I told you about him after my appointment."
+
+
+@pytest.mark.parametrize("answer, held", [
+    ("Your dentist's name was Dr. John Smith.", True),  # seen, nothing run: nobody said it
+    ("Your dentist's name is Dr Okonkwo.", False),
+    ("Your dentist is Dr Okonkwo, and the crown costs 640 euros.", False),
+    ("Your dentist is Dr Okonkwo, and the crown costs 720 euros.", True),
+])
+def test_an_answer_to_what_the_user_told_holds_only_what_the_conversation_said(answer, held):
+    from stack.agent.corrections import recalls
+
+    assert recalls(RECALL) and recalls("And who did I say was collecting me from the airport?")
+    assert not recalls("what's the capital of France again?")
+    facts = TurnFacts(RECALL, {}, set(), set(),
+                      user_said=("ugh, Dr Okonkwo says I need a crown on a lower molar, 640 euros",))
+    assert bool(faults(answer, facts)) is held
+    # a knowledge question holds its answer to nothing said
+    knowledge = TurnFacts("what's the capital of France again?", {}, set(), set())
+    assert faults("The capital of France is Paris.", knowledge) == []
