@@ -105,6 +105,8 @@ DEFAULT_SIZES: dict[str, int | None] = {
     "live_multiple_7plus": None, "live_multiple_strat": 8, "live_irrelevance": 8,
     "simple_python": 8, "multi_turn_base": 3, "multi_turn_miss_param": 2,
 }
+# Drawn as one seeded order, so a larger sample can be run in parts (--n simple_python=40:70).
+PLAIN_SAMPLES = ("live_multiple_7plus", "live_irrelevance", "simple_python")
 
 
 @dataclass(frozen=True)
@@ -214,12 +216,15 @@ def proportional(groups: dict[str, list[str]], size: int, salt: str) -> list[str
     return [i for key in sorted(groups) for i in shuffled(groups[key], f"{salt}:{key}")[: counts[key]]]
 
 
-def select(label: str, split: str, size: int | None, data: Path) -> list[str]:
-    """The ids of one report label in one split, in BFCL's order."""
+def select(label: str, split: str, size: int | None, data: Path, start: int = 0) -> list[str]:
+    """The ids of one report label in one split, in BFCL's order; `start` leaves out the first
+    ids of a plain seeded sample (a larger sample run in parts: `--n simple_python=40:70`)."""
+    if start and label not in PLAIN_SAMPLES:
+        raise SystemExit(f"--n {label}=A:B: only {', '.join(PLAIN_SAMPLES)} are sampled in parts")
     entries = [e for e in load_entries(LABELS[label], data) if in_split(e["id"], split)]
     if label == "live_multiple_7plus":
         ids = shuffled([e["id"] for e in entries if len(e["function"]) >= 7], label)
-        picked = ids[:size] if size is not None else ids
+        picked = ids[start:size] if size is not None else ids[start:]
     elif label == "live_multiple_strat":
         groups: dict[str, list[str]] = {}
         for e in entries:
@@ -233,7 +238,7 @@ def select(label: str, split: str, size: int | None, data: Path) -> list[str]:
         picked = round_robin(groups, size, label)
     else:
         ids = shuffled([e["id"] for e in entries], label)
-        picked = ids[:size] if size is not None else ids
+        picked = ids[start:size] if size is not None else ids[start:]
     return sorted(picked, key=entry_index)
 
 
@@ -442,20 +447,22 @@ def print_entries(out: Path, split: str) -> None:
 
 # ---------------------------------------------------------------- command line
 
-def parse_sizes(items: list[str]) -> dict[str, int | None]:
-    sizes = dict(DEFAULT_SIZES)
+def parse_sizes(items: list[str]) -> dict[str, tuple[int, int | None]]:
+    """Each category's part of its seeded sample, (first, end): "N" is (0, N), "A:B" (A, B)."""
+    sizes: dict[str, tuple[int, int | None]] = {label: (0, n) for label, n in DEFAULT_SIZES.items()}
     for item in items:
         label, _, value = item.partition("=")
         if label not in LABELS:
             raise SystemExit(f"--n {item}: no category {label!r} (one of {', '.join(LABELS)})")
-        sizes[label] = None if value == "all" else int(value)
+        first, _, end = value.rpartition(":")
+        sizes[label] = (int(first or 0), None if end == "all" else int(end))
     return sizes
 
 
 def plan_of(args: argparse.Namespace) -> dict[str, list[str]]:
     sizes = parse_sizes(args.n)
     data = data_dir(VENV if (VENV / ".fallback-lane-ready").is_file() else venv_python().parents[1])
-    return {label: select(label, args.split, sizes[label], data) for label in args.categories}
+    return {label: select(label, args.split, sizes[label][1], data, sizes[label][0]) for label in args.categories}
 
 
 def by_category(plan: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -514,7 +521,8 @@ def main() -> int:
         command.add_argument("--categories", type=lambda s: s.split(","), default=list(LABELS),
                              help=f"comma-separated, of {', '.join(LABELS)}")
         command.add_argument("--n", action="append", default=[], metavar="CATEGORY=N",
-                             help="sample size of a category (`all`: the whole split); defaults: "
+                             help="sample size of a category (`all`: the whole split; A:B the part of its "
+                             "seeded sample from A to B, for plain samples); defaults: "
                              + ", ".join(f"{k}={v or 'all'}" for k, v in DEFAULT_SIZES.items()))
     sub.choices["report"].add_argument("--own-entries", action="store_true",
                                        help="each arm's rows over all its entries, not only those every arm ran")

@@ -85,6 +85,13 @@ def test_split_is_by_entry_id_parity_and_samples_are_fixed(bfcl_python):
             picked = bfcl.select(label, split, 3, data)
             assert picked and all(bfcl.entry_index(i) % 2 == parity for i in picked)
             assert picked == bfcl.select(label, split, 3, data)
+    # a larger sample run in parts is the same sample
+    whole = bfcl.select("simple_python", "test", 6, data)
+    assert sorted(bfcl.select("simple_python", "test", 3, data) + bfcl.select("simple_python", "test", 6, data, 3),
+                  key=bfcl.entry_index) == whole
+    assert bfcl.parse_sizes(["simple_python=40:70", "live_irrelevance=all"])["simple_python"] == (40, 70)
+    with pytest.raises(SystemExit):
+        bfcl.select("multi_turn_base", "test", 6, data, 3)
     assert bfcl.entry_index("live_multiple_12-4-0") == 12
     assert bfcl.text_calls("[get_weather(city='Paris')]") == 1
     assert bfcl.text_calls('{"name": "get_weather", "arguments": {"city": "Paris"}}') == 1
