@@ -94,11 +94,10 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     after `hostname` had answered it, and the answer it wrote next was about the clock. A first
     pick that is not among tools the request names is asked again among those and itself: "Use
     the terminal to execute `echo $((6*7))` and save what it prints to memory" chose run_python.
-    Where every call so far failed or ran a failing command (and its one retry was spent), the
-    others are asked: seen,
+    Where every call so far failed (and its one retry was spent), the others are asked: seen,
     `calculate` given "sum(primes(1000))" twice for "quick script pls: sum of all primes under
     1000", where run_python was the tool."""
-    if turn.outcomes and not all(o.went_wrong for o in turn.outcomes) and not clauses(turn.query):
+    if turn.outcomes and not all(o.status == "error" for o in turn.outcomes) and not clauses(turn.query):
         return None
     wanted = wanted_tools(toolset, turn.query)
     tools = decision_tools(toolset)  # listed whole: the question's first message is a cached prefix

@@ -29,8 +29,8 @@ LEVERS: dict[str, str] = {
               "the tool the request needs next, before any tool ran among every offered tool and "
               "search's best hidden ones (a pick the tool index does not rank among its best four "
               "for the request, and the request does not name, asked again among those four), "
-              "after one did its job only for a request of more than one task (after every call "
-              "failed or ran a failing command, and its retry was spent, always), "
+              "after one ran only for a request of more than one task (after every call "
+              "failed, and its retry was spent, always), "
               "among the tool index's best for it not yet run (one it names needs no question); "
               "that tool's call is then decoded under its schema, once per tool; in proxy mode, "
               "under tool_choice auto, once per request, asked in words for a client's tools "
@@ -43,8 +43,7 @@ LEVERS: dict[str, str] = {
            "the index's best for the agent) is called when the model, asked about that one tool, "
            "gives at least decide.FITS probability that it is what the message asks for (one "
            "token's logprobs; answers.second_look)",
-    "retry": "an agent turn's call that failed, or ran a command that exited non-zero "
-             "(Outcome.went_wrong): made once more, the model having read the error",
+    "retry": "an agent turn's call that failed: made once more, the model having read the error",
     "compose": "an agent turn's answer: written from the request, the tool results, earlier turns "
                "as facts and the notes the lane keeps; one that gives the user nothing (empty, a "
                "stock apology, the request echoed, call-shaped text, the lane's own note copied, "

@@ -71,12 +71,13 @@ class Agent:
 
     async def _next_step(self, turn: Turn, toolset: Toolset) -> str | None:
         """The tool the next model call must call, or None when the turn is to be answered: a
-        call that just failed (or ran a command that failed), or a forced reply that held no
-        readable call, is made again once (the model has read the error), else the model's own
-        constrained choice (answers.decided_tool), once per tool."""
-        ran = {o.tool_name for o in turn.outcomes if o.worked}
+        call that just failed, or a forced reply that held no readable call, is made again once
+        (the model has read the error), else the model's own constrained choice
+        (answers.decided_tool), once per tool. (A command that ran and exited non-zero is not
+        made again: on the dev files the 1.5B model wrote the same command all six times.)"""
+        ran = {o.tool_name for o in turn.outcomes if o.status == "ok"}
         failed = turn.unmade or (turn.outcomes[-1].tool_name if turn.outcomes and
-                                 turn.outcomes[-1].went_wrong else None)
+                                 turn.outcomes[-1].status == "error" else None)
         if failed and failed not in ran and toolset.reaches(failed) \
                 and turn.ledger.take(Correction(None, failed, "retry")):
             return failed

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -20,8 +19,6 @@ from .validation import explain_schema, parse_arguments, validate_arguments
 log = logging.getLogger("lane.tools")
 
 Status = Literal["ok", "error", "refused"]
-# A command or script that ran and failed: the terminal's and run_python's first line.
-_FAILED_EXIT = re.compile(r"exit code: (?!0\b)-?\d+")
 
 
 @dataclass(frozen=True)
@@ -33,19 +30,6 @@ class Outcome:
     started_at: str
     duration_ms: float
     via_bridge: bool = False
-
-    @property
-    def worked(self) -> bool:
-        """Whether the call ran and did its job: not a command that failed (it ran ok, as the
-        store says, and exited non-zero). Seen: `top` answered "failed tty get", `wc -l` a file
-        name guessed wrong, and the answer was written from those."""
-        return self.status == "ok" and _FAILED_EXIT.match(self.output) is None
-
-    @property
-    def went_wrong(self) -> bool:
-        """Whether the call failed or ran a command that failed: worth one more try (a refusal is
-        the lane's own decision, not retried)."""
-        return self.status == "error" or self.status == "ok" and not self.worked
 
     @property
     def for_model(self) -> str:

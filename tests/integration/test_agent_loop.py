@@ -239,23 +239,17 @@ def _shell(arguments, ctx):
 SHELL = Tool("sh", "Run a shell command.", object_schema({"command": {"type": "string"}}, ["command"]), _shell)
 
 
-def test_a_command_that_failed_is_made_once_more(lane):
+def test_a_command_that_ran_and_failed_is_not_made_again(lane):
+    """On the everyday dev files the 1.5B model wrote the same failing command again all six times
+    it was asked to retry one (`top`, `wc -l` of a file name it guessed): a command that ran is
+    answered from, exit code and all."""
     settings, store = lane
-    result, model = run(settings, store, [call("sh", {"command": "count-files"}), call("sh", {"command": "ls | wc -l"}),
-                                          text("There are 3 files.")],
+    answer = "count-files: not found (exit code 127)."
+    result, model = run(settings, store, [call("sh", {"command": "count-files"}), text(answer)],
                         user="how many files are here", decision='{"next": "sh"}', tools=[*TOOLS, SHELL])
-    # both ran (the store says ok: a command that exits non-zero ran); the second was the retry
-    assert rows(settings, "SELECT tool_name, status, arguments FROM tool_executions ORDER BY id") == [
-        ("sh", "ok", '{"command": "count-files"}'), ("sh", "ok", '{"command": "ls | wc -l"}')]
-    assert [r.get("tool_choice", {}).get("function", {}).get("name") for r in model.requests] == ["sh", "sh", None]
-    assert result.content == "There are 3 files."
-
-
-def test_a_command_that_worked_is_not_made_again(lane):
-    settings, store = lane
-    result, model = run(settings, store, [call("sh", {"command": "ls | wc -l"}), text("There are 3 files.")],
-                        user="how many files are here", decision='{"next": "sh"}', tools=[*TOOLS, SHELL])
-    assert len(rows(settings, "SELECT id FROM tool_executions")) == 1 and result.content == "There are 3 files."
+    assert rows(settings, "SELECT tool_name, status FROM tool_executions ORDER BY id") == [("sh", "ok")]
+    assert [r.get("tool_choice", {}).get("function", {}).get("name") for r in model.requests] == ["sh", None]
+    assert result.content == answer
 
 
 def test_tool_failure_and_tool_bug_are_errors_not_crashes(lane):
