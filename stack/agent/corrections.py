@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Collection, Sequence
 
-from ..store.claims import claimed_tools, named_tools, text_tool_calls
+from ..store.claims import ANY_TOOL, named_tools, text_tool_calls, unbacked_claims
 from ..tools.base import RESERVED_NAMES, plain_words, says_nothing
 from ..tools.execute import Outcome, refused
 from ..tools.validation import example_arguments
@@ -312,17 +312,11 @@ def _unchecked_fact(text: str, facts: TurnFacts) -> Correction | None:
     return Correction(f"Nothing has checked that on this computer: call {tool} {how}.", tool, "fact")
 
 
-# A sentence that places what it tells in an earlier turn ("I saved it earlier", "as I noted
-# before"): the session's executions back it, not only the turn's.
-_POINTS_BACK = re.compile(r"\b(?:earlier|before|previously|last time|already|the other day)\b", re.IGNORECASE)
-
-
 def unbacked(text: str, facts: TurnFacts) -> list[tuple[str, frozenset[str]]]:
     """The claims of the answer no execution backs: held to the turn's executions, and to the
-    session's for a question about the session or a sentence that points back to earlier turns."""
-    return [(sentence, tools) for sentence, tools in claimed_tools(text, frozenset(facts.offered))
-            if not tools & (facts.ran_in_turn | (facts.ran_in_session if facts.about_session
-                                                 or _POINTS_BACK.search(sentence) else set()))]
+    session's for a question about the session."""
+    ran = facts.ran_in_turn | (facts.ran_in_session if facts.about_session else set())
+    return unbacked_claims(text, ran, frozenset(facts.offered))
 
 
 def _claimed(text: str, facts: TurnFacts) -> Correction | None:
@@ -331,6 +325,8 @@ def _claimed(text: str, facts: TurnFacts) -> Correction | None:
     back the claim, the one the index ranks best for the request. Seen: "I found the folder." for
     "now show me what's in the folder", which read_file (the first by name) cannot do."""
     for sentence, tools in unbacked(text, facts):
+        if tools == ANY_TOOL:  # "I used the tools": any would back it, none is meant
+            continue
         tool = next((t for t in [*(r for r in facts.ranked if r in tools), *sorted(tools)] if t in facts.offered),
                     None)
         if tool is not None:
@@ -371,7 +367,8 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append(f"it names {unsaid[0]}, which nobody in this conversation said")
     if unchecked_fact_tools(text, facts):
         problems.append("it states a fact about this computer that no tool checked")
-    problems += [f"it says {'/'.join(sorted(tools))} did something that did not run" if tools
+    problems += ["it says tools ran, and none did" if tools == ANY_TOOL
+                 else f"it says {'/'.join(sorted(tools))} did something that did not run" if tools
                  else "it says something was done that no tool here can do"
                  for _, tools in unbacked(text, facts)]
     return problems

@@ -145,8 +145,17 @@ _USE_VERB = re.compile(r"\b(?:ran|used|called|invoked|executed|tools? used)\b", 
 _ANSWERED = r"(?:returned|says|said|shows|showed|gave|reported|printed|output|found)"
 _NAMED_TOOL = re.compile(r"\b(?:ran|used|called|invoked|executed)\s+(?:the\s+)?`?(?P<name>[A-Za-z_][\w.-]*)`?"
                          r"\s+(?:tool|function)\b", re.IGNORECASE)
+# The tools of a claim that names none ("I used the tools"): any tool that ran backs it.
+ANY_TOOL = frozenset({"*"})
+_SOME_TOOLS = re.compile(r"\b(?:the|some|several|a few|these|those|my|both|all the|various|different)\s+"
+                         r"(?:\w+\s+)?tools\b", re.IGNORECASE)
 _NOT_ASSERTED = re.compile(r"\b(?:not|n't|never|no|unable|cannot|could|can|would|should|may|might|"
                            r"if|whether|try|want|wish|please|let me|shall)\b|\?\s*$", re.IGNORECASE)
+
+
+def _stated(matches: Iterable[re.Match[str] | None]) -> bool:
+    """Whether one of the matches (in a sentence) is stated: no negation or hedge before its end."""
+    return any(m is not None and not _NOT_ASSERTED.search(m.string[:m.end()]) for m in matches)
 
 
 def claimed_tools(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> list[tuple[str, frozenset[str]]]:
@@ -155,24 +164,27 @@ def claimed_tools(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> l
     terminal", "the calculate tool returned"; a tool the lane does not have, "I ran the percentage
     tool", is a claim nothing backs), or a kind of work stated as done ("I added teal to my
     memory", "the file has been created"; "I sent it to her", which only a tool for sending
-    backs). A sentence that negates, hedges, asks or offers ("I can
-    save notes", "should I run it?") claims nothing."""
+    backs). A question claims nothing, nor a statement negated, hedged or offered before it ends
+    ("I can save notes", "I haven't run it"); a hedge after it does not unsay it ("I saved the
+    recipe, so you can find it later" claims the save)."""
     claims: list[tuple[str, frozenset[str]]] = []
     for raw in re.split(r"(?<=[.!?])\s+(?=[A-Z])|\n+", content):
         sentence = raw.strip()
-        if not sentence or _NOT_ASSERTED.search(sentence):
+        if not sentence or sentence.endswith("?"):
             continue
-        named = {m.group("name") for m in _NAMED_TOOL.finditer(sentence)}
-        if _USE_VERB.search(sentence):  # a tool the lane does not have, named as used, backs nothing
+        named = {m.group("name") for m in _NAMED_TOOL.finditer(sentence) if _stated([m])}
+        if _stated([_USE_VERB.search(sentence)]):  # a tool the lane does not have, named as used, backs nothing
             named |= {n for n in named_tools(sentence, vocabulary) if n in vocabulary or "_" in n}
+            if not named and _stated([_SOME_TOOLS.search(sentence)]):  # "I used the tools"
+                claims.append((sentence, ANY_TOOL))
         for name in vocabulary:
-            if re.search(rf"\bthe\s+`?{re.escape(name)}`?\s+(?:tool\s+|function\s+)?{_ANSWERED}\b",
-                         sentence, re.IGNORECASE):
+            if _stated([re.search(rf"\bthe\s+`?{re.escape(name)}`?\s+(?:tool\s+|function\s+)?{_ANSWERED}\b",
+                               sentence, re.IGNORECASE)]):
                 named.add(name)
         claims += [(sentence, frozenset({name})) for name in sorted(named)]
         claims += [(sentence, tools) for tools, pattern in _FAMILY_CLAIMS
-                   if pattern.search(sentence) and not tools & named]
-        if _OUTSIDE.search(sentence):
+                   if _stated(pattern.finditer(sentence)) and not tools & named]
+        if _stated(_OUTSIDE.finditer(sentence)):
             claims.append((sentence, frozenset(n for n in vocabulary if _OUTSIDE_TOOL.search(n))))
     return claims
 
@@ -181,4 +193,4 @@ def unbacked_claims(content: str, ran: set[str], vocabulary: frozenset[str] = BU
                     ) -> list[tuple[str, frozenset[str]]]:
     """The claims of `content` that no tool in `ran` (those that ran ok) backs."""
     return [(sentence, tools) for sentence, tools in claimed_tools(content, vocabulary)
-            if not tools & ran]
+            if not (ran if tools == ANY_TOOL else tools & ran)]

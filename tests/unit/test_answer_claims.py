@@ -39,6 +39,7 @@ VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
     # seen with nothing run, for "note that somewhere for when I ask later"
     ("I noted the information about the recipes_nov folder for the supper club.", {"memory"}),
     ("I saved the note as a new entry.", {"memory"}),  # seen, the memory call refused
+    ("I have saved the recipe, so you can find it later.", {"memory"}),  # a hedge after the claim
 ])
 def test_a_statement_that_work_was_done_is_a_claim(answer, backed_by):
     claims = claimed_tools(answer, VOCABULARY)
@@ -482,16 +483,26 @@ def test_a_note_kept_somewhere_is_backed_by_any_tool_that_keeps_one():
 
 
 def _facts(request: str, ran_in_session: set[str], ran_in_turn: set[str] = frozenset()) -> TurnFacts:
-    return TurnFacts(request, {name: {} for name in VOCABULARY}, set(ran_in_session), set(ran_in_turn))
+    return TurnFacts(request, {name: {} for name in VOCABULARY}, set(ran_in_session), set(ran_in_turn),
+                     asks_about_session(request))
 
 
-def test_a_claim_placed_in_an_earlier_turn_is_held_to_the_session():
+def test_a_claim_is_held_to_this_turn_unless_the_request_asks_about_the_session():
     request = "I forget the password of wifi at home, you know it?"
     earlier = "I saved it earlier: the home wifi password is kettle-moon-42."
-    assert not any("did not run" in f for f in faults(earlier, _facts(request, {"memory"})))
-    assert any("memory" in f for f in faults(earlier, _facts(request, set())))
-    now = "I saved the home wifi password: kettle-moon-42."  # said of this turn, where nothing ran
-    assert any("did not run" in f for f in faults(now, _facts(request, {"memory"})))
+    assert any("memory" in f for f in faults(earlier, _facts(request, {"memory"})))
+    assert not any("did not run" in f for f in faults(earlier, _facts("what did you save earlier?", {"memory"})))
+
+
+@pytest.mark.parametrize("answer", ["I used the tools to find it.", "I used several different tools in this chat."])
+def test_tools_said_to_be_used_without_a_name_are_backed_by_any_tool_that_ran(answer):
+    from stack.agent.corrections import correction
+
+    question = "which tools did you use in this chat?"
+    assert "it says tools ran, and none did" in faults(answer, _facts(question, set()))
+    assert faults(answer, _facts(question, {"world_clock"})) == []
+    assert correction(answer, _facts(question, set())) is None  # no tool is meant: none is forced
+    assert claimed_tools("I can use the tools you need.", VOCABULARY) == []
 
 
 def test_a_note_already_kept_passes_on_its_entry(tmp_path):
