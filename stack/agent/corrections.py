@@ -477,7 +477,18 @@ def unsourced_numbers(text: str, facts: TurnFacts) -> list[str]:
     return stray
 
 
-_CAPITALISED = re.compile(r"(^|[.!?:]\s+|\S\s*)\b([A-Z][a-z]{3,})\b", re.MULTILINE)
+_SENTENCE_BREAK = re.compile(r"(?<!\b[DM]r)(?<!\bMrs)(?<!\bMs)[.!?:]\s+|\n+")  # "Dr. Okonkwo" is one sentence
+_NAME = re.compile(r"\b[A-Z][a-z]{3,}\b")
+
+
+def _names_in(text: str) -> list[str]:
+    """The names a text holds: words it capitalises within a sentence (a sentence's first word
+    could be any word)."""
+    names: list[str] = []
+    for sentence in _SENTENCE_BREAK.split(text):
+        words = _NAME.findall(sentence)
+        names += words[1:] if _NAME.match(sentence.strip()) else words
+    return names
 
 
 def draws_on_earlier(text: str, facts: TurnFacts) -> bool:
@@ -486,19 +497,15 @@ def draws_on_earlier(text: str, facts: TurnFacts) -> bool:
     conversation said. Seen, after session_search had returned "... the plumber ... was called
     Ostrowski, and he charged 180 euros", asked "And how much did he charge?" with nothing run:
     "I found Ostrowski charged $100 for the plumber service."."""
-    names = {m.group(2) for m in _CAPITALISED.finditer(facts.earlier) if not re.fullmatch(r"|[.!?:]\s+", m.group(1))}
+    names = set(_names_in(facts.earlier))
     asked = facts.request.lower()
-    return any(word in names and word.lower() not in asked for word in re.findall(r"\b[A-Z][a-z]{3,}\b", text))
+    return any(word in names and word.lower() not in asked for word in _NAME.findall(text))
 
 
 # A question about what the user told the lane ("what was my dentist's name again? I told you",
 # "who did I say was collecting me?"): its answer can only hold what the conversation said.
 _RECALL = re.compile(r"\b(?:i (?:told|gave|said|mentioned)|did i (?:say|tell|mention|give)|remind me (?:what|who|"
                      r"when|where|of)|what (?:was|is|were)(?: it)? (?:my|our)\b[^?]*\bagain)\b", re.IGNORECASE)
-
-
-_SENTENCE_BREAK = re.compile(r"(?<!\b[DM]r)(?<!\bMrs)(?<!\bMs)[.!?:]\s+|\n+")  # "Dr. Okonkwo" is one sentence
-_NAME = re.compile(r"\b[A-Z][a-z]{3,}\b")
 
 
 def recalls(request: str) -> bool:
@@ -512,12 +519,7 @@ def unsaid_names(text: str, facts: TurnFacts) -> list[str]:
     "what was my dentist's name again? I told you about him after my appointment":
     "Your dentist's name was Dr. John Smith."."""
     said = set(plain_words("\n".join([facts.request, *facts.user_said, facts.earlier])).split())
-    names = []
-    for sentence in _SENTENCE_BREAK.split(text):
-        words = _NAME.findall(sentence)
-        within = words[1:] if _NAME.match(sentence.strip()) else words  # a sentence's first word: no telling
-        names += [word for word in within if word.lower() not in said]
-    return names
+    return [name for name in _names_in(text) if name.lower() not in said]
 
 
 def _clock(hour: str, minute: str, half: str = "") -> tuple[int, int]:
