@@ -219,8 +219,9 @@ def proportional(groups: dict[str, list[str]], size: int, salt: str) -> list[str
 def select(label: str, split: str, size: int | None, data: Path, start: int = 0) -> list[str]:
     """The ids of one report label in one split, in BFCL's order; `start` leaves out the first
     ids of a plain seeded sample (a larger sample run in parts: `--n simple_python=40:70`)."""
-    if start and label not in PLAIN_SAMPLES:
-        raise SystemExit(f"--n {label}=A:B: only {', '.join(PLAIN_SAMPLES)} are sampled in parts")
+    if start and label not in PLAIN_SAMPLES and not label.startswith("multi_turn"):
+        raise SystemExit(f"--n {label}=A:B: only {', '.join(PLAIN_SAMPLES)} and the multi-turn "
+                         "categories are sampled in parts")
     entries = [e for e in load_entries(LABELS[label], data) if in_split(e["id"], split)]
     if label == "live_multiple_7plus":
         ids = shuffled([e["id"] for e in entries if len(e["function"]) >= 7], label)
@@ -235,7 +236,7 @@ def select(label: str, split: str, size: int | None, data: Path, start: int = 0)
         groups = {}
         for e in entries:
             groups.setdefault("+".join(sorted(e["involved_classes"])), []).append(e["id"])
-        picked = round_robin(groups, size, label)
+        picked = round_robin(groups, size, label)[start:]  # prefix-stable: parts add up
     else:
         ids = shuffled([e["id"] for e in entries], label)
         picked = ids[start:size] if size is not None else ids[start:]

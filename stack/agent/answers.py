@@ -183,16 +183,18 @@ def _with_previous(store: Store, turn: Turn) -> str:
 
 
 async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnFacts,
-                          memory: str | None = None) -> tuple[TurnEnded, Correction | None]:
+                          memory: str | None = None, held: tuple[str, ...] = ()
+                          ) -> tuple[TurnEnded, Correction | None]:
     """The turn's answer, written from the request, the turn's results, earlier turns as facts
     and what the lane remembers; the lane's own account of what ran when it may not be passed on,
     with the correction its words earn (corrections.correction: the tool it says ran, or that a
-    fact it states needs), for the loop to act on before giving that account."""
+    fact it states needs), for the loop to act on before giving that account. `held`: why an
+    answer written before in this turn was not passed on (lever "rewrite"), told to the model."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     session_tools = sorted(facts.ran_in_session) if facts.about_session else None
     rows = store.messages(turn.result.session_id)  # for the client's instructions
     question = compose_messages(turn.query, results, facts.earlier, memory, session_tools,
-                                _client_instructions(rows))
+                                _client_instructions(rows), held)
     composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),
                               temperature=turn.temperature)
     count(turn.result, composed)
@@ -202,7 +204,8 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
     passed = _passed(store, turn, composed, facts)
     if isinstance(passed, TurnEnded):
         return passed, None
-    return TurnEnded(fallback_answer(turn.outcomes, passed), "stop"), correction(composed.content, facts)
+    return (TurnEnded(fallback_answer(turn.outcomes, passed), "stop", held=tuple(passed)),
+            correction(composed.content, facts))
 
 
 def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts) -> TurnEnded | list[str]:

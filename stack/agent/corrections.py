@@ -55,6 +55,9 @@ LEVERS: dict[str, str] = {
                "answer to what the user told before, with nothing run, names and numbers only "
                "what the conversation said: recalls) "
                "is not passed on: the lane says what ran",
+    "rewrite": "an agent turn's composed answer held back (lever \"compose\") where no tool is "
+               "forced after it: written once more, the model told why the first was held back "
+               "(prompt.COMPOSE_AGAIN), and held to the same check",
     "repeat": "an identical call: not run again, told the earlier result; a third ends the turn",
     "operands": "a call of the lane's own tool whose precondition (tools/base.py; calculate: a "
                 "number of the expression is one the conversation wrote; clarify: the question is not "
@@ -98,9 +101,12 @@ _NARRATED = re.compile(r"^\W*the (?:user|assistant) (?:asked|asks|said|says|want
 # An answer that says what the assistant is about to do, where nothing was done and the turn ends
 # with it: a promise nothing keeps. Seen on the 1.5B model, with nothing run: "I understand. I will
 # change the birthday to July 14th." for "change it to the other one" (the first message of a
-# session), "I'll remember that!". Not "let me know ...", and not an answer that asks something.
-_PROMISE = re.compile(r"(?:^|[.!]\s+)(?:(?:ok(?:ay)?|sure|alright|got it|understood|i understand)[,.!]?\s+)?"
-                      r"(?:i will|i'll|i am going to|i'm going to|i shall|let me(?! know\b))\s+\w",
+# session), "I'll remember that!"; "Sure, I can read it back to you." for "can you read it back to
+# me ...?" (an offer to do what was asked is no answer). Not "let me know ...", not "Sure, I can
+# help", and not an answer that asks something.
+_PROMISE = re.compile(r"(?:^|[.!]\s+)(?:(?:(?:ok(?:ay)?|sure|alright|got it|understood|i understand)[,.!]?\s+)?"
+                      r"(?:i will|i'll|i am going to|i'm going to|i shall|let me(?! know\b))|"
+                      r"(?:ok(?:ay)?|sure|yes|of course|certainly)[,.!]?\s+i can(?!\s+(?:help|assist)\b))\s+\w",
                       re.IGNORECASE)
 # A line of the facts the answer is written from ("- http_fetch (ok): HTTP 200 OK; text/html"),
 # copied as the answer: seen, cut after its first line, where the opening hours followed.
@@ -155,10 +161,17 @@ class TurnLedger:
                 ) -> tuple[str, Outcome | None]:
         """Count a call; its key and the outcome of the same call made earlier in the turn. With
         the tool's schema, a call is the same when its values are, whatever mode it names: seen
-        on the 1.5B model, `memory` add X, then add X with old_text X, then replace X with X."""
+        on the 1.5B model, `memory` add X, then add X with old_text X, then replace X with X.
+        After a call that failed, another mode is a new call: `memory` replace X whose old_text
+        matched nothing, then add X (seen on the 1.5B model) may well run."""
         key = call_key(name, _gist(arguments, schema) if schema else arguments)
+        earlier = self.outcomes.get(key)
+        if earlier is not None and earlier.status != "ok" and schema \
+                and _modes(earlier.arguments, schema) != _modes(arguments, schema):
+            key = call_key(name, arguments)
+            earlier = self.outcomes.get(key)
         self.attempts[key] = self.attempts.get(key, 0) + 1
-        return key, self.outcomes.get(key)
+        return key, earlier
 
     def too_many(self, key: str) -> bool:
         return self.attempts.get(key, 0) > MAX_IDENTICAL_CALLS
@@ -171,21 +184,33 @@ class TurnLedger:
         return True
 
 
-def _gist(arguments: Any, schema: dict[str, Any]) -> Any:
-    """The values of a call that are not a choice among modes (an `enum` property): what the call
-    is about rather than how it was asked. Texts as a set (memory add X, then add X with old_text
-    X, then replace X with X is one call three times); anything else with its keys, so that
-    sub(5, 3) is not sub(3, 5)."""
+def _split(arguments: Any, schema: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A call's values that choose among modes (its `enum` properties), and the rest: what the
+    call is about rather than how it was asked (the arguments as they are when not an object)."""
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
         except json.JSONDecodeError:
-            return arguments
+            return {}, arguments
     if not isinstance(arguments, dict):
-        return arguments
+        return {}, arguments
     modes = {key for key, spec in (schema.get("properties") or {}).items()
              if isinstance(spec, dict) and "enum" in spec}
-    kept = {key: value for key, value in arguments.items() if key not in modes}
+    return ({key: arguments.get(key) for key in modes},
+            {key: value for key, value in arguments.items() if key not in modes})
+
+
+def _modes(arguments: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    return _split(arguments, schema)[0]
+
+
+def _gist(arguments: Any, schema: dict[str, Any]) -> Any:
+    """What a call is about, its texts as a set (memory add X, then add X with old_text X, then
+    replace X with X is one call three times); anything else with its keys, so that sub(5, 3) is
+    not sub(3, 5)."""
+    kept = _split(arguments, schema)[1]
+    if not isinstance(kept, dict):
+        return kept
     if not all(isinstance(value, str) for value in kept.values()):
         return json.dumps(kept, sort_keys=True, ensure_ascii=False)
     return sorted({json.dumps(value, ensure_ascii=False) for value in kept.values()})

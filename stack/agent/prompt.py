@@ -52,6 +52,10 @@ COMPOSE = (
     "If you cannot tell what or whom the message means, ask the user one short question instead."
 )
 COMPOSE_RESULT_CHARS = 1500
+# Lever "rewrite": the answer's question once more, told why the first answer was held back.
+COMPOSE_AGAIN = ("An answer you wrote to this message was not passed on to the user: {why}. Write a new "
+                 "one: answer the message itself, with what the facts above hold or what you know; if "
+                 "it follows on from an earlier message, answer it as meant there.")
 
 
 def turn_facts(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "", *,
@@ -65,7 +69,7 @@ def turn_facts(request: str, results: Sequence[tuple[str, str, str]], earlier: s
 
 def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "",
                      memory: str | None = None, session_tools: Sequence[str] | None = None,
-                     instructions: str = "") -> list[dict[str, str]]:
+                     instructions: str = "", held: Sequence[str] = ()) -> list[dict[str, str]]:
     """The question that writes an answer: the fixed instruction (a stable, warmed prefix), the
     client's own system message (`instructions`: "answer in French" holds for the answer too),
     the facts (what the user asked the lane to keep, earlier turns, this turn's results, and for a
@@ -75,6 +79,8 @@ def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earl
     facts += [*_earlier_part(earlier), _ran_part(results, COMPOSE_RESULT_CHARS, "the user's last message")]
     if session_tools is not None:
         facts.append("Tools that ran in this conversation: " + (", ".join(session_tools) or "none"))
+    if held:
+        facts.append(COMPOSE_AGAIN.format(why="; ".join(held)))
     own = [{"role": "system", "content": instructions.strip()}] if instructions.strip() else []
     return [{"role": "system", "content": COMPOSE}, *own,
             {"role": "system", "content": "\n\n".join(facts)},

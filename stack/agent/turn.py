@@ -34,11 +34,12 @@ class TurnResult:
 
 class TurnEnded(Exception):
     """Ends a turn. `content` is the answer; `lane_written` when the lane, not the model, wrote it
-    (the model's own answer is already stored with its model call)."""
+    (the model's own answer is already stored with its model call); `held` why the model's answer
+    was not passed on, where that is why the lane wrote it."""
 
-    def __init__(self, content: str, reason: str, *, lane_written: bool = True):
+    def __init__(self, content: str, reason: str, *, lane_written: bool = True, held: tuple[str, ...] = ()):
         super().__init__(reason)
-        self.content, self.reason, self.lane_written = content, reason, lane_written
+        self.content, self.reason, self.lane_written, self.held = content, reason, lane_written, held
 
 
 @dataclass

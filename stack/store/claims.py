@@ -96,11 +96,14 @@ _FAMILY_CLAIMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
         ({"memory"}, rf"\b(?:{_DONE}\s+)?(?:saved|added|stored|noted|recorded|remembered|written|wrote|"
                      r"updated|kept|put)\b[^\n]{0,80}\b(?:memory|memories|long-term)\b"),
         ({"memory"}, r"\b(?:i'll|i will|i'm going to)\s+(?:remember|keep that in mind|make a note)\b"
-                     r"|\b(?:i've|i have)\s+(?:noted|made a note of|recorded)\b"
-                     r"|\b(?:got it|noted)[,.!]\s+(?:i'll|i will|i've)\b|\bmade a note\b"),
+                     r"|\b(?:i|i've|i have)\s+(?:noted (?:it|that|this|down)|made a note|taken note)\b"
+                     r"|\b(?:got it|noted)[,.!]\s+(?:i'll|i will|i've)\b"),
         ({"memory", "todo", "write_file"}, r"\b(?:wrote|written|noted|jotted|put|taken)\s+(?:it\s+)?down\b"),
         # "I noted the information about the recipes_nov folder", "I saved the note as a new entry":
         # kept somewhere, says the answer, without saying where (seen with nothing run).
+        # "I've noted the 9 December appointment for you." after todo ran is backed (it was held
+        # to memory alone, and memory was forced to save it a second time); "I've noted it", "I made
+        # a note" are memory's alone, as the everyday bench's judge reads them.
         ({"memory", "todo", "write_file", "patch", "terminal", "run_python"},
          r"\b(?:i|i've|i have|we've|we have)\s+(?:just\s+|now\s+|also\s+)?(?:noted|saved|stored|recorded|jotted)\b"),
         ({"terminal", "run_python"}, rf"\b{_DONE}\s+(?:ran|run|executed|launched)\b[^\n]{{0,60}}"

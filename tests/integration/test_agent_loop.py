@@ -397,7 +397,7 @@ def test_an_identical_failing_call_is_never_made_three_times(lane):
         ("error", "the disk is on fire"),
         ("refused", "Not run: this exact call already failed in this turn with: the disk is on fire\n"
                     "Do not repeat it. Call a tool with different arguments, or tell the user what failed.")]
-    assert len(model.requests) == 3  # the call, its retry, the answer (a call again: no answer)
+    assert len(model.requests) == 4  # the call, its retry, the answer (a call again: no answer), rewritten
     assert "fail error: the disk is on fire" in result.content
     assert "the model gave no answer" in result.content
 
@@ -423,6 +423,37 @@ def test_a_call_that_only_names_another_mode_for_the_same_values_is_not_run_agai
     result = asyncio.run(go())
     assert result.tools_executed == ["note"] and result.content == "Noted: dentist on 3 March."
     assert [r[0] for r in rows(settings, "SELECT status FROM tool_executions ORDER BY id")] == ["ok", "refused"]
+
+
+def test_after_a_failed_call_the_same_values_in_another_mode_run(lane):
+    """memory replace X whose old_text matched nothing, then add X: the add may well succeed."""
+    settings, store = lane
+
+    def keep(arguments, ctx):
+        if arguments["action"] == "replace":
+            raise ToolError("no entry contains that text")
+        return f"added: {arguments['text']}"
+
+    noted = Tool("note", "Keep a note.", object_schema(
+        {"action": {"type": "string", "enum": ["add", "replace"]}, "text": {"type": "string"}},
+        ["action", "text"]), keep)
+    replace = {"name": "note", "arguments": {"action": "replace", "text": "supper club folder"}}
+    script = [Reply(tool_calls=[replace, {"name": "note", "arguments": {"action": "add", "text": "supper club folder"}},
+                                replace]),
+              text("Noted: supper club folder.")]
+
+    async def go():
+        with ScriptedModel(script) as model:
+            llm = LlmClient(model.url, model=None, timeout_s=2.0)
+            agent = Agent(settings, store, Registry([noted]), llm)
+            result = await agent.run_turn(store.create_session(), [{"role": "user", "content": "note it"}])
+            await llm.aclose()
+            return result
+
+    result = asyncio.run(go())
+    assert result.tools_executed == ["note"]
+    assert rows(settings, "SELECT status, result FROM tool_executions ORDER BY id") == [
+        ("error", None), ("ok", "added: supper club folder"), ("refused", None)]
 
 
 # The decision
@@ -589,11 +620,11 @@ def test_naming_a_tool_that_ran_is_no_claim(lane):
 
 def test_an_empty_answer_is_the_lane_s_account_of_what_ran(lane):
     settings, store = lane
-    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(""), text("never sent")])
-    assert len(model.requests) == 2 and result.finish_reason == "stop" and result.model_calls == 3
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(""), text(""), text("never sent")])
+    assert len(model.requests) == 3 and result.finish_reason == "stop" and result.model_calls == 4
     assert result.content == ("I could not write a reliable answer. What ran for this request:\n"
                               "- add returned 5\n(The model's reply was not passed on: the model gave no answer.)")
-    assert system_notes(settings) == ["Answer not passed on: the model gave no answer"]
+    assert system_notes(settings) == ["Answer not passed on: the model gave no answer"] * 2
     last = rows(settings, "SELECT role, content, lane_note FROM messages ORDER BY id DESC LIMIT 1")[0]
     assert last == ("assistant", result.content, 1)
 
@@ -612,11 +643,12 @@ def test_an_answer_that_claims_a_tool_that_did_not_run_never_reaches_the_user(la
 
 def test_a_claim_still_unbacked_after_its_tool_was_forced_is_never_passed_on(lane):
     settings, store = lane
-    script = [text("I used add for that: 5."), text("no call"), text("no call again"), text("I used add: 5.")]
+    script = [text("I used add for that: 5."), text("no call"), text("no call again"), text("I used add: 5."),
+              text("I used add: 5, really.")]
     result, model = run(settings, store, script, user="2 plus 3?", decision='{"next": "answer"}')
     assert "I used add" not in result.content
     assert "No tool ran for this request" in result.content
-    assert [r.get("tool_choice") for r in model.requests] == [None, FORCED_ADD, FORCED_ADD, None]
+    assert [r.get("tool_choice") for r in model.requests] == [None, FORCED_ADD, FORCED_ADD, None, None]
     assert rows(settings, "SELECT * FROM tool_executions") == []
 
 
@@ -728,9 +760,10 @@ def test_a_claim_about_the_session_is_held_to_the_session(lane):
 ])
 def test_an_answer_that_gives_the_user_nothing_is_not_passed_on(lane, answer, problem):
     settings, store = lane
-    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(answer), text("never sent")],
-                        user="what is 2 plus 3")
-    assert len(model.requests) == 2  # written once: not asked again
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(answer), text(answer),
+                                          text("never sent")], user="what is 2 plus 3")
+    assert len(model.requests) == 3  # written again once (lever "rewrite"), told why: not a third time
+    assert f"was not passed on to the user: {problem}" in model.requests[2]["messages"][-2]["content"]
     assert result.content.startswith("I could not write a reliable answer. What ran for this request:\n"
                                       "- add returned 5\n(The model's reply was not passed on: ")
     assert problem in result.content
@@ -738,7 +771,22 @@ def test_an_answer_that_gives_the_user_nothing_is_not_passed_on(lane, answer, pr
     # the model's answer stays in the store as evidence, before the lane's own
     answers = rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant'"
                    " AND tool_calls IS NULL ORDER BY id")
-    assert answers == [(answer, 0), (result.content, 1)]
+    assert answers == [(answer, 0), (answer, 0), (result.content, 1)]
+
+
+def test_an_answer_written_again_after_it_was_held_back_reaches_the_user(lane):
+    """Lever "rewrite", seen on the 1.5B model: "and an ant?" after "how many legs does a spider
+    have" got a stock apology; told why it was held back, the model may answer."""
+    settings, store = lane
+    script = [text("Spiders have eight legs."), text("I'm sorry, but I need more information about an ant."),
+              text("Ants have six legs.")]
+    results, model = run_turns(settings, store, script, ["how many legs does a spider have", "and an ant?"],
+                               fit=0.1)
+    assert results[1].content == "Ants have six legs." and results[1].model_calls >= 2
+    again = model.requests[2]["messages"]
+    assert "was not passed on to the user: a stock apology" in again[-2]["content"]
+    assert again[-1] == {"role": "user", "content": "and an ant?"}
+    assert system_notes(settings) == ["Answer not passed on: a stock apology"]
 
 
 def test_a_fact_label_copied_to_the_front_of_the_answer_never_reaches_the_user_or_the_record(lane):
@@ -754,14 +802,14 @@ def test_a_fact_label_copied_to_the_front_of_the_answer_never_reaches_the_user_o
 
 def test_notes_of_earlier_turns_are_not_sent_again(lane):
     settings, store = lane
-    script = [call("add", {"a": 2, "b": 3}), text(""), call("add", {"a": 4, "b": 5}), text("It is 9.")]
+    script = [call("add", {"a": 2, "b": 3}), text(""), text(""), call("add", {"a": 4, "b": 5}), text("It is 9.")]
     results, model = run_turns(settings, store, script, ["sum 2 and 3", "add 4 and 5"])
     assert results[1].content == "It is 9."
-    assert system_notes(settings) == ["Answer not passed on: the model gave no answer"]  # stored, as evidence
+    assert system_notes(settings) == ["Answer not passed on: the model gave no answer"] * 2  # stored, as evidence
     # neither the note nor the lane's own answer nor the empty reply is sent with the next turn
-    assert history(model.requests[2]) == [
+    assert history(model.requests[3]) == [
         ("user", "sum 2 and 3"), ("assistant", ""), ("tool", "5"), ("user", "add 4 and 5")]
-    earlier = model.requests[3]["messages"][-2]["content"]
+    earlier = model.requests[4]["messages"][-2]["content"]
     assert "add returned: 5" in earlier
     assert "Answer not passed on" not in earlier and "I could not write" not in earlier
 
@@ -787,14 +835,14 @@ def test_an_answer_copied_from_an_earlier_turn_stands_but_leaves_the_record(lane
 
 def test_answers_held_back_and_copied_errors_leave_the_record(lane):
     settings, store = lane
-    script = [text(""), call("fail", {}), call("fail", {}), text("ERROR: the disk is on fire"),
+    script = [text(""), text(""), call("fail", {}), call("fail", {}), text("ERROR: the disk is on fire"),
               call("add", {"a": 2, "b": 3}), text("It is 5.")]
     # the second look finds no tool that fits "hello" (the next reply, another turn's, calls one)
     results, model = run_turns(settings, store, script, ["hello", "do the thing", "add 2 and 3"], fit=0.1)
     assert results[0].content.startswith("No tool ran for this request")
     assert results[1].content == "ERROR: the disk is on fire"
-    assert model.requests[4]["tool_choice"] == FORCED_ADD
-    assert history(model.requests[4]) == [("user", "hello"), ("user", "do the thing"), ("user", "add 2 and 3")]
+    assert model.requests[5]["tool_choice"] == FORCED_ADD
+    assert history(model.requests[5]) == [("user", "hello"), ("user", "do the thing"), ("user", "add 2 and 3")]
 
 
 def test_the_clients_system_message_reaches_the_composed_answer(lane):
@@ -880,7 +928,8 @@ def test_a_file_name_the_model_respelled_is_written_as_the_user_spelled_it(tmp_p
 
 def test_a_number_no_tool_gave_after_the_tool_failed_never_reaches_the_user(lane):
     settings, store = lane
-    script = [call("fail", {}), call("fail", {}), text("The total is 156, computed and saved.")]
+    script = [call("fail", {}), call("fail", {}), text("The total is 156, computed and saved."),
+              text("The total is 156.")]
     result, _ = run(settings, store, script, user="multiply 12 by 13 for me", decision=decide_then("fail", "answer"))
     assert result.content.startswith("I could not write a reliable answer.")
     assert "The total is 156" not in result.content
@@ -960,11 +1009,12 @@ def test_a_promise_where_nothing_ran_never_reaches_the_user(lane):
     """Seen, as a session's first message: "change it to the other one" -> "I understand. I will
     change the birthday to July 14th." (nothing ran, nothing would)."""
     settings, store = lane
-    script = [text("I understand. I will change the birthday to July 14th."), text("never sent")]
+    script = [text("I understand. I will change the birthday to July 14th."), text("I will change it."),
+              text("never sent")]
     result, model = run(settings, store, script, user="change it to the other one", decision='{"next": "answer"}',
                         fit=0.1)
-    assert result.content.startswith("No tool ran for this request") and len(model.requests) == 1
-    assert system_notes(settings) == ["Answer not passed on: it promises to do something, and nothing was done"]
+    assert result.content.startswith("No tool ran for this request") and len(model.requests) == 2
+    assert system_notes(settings) == ["Answer not passed on: it promises to do something, and nothing was done"] * 2
 
 
 def test_an_answer_that_passes_on_only_a_writes_result_is_held_back_when_a_read_found_something(tmp_path):

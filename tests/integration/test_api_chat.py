@@ -136,7 +136,7 @@ def test_stateless_turn_with_a_tool_call(tmp_path):
 
 
 def test_an_answer_held_back_reaches_the_client_as_the_lanes_account(tmp_path):
-    with running_lane(tmp_path, [call("add", {"a": 2, "b": 3}), text("Done!")]) as lane:
+    with running_lane(tmp_path, [call("add", {"a": 2, "b": 3}), text("Done!"), text("All done!")]) as lane:
         response = lane.chat("what is 2 plus 3?", session="held")
         assert response.status_code == 200, response.text
         answer = response.json()["choices"][0]["message"]["content"]
@@ -147,6 +147,8 @@ def test_an_answer_held_back_reaches_the_client_as_the_lanes_account(tmp_path):
         assert lane.rows("SELECT role, content, lane_note FROM messages WHERE session_id = 'held'"
                          " AND role != 'tool' AND lane_prompt = 0 AND tool_calls IS NULL ORDER BY id") == [
             ("user", "what is 2 plus 3?", 0), ("assistant", "Done!", 0),
+            ("system", "Answer not passed on: it leaves out what the tools returned", 1),
+            ("assistant", "All done!", 0),  # written again once, told why (lever "rewrite")
             ("system", "Answer not passed on: it leaves out what the tools returned", 1),
             ("assistant", answer, 1)]
 

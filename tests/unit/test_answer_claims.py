@@ -128,7 +128,8 @@ PROMISE = "it promises to do something, and nothing was done"
 
 
 @pytest.mark.parametrize("answer", ["I understand. I will change the birthday to July 14th.", "I'll remember that!",
-                                    "Sure, let me look that up for you.", "OK, I'm going to rename it now."])
+                                    "Sure, let me look that up for you.", "OK, I'm going to rename it now.",
+                                    "Sure, I can read it back to you."])
 def test_a_promise_where_nothing_was_done_is_held_back(answer):
     assert PROMISE in faults(answer, facts())
 
@@ -137,6 +138,7 @@ def test_a_promise_where_nothing_was_done_is_held_back(answer):
     ("Let me know if you need anything else.", ()),
     ("I'll gladly help: which file do you mean?", ()),  # it asks
     ("Hello! How can I assist you today?", ()),
+    ("Sure, I can help with that. Spiders have eight legs.", ()),
     ("The sum is 5. I will keep it in mind.", ("5",)),  # something was done
 ])
 def test_no_promise_where_the_answer_asks_or_a_tool_ran(answer, done):
@@ -480,6 +482,16 @@ def test_a_note_kept_somewhere_is_backed_by_any_tool_that_keeps_one():
     for keeper in ("memory", "todo", "write_file"):
         assert unbacked_claims(answer, {keeper}, VOCABULARY) == []
     assert claimed_tools("I can save notes for you.", VOCABULARY) == []
+
+
+def test_ive_noted_the_thing_is_backed_by_a_todo_and_ive_noted_it_by_memory_alone():
+    """Seen: "jot down the 9 December appointment somewhere" ran todo, and "I've noted the 9
+    December appointment for you." was held to memory, which was then forced to save it again.
+    "I've noted it" stays memory's, as the everyday bench's judge reads it."""
+    assert unbacked_claims("I've noted the 9 December appointment for you.", {"todo"}, VOCABULARY) == []
+    assert unbacked_claims("I've noted the 9 December appointment for you.", set(), VOCABULARY)
+    for memory_only in ("I've noted it.", "I made a note of that.", "Got it, I'll remember."):
+        assert [tools for _, tools in unbacked_claims(memory_only, {"todo"}, VOCABULARY)] == [frozenset({"memory"})]
 
 
 def _facts(request: str, ran_in_session: set[str], ran_in_turn: set[str] = frozenset()) -> TurnFacts:
