@@ -16,6 +16,7 @@ from typing import Any
 
 from ..store import Store
 from ..tools.base import Tool
+from ..tools.terminal import exited_nonzero
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
 from ..toolsearch.tokens import clauses
@@ -61,7 +62,8 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> Tur
                      (*(row["content"] for row in rows if row["role"] == "user" and row["content"]), notes),
                      frozenset(o.tool_name for o in turn.outcomes if o.status == "error"),
                      tuple(o.output for o in ran if not _confirms(toolset, o.tool_name)),
-                     tuple(toolset.best_for(turn.query)))
+                     tuple(toolset.best_for(turn.query)),
+                     frozenset({o.tool_name for o in ran} - {o.tool_name for o in ran if not exited_nonzero(o.output)}))
 
 
 def _confirms(toolset: Toolset, name: str) -> bool:

@@ -255,6 +255,9 @@ class TurnFacts:
     # the tools the index ranks best for the request, best first: which of those that would back
     # a claim is forced
     ranked: tuple[str, ...] = ()
+    # the tools that ran ok in this turn and failed at their work every time (a command that
+    # exited non-zero): they back a claim that they ran, not that the work got done
+    unfinished: frozenset[str] = frozenset()
 
 
 def correction(content: str, facts: TurnFacts) -> Correction | None:
@@ -341,7 +344,7 @@ def unbacked(text: str, facts: TurnFacts) -> list[tuple[str, frozenset[str]]]:
     """The claims of the answer no execution backs: held to the turn's executions, and to the
     session's for a question about the session."""
     ran = facts.ran_in_turn | (facts.ran_in_session if facts.about_session else set())
-    return unbacked_claims(text, ran, frozenset(facts.offered))
+    return unbacked_claims(text, ran, frozenset(facts.offered), facts.unfinished)
 
 
 def _claimed(text: str, facts: TurnFacts) -> Correction | None:

@@ -9,6 +9,7 @@ prints gigabytes costs the shim a fixed amount of memory.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -119,6 +120,15 @@ def _terminal(arguments: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError(f"command timed out after {timeout:g} s and was killed; output so far:\n{text}")
     note = f" (timeout lowered to the maximum, {timeout:g} s)" if clamped else ""
     return f"exit code: {process.returncode}{note}\n{text}"
+
+
+_NONZERO = re.compile(r"^exit code: -?[1-9]\d*\b")
+
+
+def exited_nonzero(output: str) -> bool:
+    """Whether a command's result (terminal's, run_python's) says it exited non-zero: it ran, and
+    what it was for may not have happened."""
+    return _NONZERO.match(output) is not None
 
 
 TOOLS: list[Tool] = [

@@ -675,6 +675,24 @@ def test_a_fact_about_the_machine_that_nothing_checked_forces_the_terminal(tmp_p
     assert not any("your_username" in (c or "") or "Answer not passed on" in (c or "") for c in forced_reads)
 
 
+def test_a_move_claimed_after_the_command_failed_never_reaches_the_user(tmp_path):
+    """Seen on the 1.5B model: `mv` exited 1 ("cannot stat"), and the answer said the file was
+    moved. The terminal ran, so it backs "I ran the command", but not the move."""
+    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
+    store = Store(settings.db_path)
+    failed = "exit code: 1\nmv: cannot stat 'invoice.txt': No such file or directory\n"
+    terminal = Tool("terminal", "Run a shell command.", object_schema({"command": {"type": "string"}}, ["command"]),
+                    lambda arguments, ctx: failed, "builtin")
+    script = [call("terminal", {"command": "mv invoice.txt old/"}), text("I have moved invoice.txt to old/."),
+              text("The move failed: mv cannot stat invoice.txt, no such file or directory.")]
+    result, model = run(settings, store, script, user="move invoice.txt to old/",
+                        decision=decide_then("terminal", "answer"), tools=[*TOOLS, terminal])
+    store.close()
+    assert result.content == "The move failed: mv cannot stat invoice.txt, no such file or directory."
+    assert system_notes(settings) == [
+        "Answer not passed on: it says run_python/terminal did something that did not run"]
+
+
 WEATHER = Tool("weather", "Current weather for a city.", object_schema({"city": {"type": "string"}}, ["city"]),
                lambda arguments, ctx: "sunny")
 

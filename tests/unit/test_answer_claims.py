@@ -1,11 +1,13 @@
 """What an answer claims was done (store/claims.py) and what the agent holds back (corrections.faults)."""
 
 import asyncio
+import dataclasses
 
 import pytest
 
 from stack.agent.corrections import TurnFacts, asks_about_session, faults, unsourced_numbers, with_session_record
 from stack.store.claims import BUILTIN_TOOLS, claimed_tools, unbacked_claims
+from stack.tools.terminal import exited_nonzero
 
 VOCABULARY = BUILTIN_TOOLS | {"world_clock", "calculate", "run_python"}
 
@@ -492,6 +494,30 @@ def test_ive_noted_the_thing_is_backed_by_a_todo_and_ive_noted_it_by_memory_alon
     assert unbacked_claims("I've noted the 9 December appointment for you.", set(), VOCABULARY)
     for memory_only in ("I've noted it.", "I made a note of that.", "Got it, I'll remember."):
         assert [tools for _, tools in unbacked_claims(memory_only, {"todo"}, VOCABULARY)] == [frozenset({"memory"})]
+
+
+MV_FAILED = "exit code: 1\nmv: cannot stat '/root/workspace/freelance/invoice.txt': No such file or directory\n"
+
+
+@pytest.mark.parametrize("answer, held", [
+    # seen on the 1.5B model after this `mv`: the work claimed, the command's failure left out
+    ("I found the file 'invoice.txt' in the freelance folder and moved it to the 'notes_fresh' folder.", True),
+    ("I have moved invoice.txt to the other folder.", True),
+    ("I ran the command, and mv says it cannot stat invoice.txt: no such file or directory.", False),
+    ("I searched the folder: there is no invoice.txt, mv says no such file or directory.", False),
+])
+def test_a_command_that_exited_non_zero_backs_that_it_ran_not_that_its_work_got_done(answer, held):
+    failed = TurnFacts("ok now move it to the other folder", {"terminal": {}, "read_file": {}}, {"terminal"},
+                       {"terminal"}, results=(MV_FAILED,), unfinished=frozenset({"terminal"}))
+    assert any("did something that did not run" in p for p in faults(answer, failed)) is held
+    assert not any("did something that did not run" in p
+                   for p in faults(answer, dataclasses.replace(failed, unfinished=frozenset())))
+
+
+def test_exit_codes_other_than_zero_are_unfinished_work():
+    assert exited_nonzero(MV_FAILED) and exited_nonzero("exit code: -9\n") and exited_nonzero("exit code: 10\n")
+    assert not exited_nonzero("exit code: 0\nfine") and not exited_nonzero("exit code: 01\n")
+    assert not exited_nonzero("the exit code: 1 of another") and not exited_nonzero("exit code: 0 (timeout lowered)\n")
 
 
 def _facts(request: str, ran_in_session: set[str], ran_in_turn: set[str] = frozenset()) -> TurnFacts:
