@@ -8,6 +8,7 @@ use, so a fresh LANE_HOME needs no set-up.
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import os
 import re
@@ -24,6 +25,8 @@ SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024
 SEARCH_MAX_FILES = 20000
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 _BINARY_PROBE = 8192
+# A missing path's error lists this many entries of the nearest folder that exists.
+MISSING_HINT_ENTRIES = 12
 
 
 def workspace_root(settings: Settings) -> Path:
@@ -74,10 +77,31 @@ def _is_binary(path: Path) -> bool:
         return b"\0" in handle.read(_BINARY_PROBE)
 
 
+def _not_found(what: str, raw: str, path: Path, settings: Settings) -> ToolError:
+    """The error for a path that does not exist, with what the nearest folder that does holds
+    (the names most like the one asked for first): a small model guesses names, and can call
+    again with a real one. Seen on the 1.5B model: "recipes_nov/banana_bread.txt" for a folder
+    whose recipe was named otherwise."""
+    root = workspace_root(settings)
+    folder = path.parent
+    while folder != root and root in folder.parents and not folder.is_dir():
+        folder = folder.parent
+    if not folder.is_dir():
+        return ToolError(f"{what} not found: {raw}")
+    entries = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in folder.iterdir()
+                     if not entry.name.startswith("."))
+    close = difflib.get_close_matches(path.name, entries, n=3, cutoff=0.4)
+    shown = [*close, *(entry for entry in entries if entry not in close)][:MISSING_HINT_ENTRIES]
+    where = "the workspace" if folder == root else f"{_shown(folder, settings)}/"
+    more = f" and {len(entries) - len(shown)} more" if len(entries) > len(shown) else ""
+    holds = f"{where} holds: {', '.join(shown)}{more}" if shown else f"{where} is empty"
+    return ToolError(f"{what} not found: {raw}; {holds}")
+
+
 def _existing_file(raw: str, settings: Settings) -> Path:
     path = resolve_path(raw, settings)
     if not path.exists():
-        raise ToolError(f"file not found: {raw}")
+        raise _not_found("file", raw, path, settings)
     if path.is_dir():
         raise ToolError(f"{raw} is a directory; use search_files to list files")
     return path
@@ -176,7 +200,7 @@ def _search_files(arguments: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("give a pattern (to search contents), a glob (to match names), or both")
     base = resolve_path(arguments.get("path") or ".", ctx.settings)
     if not base.exists():
-        raise ToolError(f"path not found: {arguments.get('path')}")
+        raise _not_found("path", str(arguments.get("path")), base, ctx.settings)
     root = workspace_root(ctx.settings)
     matcher = _compile(pattern) if pattern is not None else None
     results: list[str] = []

@@ -174,6 +174,24 @@ def test_read_file_errors(ctx, ws, setup, path, message):
     assert message in outcome.output
 
 
+def test_a_missing_file_s_error_shows_what_the_nearest_folder_holds(ctx, ws):
+    (ws / "recipes_nov").mkdir()
+    for name in ("shakshuka.txt", "dal.txt", "banana-bread.md"):
+        (ws / "recipes_nov" / name).write_text("x\n")
+    outcome = call("read_file", {"path": "recipes_nov/banana_bread.txt"}, ctx)
+    assert outcome.status == "error"
+    assert outcome.output == ("file not found: recipes_nov/banana_bread.txt; "
+                              "recipes_nov/ holds: banana-bread.md, dal.txt, shakshuka.txt")
+    deeper = call("read_file", {"path": "recipes_dec/soup/leek.txt"}, ctx)
+    assert deeper.output.startswith("file not found: recipes_dec/soup/leek.txt; the workspace holds: ")
+    assert "recipes_nov/" in deeper.output
+    for n in range(20):
+        (ws / "recipes_nov" / f"extra{n:02}.txt").write_text("x\n")
+    many = call("read_file", {"path": "recipes_nov/banana_bread.txt"}, ctx).output
+    assert many.startswith("file not found: recipes_nov/banana_bread.txt; recipes_nov/ holds: banana-bread.md, ")
+    assert many.endswith(" and 11 more")
+
+
 def test_read_file_empty_file(ctx, ws):
     (ws / "e.txt").write_text("")
     assert call("read_file", {"path": "e.txt"}, ctx).output == "(e.txt is empty)"
