@@ -126,6 +126,27 @@ def test_run_python_timeout_and_output_cap(tmp_path):
     assert loud.status == "ok" and "bytes of output cut" in loud.output and len(loud.output) < 2200
 
 
+@pytest.mark.parametrize("code, printed", [
+    ("sum(range(10))", "45"),  # seen on the 1.5B model as a whole snippet: it printed nothing
+    ("words = 'slow trains'.split()\nlen(words)", "2"),
+    ("x = 1; x + 1", "2"),
+    ("print(7)", "7"),  # printed once, not twice
+    ("[].append(1)", ""),  # None is not shown
+    ("total = 3", ""),
+])
+def test_run_python_shows_the_value_of_a_last_expression_as_a_prompt_would(ctx, code, printed):
+    outcome = call("run_python", {"code": code}, ctx)
+    assert outcome.status == "ok"
+    assert outcome.output.startswith("exit code: 0\n")
+    assert outcome.output.removeprefix("exit code: 0\n").strip() == (printed or "(no output)")
+
+
+def test_run_python_keeps_the_line_numbers_of_an_error(ctx):
+    outcome = call("run_python", {"code": "import math\nmath.sqrt(-1)"}, ctx)
+    assert outcome.output.startswith("exit code: 1\n") and "line 2" in outcome.output
+    assert "ValueError: math domain error" in outcome.output
+
+
 def test_run_python_reports_exceptions(ctx):
     outcome = call("run_python", {"code": "raise ValueError('boom')"}, ctx)
     assert outcome.output.startswith("exit code: 1") and "ValueError: boom" in outcome.output
