@@ -19,8 +19,12 @@ BUILTIN_TOOLS = frozenset({
 })
 
 # Everyday words that are also tool names: counted only when written as a name (backticks, a call,
-# a JSON field), not when they are just English in a sentence.
-_PLAIN_WORDS = frozenset({"patch", "todo", "clarify"})
+# a JSON field, right after a verb of use: "I used calculate"), not when they are just English in
+# a sentence. Seen: "I ran the Python script to calculate the average ..." after run_python ran,
+# held back as a claim that `calculate` ran.
+_PLAIN_WORDS = frozenset({"patch", "todo", "clarify", "calculate"})
+_USED_AS_NAME = (r"\b(?:ran|run|used|called|invoked|executed)\s+(?:the\s+)?"
+                 r"(?:[\w`-]+(?:,\s*(?:and\s+)?|\s+and\s+)){{0,4}}`?{}(?![\w-])")  # "used memory and calculate"
 
 _TAGS = re.compile(r"<tool_call>|</tool_call>|<function[=>]|\[TOOL_CALLS\]|<\|python_tag\|>",
                    re.IGNORECASE)
@@ -72,8 +76,9 @@ def named_tools(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> set
               if m.group("name") in vocabulary}
     names |= {m.group("name") for m in _SNAKE.finditer(content)}
     lowered = content.lower()
-    for name in vocabulary - _PLAIN_WORDS:
-        if re.search(rf"(?<![\w-]){re.escape(name.lower())}(?![\w-])", lowered):
+    for name in vocabulary:
+        plain = rf"(?<![\w-]){re.escape(name.lower())}(?![\w-])"
+        if re.search(_USED_AS_NAME.format(re.escape(name.lower())) if name in _PLAIN_WORDS else plain, lowered):
             names.add(name)
     return names
 

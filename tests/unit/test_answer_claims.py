@@ -496,6 +496,20 @@ def test_ive_noted_the_thing_is_backed_by_a_todo_and_ive_noted_it_by_memory_alon
         assert [tools for _, tools in unbacked_claims(memory_only, {"todo"}, VOCABULARY)] == [frozenset({"memory"})]
 
 
+@pytest.mark.parametrize("answer, claimed", [
+    # seen after run_python ran: "calculate" is a verb here, not the tool
+    ("I ran the Python script to calculate the average amount in shop_nov.csv: about 6.4.", []),
+    ("I used calculate: 5.", ["calculate"]),
+    ("I ran the calculate tool.", ["calculate"]),
+    ("I used todo to keep the list.", ["todo"]),
+    ("I used memory, run_python and calculate.", ["calculate"]),
+    ("You could patch the file or calculate it by hand.", []),
+])
+def test_a_tool_named_by_an_everyday_word_is_named_only_as_a_name(answer, claimed):
+    vocabulary = frozenset({"calculate", "run_python", "todo", "patch"})
+    assert [sorted(tools)[0] for _, tools in unbacked_claims(answer, {"run_python"}, vocabulary)] == claimed
+
+
 MV_FAILED = "exit code: 1\nmv: cannot stat '/root/workspace/freelance/invoice.txt': No such file or directory\n"
 
 
