@@ -383,7 +383,8 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("a tool call written as text")
     if not facts.results and "?" not in text and _PROMISE.search(text):
         problems.append("it promises to do something, and nothing was done")
-    if facts.results and not _carries(text, facts.to_carry or facts.results, facts.earlier, facts.ran_in_turn):
+    if facts.results and not _carries(text, facts.to_carry or facts.results, facts.earlier, facts.ran_in_turn,
+                                      facts.user_said):
         problems.append("it leaves out what the tools returned")
     recall = not facts.results and not facts.failed and recalls(facts.request)
     stray = unsourced_numbers(text, facts) \
@@ -435,7 +436,8 @@ def with_session_record(answer: str, facts: TurnFacts) -> str:
 _EXIT_CODE = re.compile(r"^\s*exit code: -?\d+\s*", re.IGNORECASE)
 
 
-def _carries(text: str, results: tuple[str, ...], earlier: str = "", tools: Collection[str] = ()) -> bool:
+def _carries(text: str, results: tuple[str, ...], earlier: str = "", tools: Collection[str] = (),
+             user_said: Sequence[str] = ()) -> bool:
     """Whether the answer shares a number or a word of three letters or more with some result, of
     those the earlier turns did not already say (where the result has any): an answer that shares
     none ("I read the file back to you") did not pass the result on, nor did one that copied an
@@ -448,12 +450,22 @@ def _carries(text: str, results: tuple[str, ...], earlier: str = "", tools: Coll
     is nothing need not be passed on: seen, "Your project's codename is MERIDIAN-8763" held back
     because `todo`, run for it, had returned "(the todo list is empty)". The names of the `tools`
     that ran are not what they returned: seen, "session_search ran." passed on as the answer to
-    "Could you keep track of my chores?" because the result began "session id: ..."."""
+    "Could you keep track of my chores?" because the result began "session id: ..."." A word the
+    user wrote is no sign of a copy where the answer holds nothing else of earlier turns that the
+    result lacks: seen, "The day of the week is Saturday." for "which day of week is it there
+    now?" (Sydney, world_clock: "... Saturday 28 November ..."), held back because an earlier
+    turn had asked when the pool opens on Saturday."""
     said = set(plain_words(text).split()) - set(plain_words(" ".join(tools)).split())
     known = set(plain_words(earlier).split())
     outputs = [_EXIT_CODE.sub("", result[:RESULT_SCAN_CHARS]) for result in results]
     kept = [output for output in outputs if not says_nothing(output)]
-    return not kept or any(said & _new(words, known) for words in map(_salient, kept))
+    salient = [_salient(output) for output in kept]
+    if not kept or any(said & _new(words, known) for words in salient):
+        return True
+    users = set(plain_words(" ".join(user_said)).split())
+    stale = {w for w in said & known - users - set().union(*salient)
+             if (w.isdigit() or len(w) >= 3) and w not in _COMMON}
+    return not stale and any(said & _new(words, known - users) for words in salient)
 
 
 def _new(words: set[str], known: set[str]) -> set[str]:

@@ -190,6 +190,24 @@ def test_a_result_is_carried_by_what_earlier_turns_did_not_already_say(answer, c
     assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
 
 
+SYDNEY = ("07:06 (7:06 AM), Saturday 28 November 2026, in Australia/Sydney (AEDT, UTC+11:00, daylight saving on); "
+          "ISO 2026-11-28T07:06:22+11:00")
+
+
+@pytest.mark.parametrize("answer, carried", [
+    ("The day of the week is Saturday.", True),  # seen, held back: the user had said "saturday" before
+    ("The pool is open on Saturday from 08:00 to 18:00.", False),  # the earlier turn's answer again
+])
+def test_a_word_the_user_wrote_earlier_is_no_sign_of_a_copied_result(answer, carried):
+    asked = "pls look on http://127.0.0.1/pool.html when is the swiming pool open on saturday?"
+    earlier = (f"- The user said: {asked}\n  http_fetch returned: Saturday: 08:00 - 18:00\n"
+               "  You answered: The swimming pool is open on Saturday from 08:00 to 18:00.")
+    request = "my sister lives in Sydney, which day of week is it there now?"
+    result = TurnFacts(request, {"world_clock": {}}, {"world_clock"}, {"world_clock"}, results=(SYDNEY,),
+                       earlier=earlier, user_said=(asked, request))
+    assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
+
+
 PARIS_LATER = "2026-11-27T08:09:02+01:00 (CET, UTC+01:00, Friday, daylight saving off) in Europe/Paris"
 
 
