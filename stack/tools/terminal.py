@@ -77,6 +77,14 @@ def _shell() -> list[str]:
     return [bash, "-c"] if bash else ["/bin/sh", "-c"]
 
 
+# What a program prints when it wants an interactive terminal, which commands here never have
+# (stdin is /dev/null, the output a pipe). Seen on the 1.5B model: `top` for "what's eating the CPU
+# right now", which printed "top: failed tty get", was made again as it was, and the answer was
+# made up.
+_NEEDS_TTY = re.compile(r"failed tty get|not a tty|inappropriate ioctl for device|error opening terminal|"
+                        r"output is not to a terminal|must be run from a terminal", re.IGNORECASE)
+
+
 def _terminal(arguments: dict[str, Any], ctx: ToolContext) -> str:
     command: str = arguments["command"]
     if not command.strip():
@@ -118,6 +126,10 @@ def _terminal(arguments: dict[str, Any], ctx: ToolContext) -> str:
     text = output.text() or nothing("no output")
     if timed_out:
         raise ToolError(f"command timed out after {timeout:g} s and was killed; output so far:\n{text}")
+    if process.returncode != 0 and _NEEDS_TTY.search(text):
+        raise ToolError("the command wants an interactive terminal, which commands run here do not have: run "
+                        "it non-interactively instead (e.g. `top -b -n 1`, `ps aux --sort=-%cpu | head`); "
+                        f"it printed:\n{text}")
     note = f" (timeout lowered to the maximum, {timeout:g} s)" if clamped else ""
     return f"exit code: {process.returncode}{note}\n{text}"
 

@@ -58,6 +58,15 @@ def test_non_zero_exit_is_a_normal_result(ctx):
     assert (outcome.status, outcome.output) == ("ok", "exit code: 3\nfailing\n")
 
 
+def test_a_command_that_wants_an_interactive_terminal_is_an_error_that_says_how_to_run_it(ctx):
+    outcome = run("echo 'top: failed tty get' >&2; exit 1", ctx)
+    assert outcome.status == "error"
+    assert "wants an interactive terminal" in outcome.output and "top -b -n 1" in outcome.output
+    assert outcome.output.endswith("it printed:\ntop: failed tty get\n")
+    printed = run("echo 'stdin: not a tty'", ctx)  # it exited 0: its output
+    assert printed.status == "ok" and printed.output == "exit code: 0\nstdin: not a tty\n"
+
+
 def test_no_output_is_said_plainly_and_stdin_is_closed(ctx):
     assert run("true", ctx).output == "exit code: 0\n(no output)"
     started = time.monotonic()
