@@ -402,15 +402,11 @@ def test_an_identical_failing_call_is_never_made_three_times(lane):
     assert "the model gave no answer" in result.content
 
 
-def test_a_call_that_only_names_another_mode_for_the_same_values_is_not_run_again(lane):
-    settings, store = lane
+def run_note_tool(settings, store, run, script):
+    """One turn of "note it" with a tool `note` (action add or replace, and a text) that runs `run`."""
     noted = Tool("note", "Keep a note.", object_schema(
         {"action": {"type": "string", "enum": ["add", "replace"]}, "text": {"type": "string"}},
-        ["action", "text"]), lambda arguments, ctx: f"{arguments['action']}: {arguments['text']}")
-    script = [Reply(tool_calls=[
-                  {"name": "note", "arguments": {"action": "add", "text": "dentist on 3 March"}},
-                  {"name": "note", "arguments": {"action": "replace", "text": "dentist on 3 March"}}]),
-              text("Noted: dentist on 3 March.")]
+        ["action", "text"]), run)
 
     async def go():
         with ScriptedModel(script) as model:
@@ -420,7 +416,17 @@ def test_a_call_that_only_names_another_mode_for_the_same_values_is_not_run_agai
             await llm.aclose()
             return result
 
-    result = asyncio.run(go())
+    return asyncio.run(go())
+
+
+def test_a_call_that_only_names_another_mode_for_the_same_values_is_not_run_again(lane):
+    settings, store = lane
+    script = [Reply(tool_calls=[
+                  {"name": "note", "arguments": {"action": "add", "text": "dentist on 3 March"}},
+                  {"name": "note", "arguments": {"action": "replace", "text": "dentist on 3 March"}}]),
+              text("Noted: dentist on 3 March.")]
+    result = run_note_tool(settings, store, lambda arguments, ctx: f"{arguments['action']}: {arguments['text']}",
+                           script)
     assert result.tools_executed == ["note"] and result.content == "Noted: dentist on 3 March."
     assert [r[0] for r in rows(settings, "SELECT status FROM tool_executions ORDER BY id")] == ["ok", "refused"]
 
@@ -434,23 +440,11 @@ def test_after_a_failed_call_the_same_values_in_another_mode_run(lane):
             raise ToolError("no entry contains that text")
         return f"added: {arguments['text']}"
 
-    noted = Tool("note", "Keep a note.", object_schema(
-        {"action": {"type": "string", "enum": ["add", "replace"]}, "text": {"type": "string"}},
-        ["action", "text"]), keep)
     replace = {"name": "note", "arguments": {"action": "replace", "text": "supper club folder"}}
     script = [Reply(tool_calls=[replace, {"name": "note", "arguments": {"action": "add", "text": "supper club folder"}},
                                 replace]),
               text("Noted: supper club folder.")]
-
-    async def go():
-        with ScriptedModel(script) as model:
-            llm = LlmClient(model.url, model=None, timeout_s=2.0)
-            agent = Agent(settings, store, Registry([noted]), llm)
-            result = await agent.run_turn(store.create_session(), [{"role": "user", "content": "note it"}])
-            await llm.aclose()
-            return result
-
-    result = asyncio.run(go())
+    result = run_note_tool(settings, store, keep, script)
     assert result.tools_executed == ["note"]
     assert rows(settings, "SELECT status, result FROM tool_executions ORDER BY id") == [
         ("error", None), ("ok", "added: supper club folder"), ("refused", None)]
