@@ -52,7 +52,7 @@ def resolve_path(raw: str, settings: Settings) -> Path:
         if _inside(lexical, spelled):
             lexical = root / lexical.relative_to(spelled)
     else:
-        lexical = Path(os.path.normpath(root / given))
+        lexical = Path(os.path.normpath(root / _without_workspace_prefix(given, root)))
     if not _inside(lexical, root):
         raise ToolRefused(
             f"path {raw!r} is outside the workspace ({root}); use a path relative to it"
@@ -61,6 +61,16 @@ def resolve_path(raw: str, settings: Settings) -> Path:
     if not _inside(real, root):
         raise ToolRefused(f"path {raw!r} goes through a symlink that leads outside the workspace")
     return real
+
+
+def _without_workspace_prefix(given: Path, root: Path) -> Path:
+    """A relative path less a first part that names the workspace itself ("workspace/notes.txt"),
+    where the workspace holds nothing of that name: told paths are relative to the workspace, the
+    1.5B model wrote "workspace/notes.txt" for notes.txt."""
+    parts = given.parts
+    if len(parts) > 1 and parts[0] == root.name and not (root / parts[0]).exists():
+        return Path(*parts[1:])
+    return given
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -101,6 +101,19 @@ def test_absolute_paths_inside_the_workspace_and_harmless_dotdot_are_fine(ctx, w
     assert call("read_file", {"path": "a/../a/f.txt"}, ctx).output == "inside\n"
 
 
+def test_a_path_that_starts_with_the_workspace_s_own_name_is_read_inside_it(ctx, ws):
+    """Told paths are relative to the workspace, the 1.5B model wrote "workspace/notes.txt"."""
+    assert ws.name == "workspace"
+    (ws / "notes.txt").write_text("inside\n")
+    assert call("read_file", {"path": "workspace/notes.txt"}, ctx).output == "inside\n"
+    assert call("write_file", {"path": "workspace/new.txt", "content": "x\n"}, ctx).status == "ok"
+    assert (ws / "new.txt").read_text() == "x\n" and not (ws / "workspace").exists()
+    # where the workspace does hold a folder of that name, the path means it
+    (ws / "workspace").mkdir()
+    (ws / "workspace" / "notes.txt").write_text("nested\n")
+    assert call("read_file", {"path": "workspace/notes.txt"}, ctx).output == "nested\n"
+
+
 def test_workspace_is_created_on_first_use(tmp_path):
     context = make_tool_context(tmp_path / "fresh")
     assert not context.settings.workspace.exists()
