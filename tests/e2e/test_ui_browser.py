@@ -37,6 +37,7 @@ SCRIPT = [
     text(json.dumps({"name": "tool_call", "arguments": {                    # bridge, as text
         "name": "currency_convert", "arguments": {"amount": 21, "to": "USD"}}})),
     text(f'Done. I also saved it with save_note(text="{XSS}").'),           # the answer: not run
+    text(f'Done. I saved it with save_note(text="{XSS}").'),   # written once more, told why: held back again
 ]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -126,14 +127,14 @@ def test_trace_page_shows_what_really_ran(tmp_path):
                and "42 USD" in t for t in ok_runs), ok_runs
     [failed] = page.texts("div", "tool", "error")
     assert "native" in failed and "add" in failed and "'b' is a required property" in failed
-    [not_run] = page.texts("div", "notrun")
-    assert "NOT RUN" in not_run and "save_note" in not_run
-    # The model's four replies (the forced call, its retry after the error, the bridged call and
-    # the composed answer), and apart from them each call the lane made for itself (a decision
-    # before each step), labelled with its purpose.
+    not_run = page.texts("div", "notrun")  # in the answer and in its rewrite
+    assert len(not_run) == 2 and all("NOT RUN" in t and "save_note" in t for t in not_run)
+    # The model's five replies (the forced call, its retry after the error, the bridged call, the
+    # composed answer and its rewrite), and apart from them each call the lane made for itself (a
+    # decision before each step), labelled with its purpose.
     shown_calls = page.texts("div", "call")
     own = [t for t in shown_calls if t.startswith("model call for the lane:")]
-    assert len(shown_calls) - len(own) == 4
+    assert len(shown_calls) - len(own) == 5
     assert shown_calls[-1].startswith("model call ") and "save_note(text=" in shown_calls[-1]
     assert lane_calls == [("decide",)] * 3 and len(own) == len(lane_calls)
     assert all(t.startswith(f"model call for the lane: {purpose}")

@@ -90,8 +90,12 @@ def test_split_is_by_entry_id_parity_and_samples_are_fixed(bfcl_python):
     assert sorted(bfcl.select("simple_python", "test", 3, data) + bfcl.select("simple_python", "test", 6, data, 3),
                   key=bfcl.entry_index) == whole
     assert bfcl.parse_sizes(["simple_python=40:70", "live_irrelevance=all"])["simple_python"] == (40, 70)
+    # a multi-turn sample is prefix-stable too, so it runs in parts as well; a stratified one is not
+    parts = bfcl.select("multi_turn_base", "test", 3, data) + bfcl.select("multi_turn_base", "test", 6, data, 3)
+    assert sorted(parts, key=bfcl.entry_index) == bfcl.select("multi_turn_base", "test", 6, data)
+    assert len(set(parts)) == 6
     with pytest.raises(SystemExit):
-        bfcl.select("multi_turn_base", "test", 6, data, 3)
+        bfcl.select("live_multiple_strat", "test", 6, data, 3)
     assert bfcl.entry_index("live_multiple_12-4-0") == 12
     assert bfcl.text_calls("[get_weather(city='Paris')]") == 1
     assert bfcl.text_calls('{"name": "get_weather", "arguments": {"city": "Paris"}}') == 1

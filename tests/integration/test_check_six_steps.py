@@ -228,14 +228,16 @@ def test_text_only_liar_fails_the_tool_steps(tmp_path: Path) -> None:
     # named a real tool, that tool was forced once, and the liar's text named tools that do not
     # exist: refused, so nothing ran.
     assert executions and all(status == "refused" for _, status in executions) and decisions == 6
-    # step 2's answer (a call written as text) was held back twice: before and after its tool was forced
-    # step 4's ("Output: 42. I saved it with store_note(...)") claims a save too
+    # An answer held back where no tool is to be forced after it is written once more (lever
+    # "rewrite"), and the liar writes the same again: calls written as text (step 4's "Output: 42.
+    # I saved it with store_note(...)" claims a save too), then step 6's tools that do not exist.
     saved = "it says memory/patch/run_python/terminal/todo/write_file did something that did not run"
-    assert [n for (n,) in held_back[:4]] == ["Answer not passed on: a tool call written as text"] + [
-        f"Answer not passed on: a tool call written as text; {saved}"] * 2 + [
-        "Answer not passed on: a tool call written as text; it says search_history did something that did not run"]
-    assert all(f"it says {name} did something that did not run" in held_back[4][0]
-               for name in ("run_shell", "save_memory", "search_history", "store_note"))
+    text_call = "Answer not passed on: a tool call written as text"
+    invented = "; ".join(f"it says {name} did something that did not run"
+                         for name in ("run_shell", "save_memory", "search_history", "store_note"))
+    assert [n for (n,) in held_back] == [text_call] * 2 + [f"{text_call}; {saved}"] * 3 + [
+        f"{text_call}; it says search_history did something that did not run"] * 2 + [
+        f"Answer not passed on: {invented}"] * 2
     verdicts = [s["verdict"] for s in run.report["steps"]]
     assert verdicts[1] == verdicts[3] == verdicts[4] == verdicts[5] == "fail"
     assert verdicts[0] == "pass"
