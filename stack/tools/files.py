@@ -347,7 +347,7 @@ TOOLS: list[Tool] = [
     ),
     Tool(
         name="search_files",
-        description="Find files in the workspace or a folder in it by what they contain (regex) and/or by name (glob).",
+        description="Find files in the workspace by content (regex) and/or by name (glob).",
         parameters=object_schema(
             {
                 "pattern": {"type": "string", "description": "Case-insensitive regex to find in file contents."},
