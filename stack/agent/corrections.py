@@ -37,7 +37,8 @@ LEVERS: dict[str, str] = {
               "(decide.CLIENT_INSTRUCTION), among the client's tools listed best word "
               "match first (with tool search on, those offered directly and search's best described, "
               "the rest by name): a tool is forced (with tool search on, its call offered only the tools "
-              "the conversation called and its own), \"answer\" gets a reply with no tools",
+              "the conversation called and its own), \"answer\" gets a reply with no tools; a pick "
+              "of the tool whose call just came back is asked once more among the others",
     "fit": "proxy mode, where the decision said \"answer\", and an agent turn where nothing ran "
            "and the answer was held back: the tool that matches the request best (the client's; "
            "the index's best for the agent) is called when the model, asked about that one tool, "
@@ -167,7 +168,7 @@ class TurnLedger:
         key = call_key(name, _gist(arguments, schema) if schema else arguments)
         earlier = self.outcomes.get(key)
         if earlier is not None and earlier.status != "ok" and schema \
-                and _modes(earlier.arguments, schema) != _modes(arguments, schema):
+                and _split(earlier.arguments, schema)[0] != _split(arguments, schema)[0]:
             key = call_key(name, arguments)
             earlier = self.outcomes.get(key)
         self.attempts[key] = self.attempts.get(key, 0) + 1
@@ -198,10 +199,6 @@ def _split(arguments: Any, schema: dict[str, Any]) -> tuple[dict[str, Any], Any]
              if isinstance(spec, dict) and "enum" in spec}
     return ({key: arguments.get(key) for key in modes},
             {key: value for key, value in arguments.items() if key not in modes})
-
-
-def _modes(arguments: Any, schema: dict[str, Any]) -> dict[str, Any]:
-    return _split(arguments, schema)[0]
 
 
 def _gist(arguments: Any, schema: dict[str, Any]) -> Any:

@@ -280,7 +280,11 @@ class ProxyLane:
         every request, "difference between cpu and gpu?" included; of the questions tried on BFCL
         even ids (docs/measurements.md), the agent's chose right most often, and most often of
         all with its tools in search order (32/38 against 29/38 in the client's order: a small
-        model leans towards the first lines it reads)."""
+        model leans towards the first lines it reads). After a call came back, a pick of that same
+        tool is asked once more among the others (no second look at it): seen on BFCL even ids,
+        `ls` picked again after `ls` (then refused as a repeat) where `cd` came next, while in the
+        ground truth of the even multi-turn entries a step calls the tool just answered in 13 of
+        583 steps after a call."""
         if turn.request.tool_choice.mode != "auto" or turn.request.messages[-1]["role"] not in ("user", "tool"):
             return
         tools = decision_listing(turn.surface, turn.query)
@@ -289,16 +293,27 @@ class ProxyLane:
             return
         since = turn.history.calls[turn.history.before_user:]
         ran = [(name, "ok", turn.history.results.get(call_id, "")) for call_id, name, _ in since]
+        names = [name for name, _ in tools]
+        turn.force = await self._decided(turn, tools, ran, names)
+        answered = since[-1][1] if since else None
+        if turn.force is not None and turn.force == answered:
+            turn.force = await self._decided(turn, tools, ran, [name for name in names if name != answered])
+        elif turn.force is None and tools[0][0] in turn.surface.catalog.tools and tools[0][0] != answered:
+            turn.force = await self._second_look(turn, tools[0][0])
+        turn.answer_next = turn.force is None
+
+    async def _decided(self, turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tuple[str, str, str]],
+                       choices: list[str]) -> str | None:
+        """One decision among `choices` (every listed tool, or all but the one whose call just came
+        back: lever "decide"), recorded; the tool picked, or None for "answer"."""
         reply = await ask_decision(self.llm, turn.query, tools, [], ran,
                                    earlier_facts(_as_rows(turn.request.messages)), known=turn.surface.catalog.tools,
+                                   choices=None if len(choices) == len(tools) else choices,
                                    instruction=CLIENT_INSTRUCTION)
         count(turn.result, reply)
         self.store.add_lane_call(turn.result.session_id, "decide", reply.content, prompt_tokens=reply.prompt_tokens,
                                  completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
-        turn.force = parse_decision(reply.content, [name for name, _ in tools])
-        if turn.force is None and tools[0][0] in turn.surface.catalog.tools:
-            turn.force = await self._second_look(turn, tools[0][0])
-        turn.answer_next = turn.force is None
+        return parse_decision(reply.content, choices)
 
     async def _second_look(self, turn: ProxyTurn, name: str) -> str | None:
         """Lever "fit": where the decision said "answer", the best word match for the request is

@@ -211,6 +211,34 @@ def test_the_call_just_answered_is_not_returned_again(tmp_path):
         assert only_call(lane.chat(messages=later, tools=[WEATHER]).json())[0] == "get_weather"
 
 
+def _stuck_on_weather(then: str):
+    """A decision that picks get_weather whenever it may, else `then`."""
+    def decide(body):
+        choices = body["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
+        return Reply(content=json.dumps({"next": "get_weather" if "get_weather" in choices else then}))
+    return decide
+
+
+@pytest.mark.parametrize("then", ["answer", "get_time"])
+def test_a_decision_for_the_tool_just_answered_is_asked_again_without_it(tmp_path, then):
+    """Lever "decide": after a call came back, a pick of that same tool (seen on the 1.5B model: the
+    same call made again, ls after ls, where cd came next) is asked once more among the others;
+    the second pick is forced, or "answer" is written in words."""
+    script = [call("get_time", {"city": "Paris"})] if then == "get_time" else [text("It is sunny in Paris.")]
+    with running_lane(tmp_path, script, decision=_stuck_on_weather(then)) as lane:
+        response = lane.chat(messages=ASK + _answered("c0"), tools=[WEATHER, TIME]).json()
+        first, second = [d["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
+                         for d in lane.model.decide_requests]
+        assert "get_weather" in first and "get_weather" not in second and {"get_time", "answer"} <= set(second)
+        assert [p for p, _ in lane.rows("SELECT purpose, content FROM lane_calls")] == ["decide", "decide"]
+        if then == "get_time":
+            assert only_call(response)[:2] == ("get_time", {"city": "Paris"})
+        else:  # no second look at the tool just answered: it was the pick already
+            assert response["choices"][0]["message"]["content"] == "It is sunny in Paris."
+            assert lane.model.requests[0].get("tools") in (None, [])
+        assert lane.rows("SELECT tool_name FROM returned_calls") == ([("get_time",)] if then == "get_time" else [])
+
+
 def _many_tools(count):
     return [{"type": "function", "function": {
         "name": f"service_{i}_action", "description": f"Runs action number {i} of an unrelated service "
