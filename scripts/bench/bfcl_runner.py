@@ -5,6 +5,7 @@ Kept apart from the lane's code because BFCL's multi-turn scorer `eval`s the cal
 wrote: this file imports nothing from the lane, and the lane's venv never imports bfcl_eval.
 
     python bfcl_runner.py JOB.json   # JOB: {"name", "served_model", "fc", "ids": {category: [id]}, "budget_s"}
+    python bfcl_runner.py JOB.json   # JOB: {"steps": category, "ids": [id]}: ground-truth steps, steps.json
 
 It registers `name` as an OpenAICompletionsHandler model at run time (OPENAI_BASE_URL says where),
 generates the listed entries, scores them with `bfcl evaluate --partial-eval`'s own function, and
@@ -161,11 +162,42 @@ def generate_within(name: str, ids: dict[str, list[str]], budget_s: float | None
     return {category: generated for category, generated in done.items() if generated}
 
 
+def steps(category: str, ids: list[str]) -> list[dict[str, Any]]:
+    """Every step of the ground truth of multi-turn entries, for scripts/bench/bfcl_steps.py: per
+    turn and step, the turn's request, the earlier turns and this turn's earlier calls, each with
+    the result BFCL's own classes return for it, and the step's call (None after the turn's last)."""
+    from bfcl_eval.constants.enums import ModelStyle
+    from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
+    from bfcl_eval.model_handler.utils import convert_to_tool
+    from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
+
+    truth = {entry["id"]: entry["ground_truth"] for entry in load_ground_truth_entry(category)}
+    records = []
+    for entry in (e for e in load_dataset_entry(category) if e["id"] in ids):
+        tools = convert_to_tool(entry["function"], GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
+        earlier: list[dict[str, Any]] = []
+        for turn, (messages, calls) in enumerate(zip(entry["question"], truth[entry["id"]], strict=False)):
+            request = " ".join(m["content"] for m in messages if m["role"] == "user")
+            results, _ = execute_multi_turn_func_call(calls, entry["initial_config"], entry["involved_classes"],
+                                                      "steps", entry["id"])
+            ran = [[call, str(result)] for call, result in zip(calls, results, strict=True)]
+            for step in range(len(calls) + 1):
+                records.append({"id": entry["id"], "turn": turn, "step": step, "request": request,
+                                "earlier": list(earlier), "ran": ran[:step],
+                                "call": calls[step] if step < len(calls) else None, "tools": tools})
+            earlier.append({"request": request, "ran": ran})
+    return records
+
+
 def main(job_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
     if not os.environ.get("BFCL_PROJECT_ROOT"):
         print("BFCL_PROJECT_ROOT must name the temp dir this runs in", file=sys.stderr)
         return 2
+    if "steps" in job:
+        Path(job_path).with_name("steps.json").write_text(json.dumps(steps(job["steps"], job["ids"])))
+        return 0
     register(job["name"], job["served_model"], job["fc"])
     generated = generate_within(job["name"], job["ids"], job.get("budget_s"))
     if generated:

@@ -16,7 +16,7 @@ import pytest
 
 from stack.config import Settings
 from tests.fakes.bfcl_replay import replay, replay_decision, turn_truths
-from tests.fakes.scripted_model import ScriptedModel
+from tests.fakes.scripted_model import Reply, ScriptedModel, text
 from tests.integration.shim_server import ShimServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "bench"))
@@ -106,3 +106,41 @@ def test_split_is_by_entry_id_parity_and_samples_are_fixed(bfcl_python):
     assert bfcl.text_calls(snippet) == 1 and bfcl.text_calls(snippet, frozenset({"calc_population"})) == 0
     assert bfcl.text_calls("```python\ncalc_population(years=5)\n```", frozenset({"calc_population"})) == 1
     assert bfcl.text_calls("<tool_call>", frozenset({"calc_population"})) == 1
+
+
+def _step_of(body: dict) -> tuple[str, int]:
+    """(the latest user message, how many client results follow it) of a proxy-mode request."""
+    messages = body["messages"]
+    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+    return messages[last_user]["content"], sum(m["role"] == "tool" for m in messages[last_user:])
+
+
+def test_steps_bench_scores_each_step_against_the_ground_truth(bfcl_python):
+    """scripts/bench/bfcl_steps.py: records from BFCL's own classes, one proxy request per step; a
+    scripted model that makes the ground truth's next call is right on every step, and exact; one
+    that only ever answers in words is right on the steps after a turn's last call alone."""
+    import asyncio
+
+    import bfcl_steps
+
+    records = bfcl_steps.records_of("tuning", 1, 0)
+    first_turn = [r for r in records if r["turn"] == 0]
+    assert len(first_turn) == len(first_turn[-1]["ran"]) + 1 and first_turn[-1]["call"] is None
+    assert all(result and "rror" not in result for _, result in first_turn[-1]["ran"])  # BFCL's own results
+    assert records[-1]["earlier"] and all(r["tools"] for r in records)
+    calls = {(r["request"], r["step"]): r["call"] for r in records}
+
+    def follower(body):
+        call = calls.get(_step_of(body))
+        if call is None:
+            return text("Done.")
+        name, arguments = bfcl_steps.parsed(call)
+        return Reply(tool_calls=[{"name": name, "arguments": arguments}])
+
+    kinds = ("first", "next", "answer")
+    words_only = [r for r in records if r["call"] is None]
+    for script, right in ((follower, len(records)), (lambda body: text("Done."), len(words_only))):
+        with ScriptedModel(script) as model:
+            tally = asyncio.run(bfcl_steps.score(records, model.url, search=True))
+        assert sum(tally[k, "steps"] for k in kinds) == len(records)
+        assert sum(tally[k, "right"] for k in kinds) == sum(tally[k, "exact"] for k in kinds) == right
