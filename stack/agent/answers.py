@@ -52,18 +52,19 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> Tur
     """What this turn's answer is held to: the tools it could call, what ran, and what the user
     wrote (their messages and the notes they asked the lane to keep)."""
     ran = [o for o in turn.outcomes if o.status == "ok"]
+    done = {o.tool_name for o in ran}
     schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
                for t in toolset.offered + toolset.promoted_schemas}
     schemas |= {name: tool.parameters for name, tool in toolset.catalog.tools.items()}
     rows = store.messages(turn.result.session_id)
     return TurnFacts(turn.query, schemas, store.tools_that_ran(turn.result.session_id),
-                     {o.tool_name for o in ran}, asks_about_session(turn.query),
+                     done, asks_about_session(turn.query),
                      tuple(o.output for o in ran), earlier_facts(rows),
                      (*(row["content"] for row in rows if row["role"] == "user" and row["content"]), notes),
                      frozenset(o.tool_name for o in turn.outcomes if o.status == "error"),
                      tuple(o.output for o in ran if not _confirms(toolset, o.tool_name)),
                      tuple(toolset.best_for(turn.query)),
-                     frozenset({o.tool_name for o in ran} - {o.tool_name for o in ran if not exited_nonzero(o.output)}))
+                     frozenset(done - {o.tool_name for o in ran if not exited_nonzero(o.output)}))
 
 
 def _confirms(toolset: Toolset, name: str) -> bool:
