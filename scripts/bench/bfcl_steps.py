@@ -87,11 +87,12 @@ def verdict(record: dict[str, Any], tool_calls: list[dict[str, Any]]) -> tuple[s
 
 
 def records_of(split: str, n: int, start: int) -> list[dict[str, Any]]:
-    ids = bfcl.select("multi_turn_base", split, n, bfcl.data_dir(bfcl.venv_python().parents[1]), start)
+    python = bfcl.venv_python()
+    ids = bfcl.select("multi_turn_base", split, n, bfcl.data_dir(python.parents[1]), start)
     with tempfile.TemporaryDirectory(prefix="bfcl-steps-") as root:
         job = Path(root) / "job.json"
         job.write_text(json.dumps({"steps": "multi_turn_base", "ids": ids}))
-        subprocess.run([str(bfcl.venv_python()), str(bfcl.RUNNER), str(job)], cwd=root, check=True,
+        subprocess.run([str(python), str(bfcl.RUNNER), str(job)], cwd=root, check=True,
                        env={**bfcl.clean_env(), "BFCL_PROJECT_ROOT": root})
         records: list[dict[str, Any]] = json.loads(job.with_name("steps.json").read_text())
     return records

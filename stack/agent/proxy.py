@@ -293,23 +293,22 @@ class ProxyLane:
             return
         since = turn.history.calls[turn.history.before_user:]
         ran = [(name, "ok", turn.history.results.get(call_id, "")) for call_id, name, _ in since]
-        names = [name for name, _ in tools]
-        turn.force = await self._decided(turn, tools, ran, names)
+        context = earlier_facts(_as_rows(turn.request.messages))
+        turn.force = await self._decided(turn, tools, ran, context)
         answered = since[-1][1] if since else None
         if turn.force is not None and turn.force == answered:
-            turn.force = await self._decided(turn, tools, ran, [name for name in names if name != answered])
+            turn.force = await self._decided(turn, tools, ran, context, leave_out=answered)
         elif turn.force is None and tools[0][0] in turn.surface.catalog.tools and tools[0][0] != answered:
             turn.force = await self._second_look(turn, tools[0][0])
         turn.answer_next = turn.force is None
 
     async def _decided(self, turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tuple[str, str, str]],
-                       choices: list[str]) -> str | None:
-        """One decision among `choices` (every listed tool, or all but the one whose call just came
+                       context: str, leave_out: str | None = None) -> str | None:
+        """One decision among the listed tools (all but `leave_out`, the one whose call just came
         back: lever "decide"), recorded; the tool picked, or None for "answer"."""
-        reply = await ask_decision(self.llm, turn.query, tools, [], ran,
-                                   earlier_facts(_as_rows(turn.request.messages)), known=turn.surface.catalog.tools,
-                                   choices=None if len(choices) == len(tools) else choices,
-                                   instruction=CLIENT_INSTRUCTION)
+        choices = [name for name, _ in tools if name != leave_out]
+        reply = await ask_decision(self.llm, turn.query, tools, [], ran, context, known=turn.surface.catalog.tools,
+                                   choices=choices if leave_out else None, instruction=CLIENT_INSTRUCTION)
         count(turn.result, reply)
         self.store.add_lane_call(turn.result.session_id, "decide", reply.content, prompt_tokens=reply.prompt_tokens,
                                  completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
