@@ -11,6 +11,7 @@ of the turn as it does in BFCL's scoring. The entries are bfcl.py's seeded sampl
 tune on --split tuning only (even ids).
 
     flock /tmp/lane-model.lock .venv/bin/python scripts/bench/bfcl_steps.py --split tuning --n 6
+    ... --split tuning --ids 12,14,18,24,38,82   (chosen entries: the numbers in docs/measurements.md)
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import bfcl  # scripts/bench, this script's folder
 
@@ -86,9 +87,14 @@ def verdict(record: dict[str, Any], tool_calls: list[dict[str, Any]]) -> tuple[s
     return kind, True, without_defaults(schema, returned) == without_defaults(schema, arguments)
 
 
-def records_of(split: str, n: int, start: int) -> list[dict[str, Any]]:
+def records_of(split: str, n: int, start: int, chosen: Sequence[int] = ()) -> list[dict[str, Any]]:
+    """The steps of bfcl.py's seeded multi_turn_base sample, or of the `chosen` entry numbers."""
     python = bfcl.venv_python()
     ids = bfcl.select("multi_turn_base", split, n, bfcl.data_dir(python.parents[1]), start)
+    if chosen:
+        if any(number % 2 != (split == "test") for number in chosen):
+            raise SystemExit(f"--ids: the {split} split holds only {'odd' if split == 'test' else 'even'} ids")
+        ids = [f"multi_turn_base_{number}" for number in chosen]
     with tempfile.TemporaryDirectory(prefix="bfcl-steps-") as root:
         job = Path(root) / "job.json"
         job.write_text(json.dumps({"steps": "multi_turn_base", "ids": ids}))
@@ -127,11 +133,13 @@ def main() -> int:
     parser.add_argument("--split", choices=("test", "tuning"), default="tuning")
     parser.add_argument("--n", type=int, default=6, help="entries of bfcl.py's multi_turn_base sample")
     parser.add_argument("--start", type=int, default=0, help="leave out the sample's first entries")
+    parser.add_argument("--ids", type=lambda text: [int(n) for n in text.split(",")], default=[],
+                        help="these entry numbers instead of the sample (comma-separated)")
     parser.add_argument("--search", type=int, choices=(0, 1), default=1, help="tool search (arm H) or not (D)")
     parser.add_argument("--model", default=str(bfcl.DEFAULT_MODEL))
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    records = records_of(args.split, args.n, args.start)
+    records = records_of(args.split, args.n, args.start, args.ids)
     print(f"split {args.split}, {len({r['id'] for r in records})} entries, {len(records)} steps, "
           f"tool search {'on' if args.search else 'off'}")
     started = time.monotonic()

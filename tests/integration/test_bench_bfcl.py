@@ -124,6 +124,10 @@ def test_steps_bench_scores_each_step_against_the_ground_truth(bfcl_python):
     import bfcl_steps
 
     records = bfcl_steps.records_of("tuning", 1, 0)
+    chosen = bfcl_steps.records_of("tuning", 1, 0, [12])
+    assert {r["id"] for r in chosen} == {"multi_turn_base_12"} != {r["id"] for r in records}
+    with pytest.raises(SystemExit, match="only even ids"):
+        bfcl_steps.records_of("tuning", 1, 0, [13])  # the test split's are never tuned on
     first_turn = [r for r in records if r["turn"] == 0]
     assert len(first_turn) == len(first_turn[-1]["ran"]) + 1 and first_turn[-1]["call"] is None
     assert all(result and "rror" not in result for _, result in first_turn[-1]["ran"])  # BFCL's own results
