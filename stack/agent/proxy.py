@@ -439,9 +439,8 @@ class ProxyLane:
         vocabulary = frozenset(turn.surface.catalog.tools)
         if choice.mode != "none":
             fix = correction(content, self._facts(turn))
-            in_tools = {t["function"]["name"] for t in turn.surface.offered}
-            if fix is not None and self._note(turn, fix.note, fix.once_per,
-                                              force=fix.force if fix.force in in_tools else None):
+            if fix is not None and self._note(turn, fix.note, fix.once_per,  # a hidden tool too (forced_to)
+                                              force=fix.force if fix.force in vocabulary else None):
                 return
         if text_tool_calls(content, vocabulary):
             if self._note(turn, "That was not a valid tool call, so nothing ran. Make the call as a "

@@ -190,6 +190,37 @@ def test_an_answer_claiming_a_call_never_made_is_corrected(tmp_path):
         assert note["role"] == "system" and "get_weather" in note["content"]
 
 
+CP = {"type": "function", "function": {
+    "name": "cp", "description": "Copy a file to another file or folder.",
+    "parameters": {"type": "object", "properties": {"source": {"type": "string"}, "destination": {"type": "string"}},
+                   "required": ["source", "destination"]}}}
+COPY = [{"role": "user", "content": "Put a copy of report.txt in the archive folder."}]
+HOW_TO = "You can use the 'cp' command:\n\n```bash\ncp report.txt archive/\n```\n\nThat copies it."
+
+
+@pytest.mark.parametrize("ran", [False, True])
+def test_a_call_written_as_a_command_for_the_user_is_made(tmp_path, ran):
+    """Lever "call": a reply that writes a client tool's call as a command in its code (seen on the
+    1.5B model, the decision having said "answer") is corrected: the tool is forced, the model is
+    shown the command, and the client gets the call. Where that tool ran for the request, the
+    same words are an answer."""
+    made = call("cp", {"source": "report.txt", "destination": "archive/"})
+    arguments = json.dumps(made.tool_calls[0]["arguments"])
+    messages = COPY + ([{"role": "assistant", "content": None, "tool_calls": [{
+        "id": "c0", "type": "function", "function": {"name": "cp", "arguments": arguments}}]},
+        {"role": "tool", "tool_call_id": "c0", "content": "{}"}] if ran else [])
+    with running_lane(tmp_path, [text(HOW_TO), made], decision="answer") as lane:
+        reply = lane.chat(messages=messages, tools=[CP, WEATHER]).json()
+        if ran:
+            assert reply["choices"][0]["message"]["content"] == HOW_TO and len(lane.model.requests) == 1
+            return
+        assert only_call(reply)[:2] == ("cp", {"source": "report.txt", "destination": "archive/"})
+        forced_call = lane.model.requests[1]
+        assert forced_call["tool_choice"] == {"type": "function", "function": {"name": "cp"}}
+        assert "`cp report.txt archive/`" in forced_call["messages"][-1]["content"]
+        assert lane.rows("SELECT tool_name FROM returned_calls") == [("cp",)]
+
+
 def _answered(call_id, arguments='{"city": "Paris"}', result="sunny"):
     return [{"role": "assistant", "content": None, "tool_calls": [{
         "id": call_id, "type": "function", "function": {"name": "get_weather", "arguments": arguments}}]},

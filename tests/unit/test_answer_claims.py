@@ -623,3 +623,21 @@ def test_an_answer_to_what_the_user_told_holds_only_what_the_conversation_said(a
     # a knowledge question holds its answer to nothing said
     knowledge = TurnFacts("what's the capital of France again?", {}, set(), set())
     assert faults("The capital of France is Paris.", knowledge) == []
+
+
+@pytest.mark.parametrize("reply, forced", [
+    ("Try this:\n```bash\ncp notes.txt backup/\n```", "cp"),
+    ("Run `$ cp notes.txt backup/` and it is done.", "cp"),
+    ("You can use the `cp` command for that.", None),  # a tool named, no call written
+    ("```python\nprint(sorted([3, 1]))\n```", None),  # code, but no tool's name leads a line
+    ("cp notes.txt backup/ copies it.", None),  # prose, not code
+    ("```\nls -a\n```", None),  # a command of a tool the lane was not given
+])
+def test_a_call_written_as_a_command_in_code_forces_its_tool(reply, forced):
+    from stack.agent.corrections import correction
+
+    facts = TurnFacts("back up notes.txt", {"cp": {"type": "object"}, "mv": {"type": "object"}}, set(), set())
+    fix = correction(reply, facts)
+    assert (fix.force if fix is not None else None) == forced
+    if forced:
+        assert "nothing ran" in fix.note and "cp notes.txt backup/" in fix.note
