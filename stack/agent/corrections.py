@@ -76,8 +76,8 @@ LEVERS: dict[str, str] = {
                  "about, then wrote it over)",
     "call": "a reply (proxy mode) or a composed answer held back (agent) told or spelled a call it "
             "did not make, or wrote one as a command in its code (a line starting with the name of a "
-            "tool that did not run, and arguments after it: \"```bash\\ncp a.txt archive/```\"): that "
-            "tool forced (in proxy mode shown the call)",
+            "tool that did not run, and arguments after it, one a word of the request: "
+            "\"```bash\\ncp a.txt archive/```\"): that tool forced (in proxy mode shown the call)",
     "claim": "a reply (proxy mode) or a composed answer held back (agent) says a tool did "
              "something no call of this turn shows: that tool forced once (the model's own "
              "stated intent), the agent's answer then composed again",
@@ -119,7 +119,8 @@ _FACT_LINE = re.compile(r"^\W*(?P<tool>[A-Za-z_][\w.-]*) \((?P<status>ok|error|r
 _STATUS_LINE = re.compile(r"^\s*(?:exit code: -?\d+|HTTP \d{3}\b.*)$", re.IGNORECASE)
 _CALL_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
 # Code in a reply: a fenced block's body, or inline code. A line of it that starts with a tool's
-# name and goes on with arguments is that tool's call written as a command for the user to run.
+# name and goes on with arguments, one of them a word of the user's message (their file, not a
+# how-to's placeholder), is that tool's call written as a command for the user to run.
 # Seen on the 1.5B model with a client's shell-named tools, the decision having said "answer":
 # "you can use the 'cp' command to copy the file ... ```bash\ncp project_analysis.txt
 # project_archive/\n```" (BFCL even ids; nothing ran, the turn ended).
@@ -290,9 +291,11 @@ def _unmade_call(text: str, facts: TurnFacts) -> Correction | None:
     if spelled:
         return Correction(f"That was not a valid call, so {spelled[0]} did not run. To call a tool, reply "
                           f"with only:\n{call_example(spelled[0], offered[spelled[0]])}", spelled[0])
+    asked = set(re.findall(r"[\w.-]{3,}", facts.request.lower()))
     command = next(((line.strip(), match[1]) for line in commands(text)
                     if (match := _COMMAND.match(line)) and match[1] in offered
-                    and match[1] not in facts.ran_in_turn), None)
+                    and match[1] not in facts.ran_in_turn
+                    and asked & set(re.findall(r"[\w.-]{3,}", line[match.end(1):].lower()))), None)
     if command is not None:
         line, name = command
         return Correction(f"You wrote `{line}` as a command for the user to run, so nothing ran. "

@@ -632,6 +632,7 @@ def test_an_answer_to_what_the_user_told_holds_only_what_the_conversation_said(a
     ("```python\nprint(sorted([3, 1]))\n```", None),  # code, but no tool's name leads a line
     ("cp notes.txt backup/ copies it.", None),  # prose, not code
     ("```\nls -a\n```", None),  # a command of a tool the lane was not given
+    ("Like this:\n```bash\ncp SOURCE DESTINATION\n```", None),  # a how-to: no word of the request
 ])
 def test_a_call_written_as_a_command_in_code_forces_its_tool(reply, forced):
     from stack.agent.corrections import correction
