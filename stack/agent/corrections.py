@@ -291,16 +291,21 @@ def _unmade_call(text: str, facts: TurnFacts) -> Correction | None:
     if spelled:
         return Correction(f"That was not a valid call, so {spelled[0]} did not run. To call a tool, reply "
                           f"with only:\n{call_example(spelled[0], offered[spelled[0]])}", spelled[0])
-    asked = set(re.findall(r"[\w.-]{3,}", facts.request.lower()))
+    asked = _names(facts.request)
     command = next(((line.strip(), match[1]) for line in commands(text)
                     if (match := _COMMAND.match(line)) and match[1] in offered
-                    and match[1] not in facts.ran_in_turn
-                    and asked & set(re.findall(r"[\w.-]{3,}", line[match.end(1):].lower()))), None)
+                    and match[1] not in facts.ran_in_turn and asked & _names(line[match.end(1):])), None)
     if command is not None:
         line, name = command
         return Correction(f"You wrote `{line}` as a command for the user to run, so nothing ran. "
                           f"Make it a call of the tool {name}.", name)
     return None
+
+
+def _names(text: str) -> set[str]:
+    """Words of at least three characters, a file name whole ("report.txt"): what a command's
+    arguments share with the request that asked for it."""
+    return set(re.findall(r"[\w.-]{3,}", text.lower()))
 
 
 def commands(text: str) -> list[str]:
