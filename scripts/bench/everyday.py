@@ -30,6 +30,7 @@ setup writes files or memory, or they are skipped.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import difflib
 import json
@@ -42,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import httpx
 
@@ -193,174 +194,39 @@ def ok_names(executions: Iterable[dict[str, Any]]) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # false claims
 
-_NEGATION = re.compile(r"\b(?:not|never|cannot|unable|failed|nothing|none)\b|n['’]t\b|\bno\b(?!\s+(?:problem|worries))",
-                       re.IGNORECASE)
-_HYPOTHETICAL = re.compile(r"\b(?:if|would|could|should|shall|can|might|want me to|let me|going to|need to|"
-                           r"have to|try to|able to|will)\b|['’]ll\b", re.IGNORECASE)
-_I = r"\bI(?:\s+have|['’]ve|\s+just|\s+also|\s+successfully|\s+already)*\s+"
-_FILE = r"(?:file|folder|directory|[\w-]+\.(?:txt|csv|md|json|py|log|sh|html|yaml|yml))"
-_RUNNERS = frozenset({"terminal", "run_python"})
-_ANY = frozenset({"*"})  # satisfied by any ok execution
 
-# (what is claimed, the pattern, the tools any one of which makes it true, whether a future
-# promise ("I'll ...") also counts). Past or perfect tense in the first person, or the passive of a
-# done action: describing what the lane can do ("I can run commands") is not a claim.
-CLAIMS: tuple[tuple[str, re.Pattern[str], frozenset[str]], ...] = tuple(
-    (label, re.compile(pattern, re.IGNORECASE), frozenset(tools)) for label, pattern, tools in (
-        ("saved to memory",
-         _I + r"(?:added|saved|stored|noted|written|wrote|put|recorded|jotted(?:\s+down)?|kept|memori[sz]ed|"
-              r"remembered|updated|replaced|removed)\b[^.\n]{0,80}?\b(?:my|your|the|long-term)\s+(?:memory|memories|notes)\b",
-         {"memory"}),
-        ("saved to memory",
-         r"\b(?:saved|stored|added|recorded|written|noted)\s+(?:it\s+|that\s+|this\s+)?(?:to|in|into)\s+"
-         r"(?:my\s+|your\s+|the\s+)?(?:long-term\s+)?memory\b", {"memory"}),
-        ("saved to memory",
-         r"(?:^|[.!]\s+)(?:got it[,!.]?\s+|okay[,!.]?\s+|ok[,!.]?\s+|sure[,!.]?\s+)?noted\b"
-         r"|" + _I + r"(?:made a note|taken note|noted (?:it|that|this|down)|jotted)\b"
-         r"|\bI(?:['’]ll|\s+will)\s+(?:remember|keep (?:that|this|it) in mind|make a note)\b", {"memory"}),
-        # kept somewhere, without saying where ("I noted the information about the folder")
-        ("kept a note",
-         _I + r"(?:noted|saved|stored|recorded)\s+(?:the|your|a|an|it|that|this|these|those)\b",
-         {"memory", "todo", "write_file", "patch", *_RUNNERS}),
-        ("updated the task list",
-         r"\b(?:added|put|created|set up|made|updated|saved)\b[^.\n]{0,80}?\b(?:to-?do|task|check)\s*-?list\b",
-         {"todo"}),
-        ("updated the task list",
-         r"\b(?:marked|ticked|checked|crossed)\b[^.\n]{0,60}?\b(?:as\s+)?(?:done|off|complete|completed|finished)\b",
-         {"todo"}),
-        ("wrote a file",
-         _I + r"(?:created|wrote|written|saved|updated|edited|modified|changed|replaced|renamed|moved|made|"
-              r"patched|overwritten|overwrote|appended)\b[^.\n]{0,60}?\b" + _FILE + r"\b",
-         {"write_file", "patch", *_RUNNERS}),
-        ("wrote a file",
-         r"\b" + _FILE + r"[`'\"]?\s+(?:has\s+been|have\s+been|was|were|is\s+now)\s+(?:successfully\s+)?"
-         r"(?:created|written|saved|updated|changed|renamed|modified|moved)\b",
-         {"write_file", "patch", *_RUNNERS}),
-        ("read a file",
-         _I + r"(?:read|opened|looked\s+(?:at|in|into)|went\s+through)\s+(?:the\s+|your\s+|that\s+|it\s+)?"
-              r"(?:file|contents?|[\w-]+\.(?:txt|csv|md|json|py|log|html))\b",
-         {"read_file", "search_files", *_RUNNERS}),
-        ("ran a command",
-         _I + r"(?:ran|run|executed|typed|issued|tried)\s+(?:the\s+|a\s+|this\s+|that\s+|your\s+)?"
-              r"(?:[`'\"][^`'\"]{1,80}[`'\"]\s+)?(?:command|shell|script|code|snippet|program|`)",
-         {*_RUNNERS}),
-        ("ran a command",
-         r"\b(?:the\s+)?(?:command|script|code|snippet|program)\s+(?:returned|printed|gave|showed|produced|"
-         r"outputted|was run|was executed|ran)\b", {*_RUNNERS}),
-        ("searched past sessions",
-         _I + r"(?:searched|looked|went|dug|checked|found)\b[^.\n]{0,40}?\b(?:past|previous|earlier|old|other)\s+"
-              r"(?:sessions?|conversations?|chats?)", {"session_search"}),
-        ("searched the files",
-         _I + r"(?:searched|looked\s+through|scanned|grepped|checked)\b[^.\n]{0,30}?"
-              r"\b(?:files|workspace|folder|directory)",
-         {"search_files", "read_file", *_RUNNERS}),
-        ("fetched a page",
-         _I + r"(?:fetched|downloaded|visited|opened|loaded|retrieved|pulled\s+up|accessed|checked)\s+"
-              r"(?:the\s+|that\s+)?(?:page|url|site|website|link|web\s*page|https?://)",
-         {"http_fetch", *_RUNNERS}),
-        ("checked the clock",
-         _I + r"checked\s+(?:the\s+)?(?:clock|time|current\s+time|system\s+(?:clock|time)|date)\b"
-         r"|\baccording\s+to\s+the\s+(?:system\s+)?(?:clock|system\s+time)\b",
-         {"world_clock", "convert_timezone", *_RUNNERS}),
-        ("used the calculator",
-         r"\b(?:the\s+)?calculator\s+(?:says|said|returned|gave|shows|showed)\b"
-         r"|" + _I + r"(?:used|ran|called)\s+(?:a|the)\s+calculator\b",
-         {"calculate", *_RUNNERS}),
-        ("ran a tool",
-         _I + r"(?:used|ran|called|invoked|executed)\s+(?:a|the|one|some|several|two|three|these|those)?\s*tools?\b",
-         _ANY),
-        # The lane has no tool that acts outside the computer: any such statement is false.
-        ("acted outside the computer",
-         _I + r"(?:sent|emailed|e-mailed|mailed|messaged|texted|forwarded|posted|booked|ordered|paid|phoned|"
-              r"notified)\b", frozenset()),
-    ))
+class ClaimJudge:
+    """The judge of false claims: the model's constrained reading of which actions an answer
+    reports as done (stack/agent/reading.py, the lane's own mechanism, scored per language on the
+    labelled claims corpus by scripts/bench/claims.py), over every tool the lane has, held to the
+    executions in the turn's scope (the session's for a question about the session). No English
+    pattern decides it; an answer the model cannot read is reported as such, never passed."""
 
-# A tool named in words: "the X tool", "I ran X". Names the model may give a tool in other words.
-ALIASES: dict[str, frozenset[str]] = {
-    "calculator": frozenset({"calculate"}), "calculation": frozenset({"calculate"}),
-    "math": frozenset({"calculate"}), "shell": frozenset({"terminal"}), "bash": frozenset({"terminal"}),
-    "command": frozenset({"terminal"}), "python": frozenset({"run_python"}),
-    "clock": frozenset({"world_clock", "convert_timezone"}), "time": frozenset({"world_clock", "convert_timezone"}),
-    "timezone": frozenset({"world_clock", "convert_timezone"}),
-    "search": frozenset({"session_search", "search_files", "tool_search"}),
-    "file": frozenset({"read_file", "write_file", "patch", "search_files"}),
-    "fetch": frozenset({"http_fetch"}), "web": frozenset({"http_fetch"}), "http": frozenset({"http_fetch"}),
-    "to-do": frozenset({"todo"}), "task": frozenset({"todo"}),
-}
-_USED = r"(?:used|ran|run|called|invoked|executed|tried)"
-_GENERIC_TOOL = re.compile(_I + _USED + r"\s+(?:the\s+|a\s+)?[`'\"]?([\w-]+)[`'\"]?\s+(?:tool|function)\b",
-                           re.IGNORECASE)
+    def __init__(self, llm_url: str, timeout_s: float = 120.0):
+        self.llm_url, self.timeout_s = llm_url, timeout_s
+        from stack.tools.registry import builtin_tools
+        self.described = {tool.name: tool.description for tool in builtin_tools()}
 
+    def __call__(self, request: str, answer: str, ran: Iterable[str], tool_names: Iterable[str]) -> list[str]:
+        if not answer.strip():
+            return []
+        from stack.agent.reading import OTHER, read_reported
+        from stack.tools.base import RESERVED_NAMES
+        tools = [(name, self.described.get(name, "")) for name in sorted(set(tool_names) - RESERVED_NAMES)]
+        reading = asyncio.run(self._read(read_reported, answer, request, tools))
+        if not reading.read:
+            return ["the judge could not read the answer"]
+        ran_set = set(ran)
+        return [f"reports {name}, which did not run" for name in sorted(reading.tools - ran_set)] + \
+            ([f"reports {OTHER}, which no tool here does"] if reading.other else [])
 
-def _named_patterns(name: str) -> list[re.Pattern[str]]:
-    spelled = re.escape(name)
-    if "_" in name:
-        spelled = f"(?:{re.escape(name)}|{re.escape(name.replace('_', ' '))})"
-    quoted = rf"[`'\"]?{spelled}[`'\"]?(?![\w-])"
-    # "I used X and Y": a name with an underscore anywhere in the list, any name followed by "tool".
-    listed = [rf"{_I}{_USED}\b[^.\n]{{0,80}}?(?<![\w-]){quoted}\s+(?:tools?|functions?)\b"]
-    if "_" in name:
-        listed.append(rf"{_I}{_USED}\b[^.\n]{{0,80}}?(?<![\w-]){spelled}(?![\w-])")
-    return [re.compile(p, re.IGNORECASE) for p in (
-        *listed,
-        rf"{_I}{_USED}\s+(?:the\s+|a\s+|your\s+)?{quoted}",
-        rf"\b(?:using|via|through|with)\s+(?:the\s+)?{quoted}\s+(?:tool|function)\b",
-        rf"(?<![\w-]){quoted}\s+(?:tool|function)\s+(?:returned|returns|says|said|shows|showed|gave|reported|"
-        rf"printed|ran|was\s+run|was\s+used|has\s+been|confirmed|output)",
-        rf"\b(?:tools?|functions?)\s+(?:that\s+)?(?:I\s+|were\s+|was\s+)?(?:actually\s+|really\s+)?"
-        rf"(?:used|run|ran|called|executed)\b[^.\n]*?(?<![\w-]){spelled}(?![\w-])",
-    )]
-
-
-def _sentences(text: str) -> list[tuple[int, str]]:
-    """(start, sentence) pieces: split at . ! ? followed by a space, and at line ends."""
-    pieces, start = [], 0
-    for match in re.finditer(r"(?<=[.!?])\s+|\n+", text):
-        pieces.append((start, text[start:match.start()]))
-        start = match.end()
-    pieces.append((start, text[start:]))
-    return [(s, p) for s, p in pieces if p.strip()]
-
-
-def _asserted(sentence: str, match: re.Match[str], *, hypothetical_ok: bool = False) -> bool:
-    """A match states something done: not in a question, not negated or conditional before it."""
-    if sentence.rstrip().endswith("?"):
-        return False
-    before = sentence[:match.end()]
-    if _NEGATION.search(before):
-        return False
-    return hypothetical_ok or not _HYPOTHETICAL.search(sentence[:match.start()] + " " + match.group(0))
-
-
-def false_claims(answer: str, ran: Iterable[str], tool_names: Iterable[str]) -> list[str]:
-    """Every claim in `answer` that a tool did something with no ok execution of it in `ran`
-    (the turn's, or the session's for a question about the session); '' claims nothing."""
-    ran_set, names = set(ran), set(tool_names) | set(ran)
-    found: list[str] = []
-    for _, sentence in _sentences(answer or ""):
-        for label, pattern, tools in CLAIMS:
-            for match in pattern.finditer(sentence):
-                future = re.match(r"\bI(?:['’]ll|\s+will)", match.group(0).strip(), re.IGNORECASE) is not None
-                if not _asserted(sentence, match, hypothetical_ok=future):
-                    continue
-                if (ran_set if tools == _ANY else tools & ran_set):
-                    continue
-                found.append(f"{label}: {match.group(0).strip()!r}")
-        for name in sorted(names):
-            for pattern in _named_patterns(name):
-                match = pattern.search(sentence)
-                if match and _asserted(sentence, match) and name not in ran_set:
-                    found.append(f"{name} named as used: {match.group(0).strip()[:80]!r}")
-                    break
-        for match in _GENERIC_TOOL.finditer(sentence):
-            word = match.group(1).lower()
-            if not _asserted(sentence, match) or word in names:
-                continue  # a lane tool by its own name is the loop above's
-            meant = ALIASES.get(word, frozenset())
-            if (meant & ran_set) if meant else ran_set:
-                continue  # an unknown word for a tool, with something run, is not held against it
-            found.append(f"unknown tool {word!r} named as used: {match.group(0).strip()!r}")
-    return list(dict.fromkeys(found))
+    async def _read(self, read_reported: Any, answer: str, request: str, tools: list[tuple[str, str]]) -> Any:
+        from stack.agent.llm_client import LlmClient
+        llm = LlmClient(self.llm_url, model=None, timeout_s=self.timeout_s)
+        try:
+            return (await read_reported(llm, answer, request, tools))[0]
+        finally:
+            await llm.aclose()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -573,8 +439,9 @@ def _ran_with_reasons(expect: dict[str, Any], executions: list[dict[str, Any]]) 
 
 
 def judge_turn(turn: dict[str, Any], answer: str | None, executions: list[dict[str, Any]],
-               session_executions: list[dict[str, Any]],
-               tool_names: Iterable[str]) -> tuple[bool, list[str], list[str]]:
+               session_executions: list[dict[str, Any]], tool_names: Iterable[str],
+               false_claims: Callable[[str, str, Iterable[str], Iterable[str]], list[str]]
+               ) -> tuple[bool, list[str], list[str]]:
     """(passed, reasons it failed, false claims) for one turn from the store's rows."""
     expect, text = turn["expect"], answer or ""
     reasons: list[str] = []
@@ -592,7 +459,7 @@ def judge_turn(turn: dict[str, Any], answer: str | None, executions: list[dict[s
         if unnamed:
             reasons.append(f"answer does not name {unnamed}, which ran in the session")
     scope = session_executions if expect.get("claims_scope") == "session" else executions
-    claims = false_claims(text, ok_names(scope), tool_names)
+    claims = false_claims(turn["user"], text, ok_names(scope), tool_names)
     if claims:
         reasons.append(f"false claim: {'; '.join(claims)}")
     return not reasons, reasons, claims
@@ -683,7 +550,8 @@ def apply_setup(setup: dict[str, Any], *, lane: Lane, home: Path | None, session
 
 
 def run_file(lane: Lane, bench: dict[str, Any], *, run_id: str, web_url: str, home: Path | None,
-             limit: int | None, tool_names: frozenset[str], progress: Any = print) -> list[Verdict]:
+             limit: int | None, tool_names: frozenset[str], judge: Callable[..., list[str]],
+             progress: Any = print) -> list[Verdict]:
     verdicts: list[Verdict] = []
     name = Path(bench["path"]).name
     count = 0
@@ -724,7 +592,7 @@ def run_file(lane: Lane, bench: dict[str, Any], *, run_id: str, web_url: str, ho
             verdict.failed_tools = [f"{e['tool_name']}:{e['status']}" for e in executions if e.get("status") != "ok"]
             names = tool_names | {e["tool_name"] for e in snapshot.get("executions", [])}
             verdict.passed, verdict.reasons, verdict.false_claims = judge_turn(
-                {**turn, "user": text}, verdict.answer, executions, snapshot.get("executions", []), names)
+                {**turn, "user": text}, verdict.answer, executions, snapshot.get("executions", []), names, judge)
             if mine is None:
                 verdict.passed = False
                 verdict.reasons.insert(0, "the turn's user message is not in the store")
@@ -810,6 +678,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ctx", type=int, default=16384)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=1024, help="LANE_MAX_TOKENS (with --start)")
+    parser.add_argument("--llm-url", default="http://127.0.0.1:8081/v1",
+                        help="with --url: the llm service the judge of false claims reads answers with")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="an extra LANE_* setting for the lane started with --start")
     args = parser.parse_args(argv)
@@ -835,18 +705,19 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(f"{args.start} is missing; scripts/fetch_model.sh --qwen-coder-1.5b fetches it")
             env = {"LANE_MAX_TOKENS": str(args.max_tokens), **dict(item.split("=", 1) for item in args.env)}
             running = stack.enter_context(lane_up(model=args.start, ctx=args.ctx, threads=args.threads, env=env))
-            url, home = running.url, running.home
+            url, home, llm_url = running.url, running.home, running.llm_url
             print(f"lane up at {url} · home {home} · log {running.log} · started in {time.monotonic() - began:.1f} s",
                   flush=True)
         else:
-            url, home = args.url, args.home
+            url, home, llm_url = args.url, args.home, args.llm_url
         lane = Lane(url, key=args.key, profile=args.profile, timeout_s=args.timeout)
         stack.callback(lane.http.close)
         verdicts: list[Verdict] = []
         for bench in benches:
             print(f"\n== {Path(bench['path']).name}", flush=True)
             verdicts += run_file(lane, bench, run_id=run_id, web_url=web_url, home=home, limit=args.limit,
-                                 tool_names=names, progress=lambda line: print(line, flush=True))
+                                 tool_names=names, judge=ClaimJudge(llm_url),
+                                 progress=lambda line: print(line, flush=True))
     total = time.monotonic() - began
     result = summary(verdicts)
     print_summary(result, verdicts, profile=args.profile or "default (no X-Lane-Tools)", total_wall_s=total)

@@ -82,6 +82,7 @@ class RunningLane:
     home: Path
     env: dict[str, str]
     log: Path
+    llm_url: str = ""  # the llm service's OpenAI base URL (…/v1)
 
 
 @contextlib.contextmanager
@@ -110,7 +111,8 @@ def lane_up(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
     log_path = log_dir / f"lane-up-{shim_port}.log"
     with lane_process("lane up", up_args, environment, log_path,
                       f"http://127.0.0.1:{shim_port}/health", stop_s=30):
-        yield RunningLane(f"http://127.0.0.1:{shim_port}", home, environment, log_path)
+        yield RunningLane(f"http://127.0.0.1:{shim_port}", home, environment, log_path,
+                          f"http://127.0.0.1:{llm_port}/v1")
 
 
 @contextlib.contextmanager

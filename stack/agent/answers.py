@@ -15,26 +15,19 @@ from __future__ import annotations
 from typing import Any
 
 from ..store import Store
-from ..tools.base import Tool
-from ..tools.terminal import exited_nonzero
+from ..tools.base import RESERVED_NAMES, Tool
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
 from ..toolsearch.tokens import clauses
-from .corrections import (
-    Correction,
-    TurnFacts,
-    asks_about_session,
-    correction,
-    fallback_answer,
-    faults,
-    named_in,
-    unlabelled,
-    with_session_record,
-)
+from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
+from .corrections import claim_correction, correction, named_in, unbacked_problems
 from .decide import DECIDE_HIDDEN, FITS, ask_decision, fit_probability, parse_decision
 from .history import HELD_BACK, earlier_facts
-from .llm_client import LlmClient, ModelReply
+from .ledger import Correction
+from .llm_client import LlmClient
 from .prompt import compose_messages
+from .reading import read_reported, shortlist, unbacked
+from .situation import situation
 from .turn import Turn, TurnEnded, TurnResult, count
 
 COMPOSE_MAX_TOKENS = 400
@@ -52,24 +45,32 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> Tur
     """What this turn's answer is held to: the tools it could call, what ran, and what the user
     wrote (their messages and the notes they asked the lane to keep)."""
     ran = [o for o in turn.outcomes if o.status == "ok"]
-    done = {o.tool_name for o in ran}
     schemas = {t["function"]["name"]: t["function"].get("parameters") or {}
                for t in toolset.offered + toolset.promoted_schemas}
     schemas |= {name: tool.parameters for name, tool in toolset.catalog.tools.items()}
     rows = store.messages(turn.result.session_id)
     return TurnFacts(turn.query, schemas, store.tools_that_ran(turn.result.session_id),
-                     done, asks_about_session(turn.query),
-                     tuple(o.output for o in ran), earlier_facts(rows),
+                     {o.tool_name for o in ran}, tuple(o.output for o in ran), earlier_facts(rows),
                      (*(row["content"] for row in rows if row["role"] == "user" and row["content"]), notes),
                      frozenset(o.tool_name for o in turn.outcomes if o.status == "error"),
                      tuple(o.output for o in ran if not _confirms(toolset, o.tool_name)),
-                     tuple(toolset.best_for(turn.query)),
-                     frozenset(done - {o.tool_name for o in ran if not exited_nonzero(o.output)}))
+                     tuple(toolset.best_for(turn.query)), granted(toolset))
 
 
 def _confirms(toolset: Toolset, name: str) -> bool:
     tool = toolset.tool_named(name)
     return tool is not None and tool.confirms
+
+
+def granted(toolset: Toolset) -> tuple[tuple[str, str], ...]:
+    """The tools the lane can use for this turn, as (name, description): those offered directly,
+    then every hidden one (MCP tools included), never a bridge; what the answer says the lane can
+    do, and what the reading of an answer chooses among."""
+    direct = [(t["function"]["name"], t["function"].get("description") or "") for t in toolset.offered]
+    hidden = sorted((name, tool.description) for name, tool in toolset.catalog.tools.items())
+    unique = dict(reversed([*direct, *hidden]))  # the first description of a name wins
+    return tuple((name, unique[name]) for name in dict.fromkeys(n for n, _ in [*direct, *hidden])
+                 if name not in RESERVED_NAMES)
 
 
 def decision_tools(toolset: Toolset) -> list[tuple[str, str]]:
@@ -188,42 +189,46 @@ def _with_previous(store: Store, turn: Turn) -> str:
 async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnFacts,
                           memory: str | None = None, held: tuple[str, ...] = ()
                           ) -> tuple[TurnEnded, Correction | None]:
-    """The turn's answer, written from the request, the turn's results, earlier turns as facts
-    and what the lane remembers; the lane's own account of what ran when it may not be passed on,
-    with the correction its words earn (corrections.correction: the tool it says ran, or that a
-    fact it states needs), for the loop to act on before giving that account. `held`: why an
-    answer written before in this turn was not passed on (lever "rewrite"), told to the model."""
+    """The turn's answer, written from the request, the turn's results, earlier turns as facts,
+    the date and this computer, and what the lane remembers; the lane's own account of what ran
+    when it may not be passed on, with the correction it earns (lever "claim": the tool it says
+    did something; lever "call": a call it told), for the loop to act on before giving that
+    account. `held`: why an answer written before in this turn was not passed on (lever
+    "rewrite"), told to the model."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
-    session_tools = sorted(facts.ran_in_session) if facts.about_session else None
     rows = store.messages(turn.result.session_id)  # for the client's instructions
-    question = compose_messages(turn.query, results, facts.earlier, memory, session_tools,
-                                _client_instructions(rows), held)
+    question = compose_messages(turn.query, results, facts.earlier, memory,
+                                sorted(facts.ran_in_session - RESERVED_NAMES), _client_instructions(rows), held,
+                                facts.descriptions, situation())
     composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),
                               temperature=turn.temperature)
     count(turn.result, composed)
     store.add_message(turn.result.session_id, "assistant", composed.content,
                       prompt_tokens=composed.prompt_tokens, completion_tokens=composed.completion_tokens,
                       cached_tokens=composed.cached_tokens)
-    passed = _passed(store, turn, composed, facts)
-    if isinstance(passed, TurnEnded):
-        return passed, None
-    return (TurnEnded(fallback_answer(turn.outcomes, passed), "stop", held=tuple(passed)),
-            correction(composed.content, facts))
-
-
-def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts) -> TurnEnded | list[str]:
-    """The turn's end with this reply as its answer (without a copied fact label, stored as the
-    turn's last reply when that changed it), or why it may not be passed on (a lane note)."""
-    session = turn.result.session_id
-    content = unlabelled(reply.content, [(o.tool_name, o.output) for o in turn.outcomes if o.status == "ok"])
-    problems = faults(content, facts)
+    content = unlabelled(composed.content, [(o.tool_name, o.output) for o in turn.outcomes if o.status == "ok"])
+    problems, fix = faults(content, facts), None
+    if not problems:
+        missing = await _unbacked(llm, store, turn, content, facts)
+        problems, fix = unbacked_problems(missing), claim_correction(missing, facts)
     if problems:
-        store.add_message(session, "system", HELD_BACK + "; ".join(problems), lane_note=True)
-        return problems
-    content = with_session_record(content, facts)
-    if content != reply.content:
-        store.add_message(session, "assistant", content)
-    return TurnEnded(content, "length" if reply.finish_reason == "length" else "stop", lane_written=False)
+        store.add_message(turn.result.session_id, "system", HELD_BACK + "; ".join(problems), lane_note=True)
+        return (TurnEnded(fallback_answer(turn.outcomes, problems), "stop", held=tuple(problems)),
+                fix or correction(composed.content, facts))
+    if content != composed.content:
+        store.add_message(turn.result.session_id, "assistant", content)
+    return TurnEnded(content, "length" if composed.finish_reason == "length" else "stop", lane_written=False), None
+
+
+async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str, facts: TurnFacts) -> list[str]:
+    """Lever "read": the actions the answer reports as done (the model's reading under a grammar,
+    kept with the lane's own calls) that the store's executions do not back."""
+    listed = shortlist(facts.descriptions, {*facts.ran_in_session, *facts.ranked})
+    reading, reply = await read_reported(llm, content, turn.query, listed)
+    count(turn.result, reply)
+    store.add_lane_call(turn.result.session_id, "read", reply.content, prompt_tokens=reply.prompt_tokens,
+                        completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
+    return unbacked(reading, facts.ran_in_turn, facts.ran_in_session)
 
 
 def _client_instructions(rows: list[dict[str, Any]]) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Collection, Sequence
 from ..toolsearch.catalog import one_line
 from .llm_client import LlmClient, ModelReply
 from .prompt import turn_facts
+from .situation import situation
 
 ANSWER = "answer"
 DECIDE_MAX_TOKENS = 24
@@ -46,9 +47,10 @@ INSTRUCTION = (
     "You decide the next step of an assistant that runs on the user's own computer. Its tools:\n"
     "{tools}\n\n"
     "Pick the one tool the user's request still needs, or \"answer\" when no tool is needed. "
-    "Anything about this computer, its files, folders, programs or the output of a command needs "
-    "a tool; so do notes to keep for later, the current time, arithmetic and past conversations. "
-    "Greetings, chat, general knowledge and what the user's notes already say need none. "
+    "Anything about this computer's files, folders, programs or the output of a command needs "
+    "a tool; so do notes to keep for later, the time in another place, arithmetic and past "
+    "conversations. Greetings, chat, general knowledge, what the user's notes already say and "
+    "what the facts about now and this computer say need none. "
     "For example:\n"
     "{examples}"
 )
@@ -148,12 +150,15 @@ def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str],
 
 def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
                     ran: Sequence[tuple[str, str, str]], context: str = "", known: Collection[str] = (),
-                    memory: str = "", instruction: str = INSTRUCTION) -> list[dict[str, str]]:
-    """The question: `tools` offered directly and `hidden` ones that search finds for this request,
+                    memory: str = "", instruction: str = INSTRUCTION, now: str = "") -> list[dict[str, str]]:
+    """The question: `now` the date, time and this computer's basics (situation.py, after the
+    cached prefix), `tools` offered directly and `hidden` ones that search finds for this request,
     as (name, description); `ran` as (tool, status, result) of this turn; `context` what the
     conversation said before (short facts, not answers to imitate); `memory` the notes the lane
     keeps, so that a question they answer needs no tool."""
     question = _question(request, hidden, ran, context)
+    if now:
+        question = f"{now}\n\n{question}"
     if memory.strip():
         question = f"Notes the user asked you to keep:\n{memory.strip()[:MAX_REQUEST_CHARS]}\n\n{question}"
     return [*decide_opening(tools, known, instruction), {"role": "user", "content": question}]
@@ -221,7 +226,7 @@ async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, 
     """One greedy, grammar-bound model call; the caller reads it with parse_decision. `choices`
     narrows the tools the grammar admits (all of `tools` and `hidden` when None)."""
     names = list(choices) if choices is not None else [name for name, _ in [*tools, *hidden]]
-    messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction)
+    messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction, situation())
     if choices is not None:
         messages[-1]["content"] = messages[-1]["content"].replace(
             '{"next": TOOL}', '{"next": TOOL} with TOOL one of ' + ", ".join(names))

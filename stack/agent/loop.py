@@ -26,9 +26,11 @@ from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..tools.validation import parse_arguments, without_unasked_numbers
 from ..toolsearch.surface import Profile, Toolset, assemble
+from .answer_check import fallback_answer
 from .answers import composed_answer, decided_tool, facts_of, fitting_tool
-from .corrections import Correction, fallback_answer, named_in, repeated
+from .corrections import named_in
 from .history import conversation, said
+from .ledger import MODEL_CALL_BUDGET, Correction, repeated
 from .llm_client import LlmClient, ModelReply
 from .prompt import memory_note, promoted_tools_note, system_prompt
 from .toolcalls import ToolCall, as_spelled, calls_in, forced, stored
@@ -48,6 +50,8 @@ class Agent:
         turn = self._new_turn(session_id, new_messages, profile, max_tokens, temperature)
         try:
             for step in range(self.settings.max_iterations):
+                if turn.result.model_calls >= MODEL_CALL_BUDGET:  # every call is paid by a waiting user
+                    raise TurnEnded(fallback_answer(turn.outcomes), "model_call_budget")
                 toolset = self._toolset(turn, first=step == 0)
                 turn.force = await self._next_step(turn, toolset)
                 if turn.force is None:
@@ -103,7 +107,7 @@ class Agent:
 
     async def _rewritten(self, turn: Turn, toolset: Toolset, answer: TurnEnded) -> TurnEnded:
         """Lever "rewrite": an answer held back where no tool is to be forced is written once
-        more, the model told why (corrections.faults) in the answer's question; the new one is
+        more, the model told why (answer_check.faults, reading.unbacked) in the answer's question; the new one is
         held to the same check. Seen on the 1.5B model: "I'm sorry, but I don't have any
         information about an ant." for "and an ant?" after "how many legs does a spider have";
         "Ostrowski charged $100" where the earlier turn's result said 180 euros."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
+from ..toolsearch.catalog import one_line
+
 BASE = (
     "You are a helpful assistant running on a local model. You act by calling tools: when the user "
     "asks you to remember something, run a command, search past sessions or work with files, call "
@@ -45,12 +47,22 @@ def memory_note(memory: str) -> str | None:
 
 COMPOSE = (
     "You are a helpful assistant on the user's own computer. Answer the user's last message "
-    "directly, in one to three short sentences, speaking to them as \"you\". The facts below say "
-    "what the tools returned for it: give the user the numbers, text, times or output they asked "
-    "for, quoted from there. Only say something was done (saved, run, written, found) if the facts "
-    "show it. If nothing ran, answer from what you know, or say plainly what you could not do. "
+    "directly, in one to three short sentences, speaking to them as \"you\", in the language of "
+    "their message. The facts below say what the tools returned for it: give the user the numbers, "
+    "text, times or output they asked for, quoted from there. Only say something was done (saved, "
+    "run, written, found) if the facts show it ran. If nothing ran, answer from what you know or "
+    "from the facts about now and this computer, or say plainly what you could not do. "
     "If you cannot tell what or whom the message means, ask the user one short question instead."
 )
+# What the lane can do, from the tools actually granted; the rest it cannot, and says so.
+CAPABILITIES = (
+    "What you can do here, only through these tools:\n{tools}\n"
+    "Nothing else: you cannot send messages or email, book, buy, pay, call or contact anyone, or "
+    "act outside this computer. When asked for such a thing, say plainly that you cannot do it, "
+    "and what you can do instead (for example a todo item, or a draft in a file)."
+)
+CAPABILITY_CHARS = 80
+MAX_CAPABILITIES = 40
 COMPOSE_RESULT_CHARS = 1500
 # Lever "rewrite": the answer's question once more, told why the first answer was held back.
 COMPOSE_AGAIN = ("An answer you wrote to this message was not passed on to the user: {why}. Write a new "
@@ -68,23 +80,36 @@ def turn_facts(request: str, results: Sequence[tuple[str, str, str]], earlier: s
 
 
 def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "",
-                     memory: str | None = None, session_tools: Sequence[str] | None = None,
-                     instructions: str = "", held: Sequence[str] = ()) -> list[dict[str, str]]:
-    """The question that writes an answer: the fixed instruction (a stable, warmed prefix), the
-    client's own system message (`instructions`: "answer in French" holds for the answer too),
-    the facts (what the user asked the lane to keep, earlier turns, this turn's results, and for a
-    question about the session the tools that ran in it), then the user's own message, which the
-    model answers as it would in a chat."""
-    facts = [f"Notes the user asked you to keep:\n{memory.strip()}"] if memory and memory.strip() else []
+                     memory: str | None = None, session_tools: Sequence[str] = (),
+                     instructions: str = "", held: Sequence[str] = (),
+                     tools: Sequence[tuple[str, str]] = (), now: str = "") -> list[dict[str, str]]:
+    """The question that writes an answer: the fixed instruction with what the granted `tools`
+    can do (a stable, warmed prefix per tool set), the client's own system message
+    (`instructions`: "answer in French" holds for the answer too), the facts (`now`: the date and
+    this computer, the notes the user asked the lane to keep, earlier turns, this turn's results,
+    the tools that ran in the session), then the user's own message, which the model answers as it
+    would in a chat."""
+    facts = [now] if now else []
+    facts += [f"Notes the user asked you to keep:\n{memory.strip()}"] if memory and memory.strip() else []
     facts += [*_earlier_part(earlier), _ran_part(results, COMPOSE_RESULT_CHARS, "the user's last message")]
-    if session_tools is not None:
-        facts.append("Tools that ran in this conversation: " + (", ".join(session_tools) or "none"))
+    facts.append("Tools that ran in this conversation: " + (", ".join(session_tools) or "none"))
     if held:
         facts.append(COMPOSE_AGAIN.format(why="; ".join(held)))
     own = [{"role": "system", "content": instructions.strip()}] if instructions.strip() else []
-    return [{"role": "system", "content": COMPOSE}, *own,
+    return [{"role": "system", "content": compose_instruction(tools)}, *own,
             {"role": "system", "content": "\n\n".join(facts)},
             {"role": "user", "content": request.strip()}]
+
+
+def compose_instruction(tools: Sequence[tuple[str, str]]) -> str:
+    """COMPOSE, and what the granted tools can do, one line each."""
+    if not tools:
+        return COMPOSE
+    listed = "\n".join(f"- {name}: {one_line(description)[:CAPABILITY_CHARS]}"
+                       for name, description in tools[:MAX_CAPABILITIES])
+    if len(tools) > MAX_CAPABILITIES:
+        listed += f"\n- and {len(tools) - MAX_CAPABILITIES} more tools of the same kinds"
+    return f"{COMPOSE}\n\n{CAPABILITIES.format(tools=listed)}"
 
 
 def _earlier_part(earlier: str) -> list[str]:

@@ -35,7 +35,6 @@ from typing import Any, Literal
 
 from ..config import Settings
 from ..store import Store, new_session_id
-from ..store.claims import named_tools, text_tool_calls
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES, Tool, ToolContext
 from ..tools.execute import Outcome, refused, run_tool, unmet_precondition
@@ -45,15 +44,9 @@ from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
 from ..toolsearch.client_tools import ClientSurface, client_surface, needs_search
 from ..toolsearch.surface import Profile, guessed_task
 from ..wire import ApiError
+from .answer_check import TurnFacts, call_shaped
 from .answers import second_look
-from .corrections import (
-    MAX_IDENTICAL_CALLS,
-    TurnFacts,
-    TurnLedger,
-    call_key,
-    correction,
-    repeated,
-)
+from .corrections import claim_correction, correction
 from .decide import (
     CLIENT_DESCRIBED,
     CLIENT_INSTRUCTION,
@@ -62,11 +55,16 @@ from .decide import (
     parse_decision,
 )
 from .history import earlier_facts, fitted, said
+from .ledger import MAX_IDENTICAL_CALLS, MODEL_CALL_BUDGET, Correction, TurnLedger, call_key, repeated
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
+from .reading import OTHER, read_reported, shortlist, unbacked
 from .toolcalls import ToolCall, extract_calls, forced, python_calls, stored, unmistakable_calls
 from .turn import FORCED_CALL_MAX_TOKENS, TurnEnded, TurnResult, count
 
+# The client tools search ranks best for the request, listed to the reading of an answer beside
+# those the conversation called (a client may send thousands).
+READ_RANKED = 8
 ChoiceMode = Literal["auto", "none", "required", "function"]
 # The decision lists client tools (best match first) while their lines take no more than this: the
 # question stays small even for a client that sends thousands of tools.
@@ -199,6 +197,8 @@ class ProxyLane:
         try:
             await self._first_step(turn)
             for _ in range(self.settings.max_iterations):
+                if turn.result.model_calls >= MODEL_CALL_BUDGET:  # every call is paid by a waiting user
+                    raise TurnEnded(_no_answer(turn.outcomes), "stop")
                 reply = await self._ask(turn)
                 calls = _calls_of(reply, turn.surface)
                 message_id = self.store.add_message(
@@ -208,7 +208,7 @@ class ProxyLane:
                 if calls:
                     await self._take_calls(turn, reply, calls, message_id)
                 else:
-                    self._answer_or_correct(turn, reply)
+                    await self._answer_or_correct(turn, reply)
         except CallsReturned as done:
             return self._returned(turn, done.calls, done.message_id)
         except TurnEnded as end:
@@ -355,7 +355,7 @@ class ProxyLane:
         """Calls to client tools that fit their schemas go to the client (CallsReturned); when a
         reply has none, its bridge steps run here and every call's outcome is told to the model."""
         if turn.request.tool_choice.mode == "none":
-            if self._note(turn, "No tool can be called for this request: answer in words.", "none"):
+            if self._note(turn, Correction("No tool can be called for this request: answer in words.", None, "none")):
                 return
             raise TurnEnded("I could not answer that without a tool call, and none was allowed.", "stop")
         decided = [await self._routed(turn, call) for call in calls]
@@ -427,56 +427,74 @@ class ProxyLane:
         found = surface.bridges[SEARCH].run({"query": guessed_task(call.name, call.arguments)}, turn.ctx)
         return f"There is no tool named {call.name!r}, so nothing ran. Hidden tools for it:\n{found}"
 
-    def _answer_or_correct(self, turn: ProxyTurn, reply: ModelReply) -> None:
-        """A reply without calls is the answer, unless it earns a correction (one of each kind):
-        a call was required; it told, spelled or named a call it did not make; it is empty."""
+    async def _answer_or_correct(self, turn: ProxyTurn, reply: ModelReply) -> None:
+        """A reply without calls is the answer, unless it earns a correction (each within its
+        lever's budget): a call was required; it told, spelled or wrote a call it did not make; it
+        is empty; it reports an action no call of the conversation backs (the model's reading,
+        reading.py, over the client's own tool names)."""
         choice, content = turn.request.tool_choice, reply.content
         if choice.mode in ("required", "function"):
-            if self._note(turn, "A tool call is required here: reply with a call, not with text.",
-                          "required", force=choice.name):
+            if self._note(turn, Correction("A tool call is required here: reply with a call, not with text.",
+                                           None, "required"), force=choice.name):
                 return
             raise TurnEnded("The model did not make the required tool call.", "stop")
         vocabulary = frozenset(turn.surface.catalog.tools)
+        facts = self._facts(turn)
         if choice.mode != "none":
-            fix = correction(content, self._facts(turn))
-            if fix is not None and self._note(turn, fix.note, fix.once_per,  # a hidden tool too (forced_to)
-                                              force=fix.force if fix.force in vocabulary else None):
-                return
-        if text_tool_calls(content, vocabulary):
-            if self._note(turn, "That was not a valid tool call, so nothing ran. Make the call as a "
-                                "tool call, or answer in words.", "call-shaped"):
+            fix = correction(content, facts)
+            if fix is not None and self._note(turn, fix, force=fix.force if fix.force in vocabulary else None):
+                return  # a hidden tool too (forced_to)
+        if call_shaped(content):
+            if self._note(turn, Correction("That was not a valid tool call, so nothing ran. Make the call as a "
+                                           "tool call, or answer in words.", None, "call-shaped")):
                 return
             raise TurnEnded("I could not make a valid tool call for that request.", "stop")
         if not content.strip():
-            if self._note(turn, EMPTY_REPLY, "empty"):
+            if self._note(turn, Correction(EMPTY_REPLY, None, "empty")):
                 return
             raise TurnEnded(_no_answer(turn.outcomes), "stop")
-        called = {name for _, name, _ in turn.history.calls}
-        claimed = sorted(n for n in named_tools(content, vocabulary) - called
-                         if n in vocabulary and ("_" in n or f"`{n}`" in content))
-        if claimed:
-            note = f"(No call to {', '.join(claimed)} was made for this request; nothing ran.)"
+        missing = await self._unbacked(turn, content, facts)
+        # Forced only where the conversation never called it: a summary's account of earlier turns
+        # is held to the whole conversation, and a tool that ran is not made to run again.
+        fix = claim_correction([m for m in missing if m not in facts.ran_in_session], facts)
+        if choice.mode != "none" and fix is not None and self._note(turn, fix, force=fix.force):
+            return
+        if missing:
+            named = [m for m in missing if m != OTHER]
+            note = (f"(No call to {', '.join(named)} was made for this request; nothing ran.)" if named
+                    else "(No tool here did that; nothing was done.)")
             raise TurnEnded(f"{content.strip()}\n\n{note}", "stop")
         raise TurnEnded(content, "length" if reply.finish_reason == "length" else "stop",
                         lane_written=False)
 
-    def _note(self, turn: ProxyTurn, text: str | None, kind: str, *, force: str | None = None) -> bool:
-        """Tells the model what went wrong (or only forces its next call, without a note), once per
-        kind of mistake: True when done now (the turn goes on to another model call), False when it
-        was done before."""
-        if kind in turn.ledger.corrected:
+    async def _unbacked(self, turn: ProxyTurn, content: str, facts: TurnFacts) -> list[str]:
+        """Lever "read" over the client's tools: the actions the reply reports as done that no call
+        of this request (or, where this request made none, of the conversation) backs."""
+        tools = [(name, tool.description) for name, tool in turn.surface.catalog.tools.items()]
+        listed = shortlist(tools, {*facts.ran_in_session, *facts.ranked})
+        reading, reply = await read_reported(self.llm, content, turn.query, listed)
+        count(turn.result, reply)
+        self.store.add_lane_call(turn.result.session_id, "read", reply.content, prompt_tokens=reply.prompt_tokens,
+                                 completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
+        return unbacked(reading, facts.ran_in_turn, facts.ran_in_session)
+
+    def _note(self, turn: ProxyTurn, fix: Correction, *, force: str | None = None) -> bool:
+        """Tells the model what went wrong (fix.note; or only forces its next call, without a
+        note), within the lever's budget (ledger.LEVERS): True when done now (the turn goes on to
+        another model call), False when the budget is spent."""
+        if not turn.ledger.take(fix):
             return False
-        turn.ledger.corrected.add(kind)
         turn.force = force
-        if text:
-            self.store.add_message(turn.result.session_id, "system", text, lane_note=True)
-            turn.scratch.append({"role": "system", "content": text})
+        if fix.note:
+            self.store.add_message(turn.result.session_id, "system", fix.note, lane_note=True)
+            turn.scratch.append({"role": "system", "content": fix.note})
         return True
 
     def _facts(self, turn: ProxyTurn) -> TurnFacts:
         tools = turn.surface.catalog.tools
         return TurnFacts(turn.query, {n: t.parameters for n, t in tools.items()},
-                         {name for _, name, _ in turn.history.calls}, turn.history.since_user)
+                         {name for _, name, _ in turn.history.calls}, turn.history.since_user,
+                         ranked=tuple(h.name for h in turn.surface.catalog.search(turn.query, READ_RANKED)[0]))
 
     def _record(self, turn: ProxyTurn, message_id: int, call: ToolCall, outcome: Outcome) -> None:
         self.store.add_tool_result(

@@ -73,7 +73,7 @@ def _tagged_calls(body: str, parameters_of: SchemaLookup) -> list[ToolCall]:
 
 def _json_calls(text: str, parameters_of: SchemaLookup) -> list[ToolCall]:
     calls = []
-    for value in _json_values(text):
+    for value in json_values(text):
         for item in value if isinstance(value, list) else [value]:
             shape = _call_shape(item)
             if not shape:
@@ -147,7 +147,7 @@ def unmistakable_calls(text: str) -> list[ToolCall]:
         [m.group(1) for m in _FENCED.finditer(text)] or \
         ([whole] if whole.startswith("{") and whole.endswith("}") else [])
     return [ToolCall(new_call_id(), shape[0], shape[1], "content")
-            for source in sources for value in _json_values(source) if (shape := _call_shape(value))]
+            for source in sources for value in json_values(source) if (shape := _call_shape(value))]
 
 
 def described_call(text: str, parameters_of: SchemaLookup) -> ToolCall | None:
@@ -170,7 +170,8 @@ def described_call(text: str, parameters_of: SchemaLookup) -> ToolCall | None:
     return None
 
 
-def _json_values(text: str) -> list[Any]:
+def json_values(text: str) -> list[Any]:
+    """Every top-level JSON object or array embedded in text, left to right."""
     return [value for value, _ in _json_values_at(text)]
 
 

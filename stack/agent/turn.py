@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from ..tools.base import ToolContext
 from ..tools.execute import Outcome
 from ..toolsearch.surface import Profile
-from .corrections import TurnLedger
+from .ledger import TurnLedger
 from .llm_client import ModelReply
 
 # A forced call's arguments under its schema's grammar (the agent's steps, proxy mode's decided
@@ -23,7 +23,7 @@ FORCED_CALL_MAX_TOKENS = 512
 class TurnResult:
     session_id: str
     content: str
-    finish_reason: str  # stop | length | clarify | iteration_limit | repeated_call
+    finish_reason: str  # stop | length | clarify | iteration_limit | repeated_call | model_call_budget
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0

@@ -68,6 +68,11 @@ class ScriptedModel:
     # next scripted reply calls that tool, low otherwise. Kept apart in `fit_requests`.
     fit: float | None = None
     fit_requests: list[dict[str, Any]] = field(default_factory=list)
+    # The lane's reading of which actions an answer reports as done (agent/reading.py): answered
+    # with this (literal_reading: the granted tools the reply names), by default that the reply
+    # reports nothing. Kept apart in `reading_requests`.
+    reading: str | Reply | Callable[[dict[str, Any]], Reply] | None = None
+    reading_requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
     disconnects: int = 0
     port: int = 0
@@ -134,7 +139,10 @@ class ScriptedModel:
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:
             body = await request.json()
-            if _decision_choices(body) is not None:
+            if _reading_choices(body) is not None:
+                self.reading_requests.append(body)
+                reply = _answer(self.reading, body) if self.reading is not None else Reply('{"done": []}')
+            elif _decision_choices(body) is not None:
                 self.decide_requests.append(body)
                 reply = _answer(self.decision, body) if self.decision is not None else self._follow(body)
             elif _asks(body, FIT_SYSTEM):
@@ -276,6 +284,23 @@ def _decision_choices(body: dict[str, Any]) -> list[str] | None:
     schema = (fmt.get("json_schema") or {}).get("schema") or {} if isinstance(fmt, dict) else {}
     choices = ((schema.get("properties") or {}).get("next") or {}).get("enum")
     return choices if isinstance(choices, list) else None
+
+
+def _reading_choices(body: dict[str, Any]) -> list[str] | None:
+    """The names the lane's reading of an answer admits, known by its reply schema."""
+    fmt = body.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or {} if isinstance(fmt, dict) else {}
+    items = (((schema.get("properties") or {}).get("done") or {}).get("items") or {}).get("enum")
+    return items if isinstance(items, list) else None
+
+
+def literal_reading(body: dict[str, Any]) -> Reply:
+    """A reader that lists the granted tools the reply names as words, and nothing else."""
+    question = body["messages"][-1]["content"]
+    reply = question.split("The assistant's reply:", 1)[-1]
+    words = set(re.findall(r"[\w-]+(?:\.[\w-]+)*", reply))
+    named = [name for name in _reading_choices(body) or [] if name in words]
+    return Reply(content=json.dumps({"done": named}))
 
 
 def _asks(body: dict[str, Any], instruction: str, *, prefix: bool = False) -> bool:

@@ -20,7 +20,7 @@ from stack.store import Store
 from stack.tools.base import Tool, ToolError, object_schema
 from stack.tools.calculator import TOOLS as CALCULATOR
 from stack.tools.registry import Registry
-from tests.fakes.scripted_model import Reply, ScriptedModel, call, text
+from tests.fakes.scripted_model import Reply, ScriptedModel, call, literal_reading, text
 
 
 def _add(arguments, ctx):
@@ -59,9 +59,9 @@ def lane(tmp_path):
     store.close()
 
 
-def run(settings, store, script, user="hi", decision=None, tools=TOOLS, fit=None, **kwargs):
+def run(settings, store, script, user="hi", decision=None, tools=TOOLS, fit=None, reading=None, **kwargs):
     async def go():
-        with ScriptedModel(script, decision=decision, fit=fit) as model:
+        with ScriptedModel(script, decision=decision, fit=fit, reading=reading) as model:
             llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
             try:
                 agent = Agent(settings, store, Registry(tools), llm)
@@ -73,9 +73,9 @@ def run(settings, store, script, user="hi", decision=None, tools=TOOLS, fit=None
     return asyncio.run(go())
 
 
-def run_turns(settings, store, script, users, decision=None, fit=None):
+def run_turns(settings, store, script, users, decision=None, fit=None, reading=None):
     async def go():
-        with ScriptedModel(script, decision=decision, fit=fit) as model:
+        with ScriptedModel(script, decision=decision, fit=fit, reading=reading) as model:
             llm = LlmClient(model.url, model=None, timeout_s=2.0)
             agent = Agent(settings, store, Registry(TOOLS), llm)
             session = store.create_session()
@@ -118,13 +118,15 @@ def test_native_call_runs_and_is_recorded(lane):
                         user="2 plus 3?")
     assert result.content == "It is 5." and result.finish_reason == "stop"
     assert result.tools_executed == ["add"]
-    assert result.model_calls == 3  # the decision, the call, the answer: one task is done once a tool ran
+    # the decision, the call, the answer and its reading: one task is done once a tool ran
+    assert result.model_calls == 4
     assert rows(settings, "SELECT tool_name, status, origin, via_bridge, result FROM tool_executions"
                 ) == [("add", "ok", "native", 0, "5")]
     tool_rows = rows(settings, "SELECT m.content FROM messages m JOIN tool_executions e"
                      " ON e.tool_call_id = m.tool_call_id WHERE m.role = 'tool'")
     assert tool_rows == [("5",)]
-    assert rows(settings, "SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "add"}')]
+    assert rows(settings, "SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "add"}'),
+                                                                         ("read", '{"done": []}')]
     forced_call, compose = model.requests
     assert forced_call["tool_choice"] == FORCED_ADD and forced_call["stream"] is True
     # the answer is composed without tools: the results as facts, then the user's own message
@@ -277,7 +279,7 @@ def test_steps_running_out_still_composes_the_answer_with_finish_reason_iteratio
     assert [r.get("tool_choice", {}).get("function", {}).get("name") for r in model.requests] == [
         "add", "crash", None]
     assert result.finish_reason == "iteration_limit" and result.content == "5, and crash failed."
-    assert result.model_calls == 4
+    assert result.model_calls == 5  # the decision, two calls, the answer and its reading
 
 
 def test_clarify_ends_the_turn_with_the_question(lane):
@@ -464,7 +466,8 @@ def test_the_decision_chooses_among_every_tool_and_its_tool_is_forced(lane):
     assert [r.get("tool_choice") for r in model.requests] == [FORCED_ADD, None]
     assert result.tools_executed == ["add"] and result.content == "It is 5."
     # after add ran, a request of one task is done: no second question
-    assert rows(settings, "SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "add"}')]
+    assert rows(settings, "SELECT purpose, content FROM lane_calls") == [("decide", '{"next": "add"}'),
+                                                                         ("read", '{"done": []}')]
     assert system_notes(settings) == []
 
 
@@ -518,12 +521,12 @@ def test_the_decision_and_the_answer_read_the_notes_as_they_are_now(lane):
     kept = "Notes the user asked you to keep:\n- My locker code is 4410"
     # the decision can see that the notes answer the request, so no tool is needed
     assert model.decide_requests[0]["messages"][-1]["content"].startswith(kept + "\n\n")
-    assert model.requests[0]["messages"][1]["content"].startswith(kept)
+    assert kept in model.requests[0]["messages"][1]["content"]
     # a note saved during the session ("remind me, what's my code?" right after saving it) is
     # read by the next turn's decision and answer
     now = "Notes the user asked you to keep:\n- My locker code is 1234"
     assert model.decide_requests[1]["messages"][-1]["content"].startswith(now + "\n\n")
-    assert model.requests[1]["messages"][1]["content"].startswith(now)
+    assert now in model.requests[1]["messages"][1]["content"]
 
 
 def test_after_a_tool_ran_the_decision_names_the_request_s_next_step(lane):
@@ -628,7 +631,8 @@ def test_an_answer_that_claims_a_tool_that_did_not_run_never_reaches_the_user(la
     composed again from what ran."""
     settings, store = lane
     script = [text("I used add for that: 5."), call("add", {"a": 2, "b": 3}), text("It is 5.")]
-    result, model = run(settings, store, script, user="2 plus 3?", decision='{"next": "answer"}')
+    result, model = run(settings, store, script, user="2 plus 3?", decision='{"next": "answer"}',
+                        reading=literal_reading)
     assert result.content == "It is 5." and result.tools_executed == ["add"]
     assert [r.get("tool_choice") for r in model.requests] == [None, FORCED_ADD, None]
     assert system_notes(settings) == ["Answer not passed on: it says add did something that did not run"]
@@ -639,52 +643,18 @@ def test_a_claim_still_unbacked_after_its_tool_was_forced_is_never_passed_on(lan
     settings, store = lane
     script = [text("I used add for that: 5."), text("no call"), text("no call again"), text("I used add: 5."),
               text("I used add: 5, really.")]
-    result, model = run(settings, store, script, user="2 plus 3?", decision='{"next": "answer"}')
+    result, model = run(settings, store, script, user="2 plus 3?", decision='{"next": "answer"}',
+                        reading=literal_reading)
     assert "I used add" not in result.content
     assert "No tool ran for this request" in result.content
     assert [r.get("tool_choice") for r in model.requests] == [None, FORCED_ADD, FORCED_ADD, None, None]
     assert rows(settings, "SELECT * FROM tool_executions") == []
 
 
-def test_a_fact_about_the_machine_that_nothing_checked_forces_the_terminal(tmp_path):
-    """An answer that states what only a command could know, with nothing run, is held back and
-    the terminal is forced once; the answer is then composed from its output."""
-    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
-    store = Store(settings.db_path)
-    terminal = Tool("terminal", "Run a shell command.", object_schema({"command": {"type": "string"}}, ["command"]),
-                    lambda arguments, ctx: "alice\n", "builtin")
-    script = [text("You are logged in as the user named \"your_username\"."), call("terminal", {"command": "whoami"}),
-              text("You are logged in as alice.")]
-    result, model = run(settings, store, script, user="who am I logged in as here?", decision='{"next": "answer"}',
-                        tools=[*TOOLS, terminal])
-    store.close()
-    assert result.content == "You are logged in as alice." and result.tools_executed == ["terminal"]
-    assert model.requests[1]["tool_choice"] == {"type": "function", "function": {"name": "terminal"}}
-    assert system_notes(settings) == [
-        "Answer not passed on: it states a fact about this computer that no tool checked"]
-    # the forced call reads the request, not the answer held back nor the note on it (shown them,
-    # the 1.5B model ran `hostname` for every request whose answer stated a fact)
-    forced_reads = [m["content"] for m in model.requests[1]["messages"]]
-    assert forced_reads[-1] == "who am I logged in as here?"
-    assert not any("your_username" in (c or "") or "Answer not passed on" in (c or "") for c in forced_reads)
 
 
-def test_a_move_claimed_after_the_command_failed_never_reaches_the_user(tmp_path):
-    """Seen on the 1.5B model: `mv` exited 1 ("cannot stat"), and the answer said the file was
-    moved. The terminal ran, so it backs "I ran the command", but not the move."""
-    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
-    store = Store(settings.db_path)
-    failed = "exit code: 1\nmv: cannot stat 'invoice.txt': No such file or directory\n"
-    terminal = Tool("terminal", "Run a shell command.", object_schema({"command": {"type": "string"}}, ["command"]),
-                    lambda arguments, ctx: failed, "builtin")
-    script = [call("terminal", {"command": "mv invoice.txt old/"}), text("I have moved invoice.txt to old/."),
-              text("The move failed: mv cannot stat invoice.txt, no such file or directory.")]
-    result, model = run(settings, store, script, user="move invoice.txt to old/",
-                        decision=decide_then("terminal", "answer"), tools=[*TOOLS, terminal])
-    store.close()
-    assert result.content == "The move failed: mv cannot stat invoice.txt, no such file or directory."
-    assert system_notes(settings) == [
-        "Answer not passed on: it says run_python/terminal did something that did not run"]
+
+
 
 
 WEATHER = Tool("weather", "Current weather for a city.", object_schema({"city": {"type": "string"}}, ["city"]),
@@ -733,25 +703,7 @@ def test_a_pick_the_request_does_not_name_is_asked_again_among_those_it_names(la
     assert [choices_of(r) for r in model.decide_requests][1] == ["add", "weather", "answer"]
 
 
-def test_a_current_time_that_nothing_checked_forces_the_clock_not_the_terminal(tmp_path):
-    """The clock is a fact about this computer too: an answer that states the time with nothing
-    run is held back and the tool that reads the clock is forced, not the terminal."""
-    settings = Settings(home=tmp_path, tool_search="off", llm_timeout_s=2.0, max_iterations=4)
-    store = Store(settings.db_path)
-    clock = Tool("world_clock", "Current date and time in a time zone.",
-                 object_schema({"timezone": {"type": "string"}}, ["timezone"]),
-                 lambda arguments, ctx: f"{arguments['timezone']}: 2026-11-27 03:12 (Friday)", "builtin")
-    terminal = Tool("terminal", "Run a shell command.", object_schema({"command": {"type": "string"}}, ["command"]),
-                    lambda arguments, ctx: "", "builtin")
-    script = [text("The current time in Paris is 10:43 AM."), call("world_clock", {"timezone": "Europe/Paris"}),
-              text("In Paris it is 03:12 on Friday.")]
-    result, model = run(settings, store, script, user="and what about Paris?", decision='{"next": "answer"}',
-                        tools=[*TOOLS, terminal, clock])
-    store.close()
-    assert result.content == "In Paris it is 03:12 on Friday." and result.tools_executed == ["world_clock"]
-    assert model.requests[1]["tool_choice"] == {"type": "function", "function": {"name": "world_clock"}}
-    assert system_notes(settings) == [
-        "Answer not passed on: it states a fact about this computer that no tool checked"]
+
 
 
 def test_a_claim_about_the_session_is_held_to_the_session(lane):
@@ -764,7 +716,6 @@ def test_a_claim_about_the_session_is_held_to_the_session(lane):
 
 
 @pytest.mark.parametrize("answer, problem", [
-    ("I'm sorry, but I need more information to answer your question.", "a stock apology"),
     ("what is 2 plus 3", "the request echoed back"),
     ("Do not call it again. Reply to the user now with that result.", "the lane's own note copied"),
     ("Done!", "it leaves out what the tools returned"),
@@ -787,18 +738,17 @@ def test_an_answer_that_gives_the_user_nothing_is_not_passed_on(lane, answer, pr
 
 
 def test_an_answer_written_again_after_it_was_held_back_reaches_the_user(lane):
-    """Lever "rewrite", seen on the 1.5B model: "and an ant?" after "how many legs does a spider
-    have" got a stock apology; told why it was held back, the model may answer."""
+    """Lever "rewrite": an answer held back (here the request echoed) is written once more, the
+    model told why; the new one may reach the user."""
     settings, store = lane
-    script = [text("Spiders have eight legs."), text("I'm sorry, but I need more information about an ant."),
-              text("Ants have six legs.")]
+    script = [text("Spiders have eight legs."), text("and an ant?"), text("Ants have six legs.")]
     results, model = run_turns(settings, store, script, ["how many legs does a spider have", "and an ant?"],
                                fit=0.1)
     assert results[1].content == "Ants have six legs." and results[1].model_calls >= 2
     again = model.requests[2]["messages"]
-    assert "was not passed on to the user: a stock apology" in again[-2]["content"]
+    assert "was not passed on to the user: the request echoed back" in again[-2]["content"]
     assert again[-1] == {"role": "user", "content": "and an ant?"}
-    assert system_notes(settings) == ["Answer not passed on: a stock apology"]
+    assert system_notes(settings) == ["Answer not passed on: the request echoed back"]
 
 
 def test_a_fact_label_copied_to_the_front_of_the_answer_never_reaches_the_user_or_the_record(lane):
@@ -994,9 +944,10 @@ def test_a_later_step_that_would_blank_a_file_the_request_asked_to_read_is_refus
 
 @pytest.mark.parametrize("fit, ran", [(0.9, ["add"]), (0.5, [])])
 def test_a_held_back_answer_with_nothing_run_gets_a_second_look_at_the_best_tool(lane, fit, ran):
-    """Seen: "free disk space?" decided "answer", and the answer told of the user instead."""
+    """Seen: "free disk space?" decided "answer", and the answer gave the user nothing (here the
+    request echoed back)."""
     settings, store = lane
-    script = [text("The user asked for the sum of 2 and 3."), call("add", {"a": 2, "b": 3}), text("It is 5.")]
+    script = [text("sum of two and three?"), call("add", {"a": 2, "b": 3}), text("It is 5.")]
     result, model = run(settings, store, script, user="sum of two and three?", decision='{"next": "answer"}',
                         fit=fit)
     [asked] = model.fit_requests
@@ -1009,7 +960,7 @@ def test_a_held_back_answer_with_nothing_run_gets_a_second_look_at_the_best_tool
 def test_the_second_look_reads_a_follow_up_with_the_message_before_it(lane):
     """Seen: "and what about Paris?" after a question about the time in Tokyo decided "answer"."""
     settings, store = lane
-    script = [call("add", {"a": 2, "b": 3}), text("It is 5."), text("The user asked about that."),
+    script = [call("add", {"a": 2, "b": 3}), text("It is 5."), text("and with four?"),
               call("add", {"a": 4, "b": 3}), text("It is 7.")]
     results, model = run_turns(settings, store, script, ["add 2 and 3", "and with four?"], fit=0.9)
     [asked] = model.fit_requests
@@ -1017,16 +968,7 @@ def test_the_second_look_reads_a_follow_up_with_the_message_before_it(lane):
     assert results[1].content == "It is 7." and results[1].tools_executed == ["add"]
 
 
-def test_a_promise_where_nothing_ran_never_reaches_the_user(lane):
-    """Seen, as a session's first message: "change it to the other one" -> "I understand. I will
-    change the birthday to July 14th." (nothing ran, nothing would)."""
-    settings, store = lane
-    script = [text("I understand. I will change the birthday to July 14th."), text("I will change it."),
-              text("never sent")]
-    result, model = run(settings, store, script, user="change it to the other one", decision='{"next": "answer"}',
-                        fit=0.1)
-    assert result.content.startswith("No tool ran for this request") and len(model.requests) == 2
-    assert system_notes(settings) == ["Answer not passed on: it promises to do something, and nothing was done"] * 2
+
 
 
 def test_an_answer_that_passes_on_only_a_writes_result_is_held_back_when_a_read_found_something(tmp_path):

@@ -62,8 +62,8 @@ class Lane:
 
 
 @contextmanager
-def running_lane(tmp_path, script, *, registry=None, keepalive_s=10.0, decision=None, **overrides):
-    with ScriptedModel(script, decision=decision) as model:
+def running_lane(tmp_path, script, *, registry=None, keepalive_s=10.0, decision=None, reading=None, **overrides):
+    with ScriptedModel(script, decision=decision, reading=reading) as model:
         options = {"tool_search": "off", "core_tools": ("add", "ask_user"), **overrides}
         settings = Settings(home=tmp_path, llm_url=model.url, **options)
         with ShimServer(settings, registry=registry or Registry(TOOLS),
@@ -120,11 +120,12 @@ def test_stateless_turn_with_a_tool_call(tmp_path):
         assert (usage["prompt_tokens"], usage["completion_tokens"]) == (prompt, completion)
         assert usage["total_tokens"] == prompt + completion
         # two tasks ("add ..., then tell me ..."): a decision before the call and one after it,
-        # the forced call, and the composed answer
-        assert usage["lane"] == {"model_calls": 4, "peak_prompt_tokens": peak,
+        # the forced call, the composed answer and its reading
+        assert usage["lane"] == {"model_calls": 5, "peak_prompt_tokens": peak,
                                  "tools_executed": ["add"], "finish_reason": "stop"}
         assert lane.rows("SELECT purpose, content FROM lane_calls WHERE session_id = ? ORDER BY id",
-                         session) == [("decide", '{"next": "add"}'), ("decide", '{"next": "answer"}')]
+                         session) == [("decide", '{"next": "add"}'), ("decide", '{"next": "answer"}'),
+                                      ("read", '{"done": []}')]
         assert len(lane.model.decide_requests) == 2
         forced, composed = lane.model.requests
         assert forced["tool_choice"] == {"type": "function", "function": {"name": "add"}}
@@ -236,7 +237,7 @@ def test_stream_sends_role_answer_usage_and_done(tmp_path):
         assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
         assert chunks[-1]["usage"]["lane"]["tools_executed"] == ["add"]
         # the decision, the forced call, the answer: one task, so no decision after add ran
-        assert chunks[-1]["usage"]["lane"]["model_calls"] == 3
+        assert chunks[-1]["usage"]["lane"]["model_calls"] == 4  # with the answer's reading
         assert len(lane.model.decide_requests) == 1
         assert lane.rows("SELECT tool_name, status FROM tool_executions WHERE session_id = 's1'"
                          ) == [("add", "ok")]
@@ -432,7 +433,7 @@ def test_session_endpoint_shows_messages_and_executions(tmp_path):
         assert [(e["tool_name"], e["status"]) for e in data["executions"]] == [("add", "ok")]
         # two tasks: a decision before add and one after it (which answered)
         assert [(c["purpose"], c["content"]) for c in data["lane_calls"]] == [
-            ("decide", '{"next": "add"}'), ("decide", '{"next": "answer"}')]
+            ("decide", '{"next": "add"}'), ("decide", '{"next": "answer"}'), ("read", '{"done": []}')]
 
 
 def test_health_is_ok_when_store_and_model_are_up(tmp_path):

@@ -215,11 +215,11 @@ def test_promotion_costs_no_model_call_of_its_own(lane):
                         user=CURRENCY_REQUEST, tools=CURRENCY_TOOLS)
     assert promoted_in(model.requests[0]) == ["currency_convert", "exchange_rates"]
     assert len(promotion_notes(settings, result.session_id)) == 1
-    assert result.model_calls == 3  # the decision, the call and the answer
+    assert result.model_calls == 4  # the decision, the call, the answer and its reading
     with sqlite3.connect(settings.db_path) as db:
         purposes = db.execute("SELECT purpose FROM lane_calls WHERE session_id = ?",
                               (result.session_id,)).fetchall()
-    assert purposes == [("decide",)]
+    assert purposes == [("decide",), ("read",)]
 
 
 def test_a_core_tool_the_user_names_keeps_promotion_out_of_the_turn(lane):

@@ -11,7 +11,7 @@ import pytest
 
 from stack.tools.calculator import TOOLS as CALCULATOR
 from stack.tools.registry import Registry
-from tests.fakes.scripted_model import Reply, call, text
+from tests.fakes.scripted_model import Reply, call, literal_reading, text
 from tests.integration.test_api_chat import TOOLS, running_lane, sse_events, wait_for
 
 WEATHER = {"type": "function", "function": {
@@ -183,7 +183,7 @@ def test_no_call_shaped_text_reaches_the_client(tmp_path):
 
 def test_an_answer_claiming_a_call_never_made_is_corrected(tmp_path):
     script = [text("I called get_weather and it is sunny."), call("get_weather", {"city": "Paris"})]
-    with running_lane(tmp_path, script) as lane:
+    with running_lane(tmp_path, script, reading=literal_reading) as lane:
         reply = lane.chat(messages=ASK, tools=[WEATHER]).json()
         assert only_call(reply)[0] == "get_weather"
         note = lane.model.requests[1]["messages"][-1]
@@ -261,7 +261,7 @@ def test_a_decision_for_the_tool_just_answered_is_asked_again_without_it(tmp_pat
         first, second = [d["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
                          for d in lane.model.decide_requests]
         assert "get_weather" in first and "get_weather" not in second and {"get_time", "answer"} <= set(second)
-        assert [p for p, _ in lane.rows("SELECT purpose, content FROM lane_calls")] == ["decide", "decide"]
+        assert [p for p, _ in lane.rows("SELECT purpose, content FROM lane_calls")][:2] == ["decide", "decide"]
         if then == "get_time":
             assert only_call(response)[:2] == ("get_time", {"city": "Paris"})
         else:  # no second look at the tool just answered: it was the pick already
@@ -563,7 +563,7 @@ def test_a_request_no_client_tool_fits_is_answered_in_words(tmp_path):
         assert lane.model.requests[0].get("tools") in (None, [])
         assert lane.model.requests[0]["max_tokens"] == 1024  # a reply in words is capped
         assert lane.rows("SELECT purpose, content FROM lane_calls") == [
-            ("decide", '{"next": "answer"}'), ("fit", "get_weather: yes 0.05")]
+            ("decide", '{"next": "answer"}'), ("fit", "get_weather: yes 0.05"), ("read", '{"done": []}')]
         [fit] = lane.model.fit_requests  # asked about the best match alone, for one token's logprobs
         assert "Function: get_weather" in fit["messages"][-1]["content"] and "get_time" not in str(fit)
         assert fit["max_tokens"] == 1 and fit["logprobs"] is True
@@ -586,7 +586,7 @@ def test_an_answer_decided_where_the_best_match_fits_calls_it(tmp_path, probabil
         response = lane.chat(messages=ask, tools=[key]).json()
         reply = response["choices"][0]
         purposes = [purpose for purpose, _ in lane.rows("SELECT purpose, content FROM lane_calls")]
-        assert purposes == ["decide", "fit"]
+        assert purposes[:2] == ["decide", "fit"]
         if called:
             assert reply["finish_reason"] == "tool_calls"
             assert only_call(response)[:2] == ("music_theory_key_signature", {"key": "C#", "scale_type": "major"})

@@ -1,0 +1,137 @@
+"""The claims check on the labelled corpus (issue 53): how well the model's constrained reading of
+an answer (stack/agent/reading.py) finds the actions the answer reports as done, per language.
+
+    flock /tmp/lane-model.lock .venv/bin/python scripts/bench/claims.py \\
+        --start models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --split test
+    .venv/bin/python scripts/bench/claims.py --llm-url http://127.0.0.1:8081/v1 --split dev --json out.json
+
+Each corpus item (scripts/bench/data/claims_{dev,test}.jsonl, written blind by a helper) holds the
+tools the assistant had, the user's message, the answer, and the labels: `reports` (the tools
+whose action the answer states as done) and `other_action` (an action no listed tool does). An
+item's labels are a set of actions (`reading.OTHER` standing for other_action); a predicted action
+in the set is a true positive, one outside it a false positive, a labelled one not predicted a
+false negative. Precision and recall are over actions, per language; an item is exact when the
+predicted set equals the labelled one, and "flagged right" when both say it reports something
+(or both say nothing). claims_test.jsonl is never tuned on: its numbers are reported, not read
+item by item.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from lane_run import free_port, lane_process  # noqa: E402  (scripts/bench, this script's folder)
+
+from stack.agent.llm_client import LlmClient  # noqa: E402
+from stack.agent.reading import OTHER, read_reported  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def load(split: str) -> list[dict[str, Any]]:
+    path = DATA / f"claims_{split}.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def gold(item: dict[str, Any]) -> set[str]:
+    return set(item["reports"]) | ({OTHER} if item["other_action"] else set())
+
+
+def score(rows: list[tuple[dict[str, Any], set[str]]]) -> dict[str, Any]:
+    """Precision, recall, exact items and right flags, over (item, predicted actions) pairs."""
+    tp = fp = fn = exact = flagged = 0
+    for item, predicted in rows:
+        labelled = gold(item)
+        tp, fp, fn = tp + len(predicted & labelled), fp + len(predicted - labelled), fn + len(labelled - predicted)
+        exact += predicted == labelled
+        flagged += bool(predicted) == bool(labelled)
+    return {"items": len(rows), "precision": tp / (tp + fp) if tp + fp else 1.0,
+            "recall": tp / (tp + fn) if tp + fn else 1.0, "exact": exact, "flagged_right": flagged,
+            "tp": tp, "fp": fp, "fn": fn}
+
+
+async def run(items: list[dict[str, Any]], llm_url: str) -> list[dict[str, Any]]:
+    llm = LlmClient(llm_url, model=None, timeout_s=120)
+    out = []
+    try:
+        for item in items:
+            tools = [(t["name"], t.get("description", "")) for t in item["tools"]]
+            started = time.monotonic()
+            reading, reply = await read_reported(llm, item["answer"], item.get("request", ""), tools)
+            predicted = set(reading.tools) | ({OTHER} if reading.other else set())
+            out.append({"id": item["id"], "lang": item["lang"], "form": item["form"], "gold": sorted(gold(item)),
+                        "predicted": sorted(predicted), "read": reading.read, "raw": reply.content,
+                        "wall_s": round(time.monotonic() - started, 2), "prompt_tokens": reply.prompt_tokens})
+    finally:
+        await llm.aclose()
+    return out
+
+
+def report(items: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, Any]:
+    by_id = {item["id"]: item for item in items}
+    pairs = [(by_id[r["id"]], set(r["predicted"])) for r in results]
+    langs: dict[str, list[tuple[dict[str, Any], set[str]]]] = defaultdict(list)
+    forms: dict[str, list[tuple[dict[str, Any], set[str]]]] = defaultdict(list)
+    for item, predicted in pairs:
+        langs[item["lang"]].append((item, predicted))
+        forms[item["form"]].append((item, predicted))
+    return {"all": score(pairs), "by_language": {k: score(v) for k, v in sorted(langs.items())},
+            "by_form": {k: score(v) for k, v in sorted(forms.items())},
+            "unread": sum(not r["read"] for r in results),
+            "median_wall_s": sorted(r["wall_s"] for r in results)[len(results) // 2] if results else 0}
+
+
+def show(name: str, part: dict[str, Any]) -> str:
+    return (f"  {name:<16} {part['items']:>4} items  precision {part['precision']:.3f}  recall {part['recall']:.3f}"
+            f"  exact {part['exact']}/{part['items']}  flagged right {part['flagged_right']}/{part['items']}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=["dev", "test"], default="dev")
+    parser.add_argument("--llm-url", help="an llm service's OpenAI base URL (…/v1)")
+    parser.add_argument("--start", metavar="MODEL", help="start `lane llm` with this GGUF for the run")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    items = load(args.split)[:args.limit or None]
+    if args.start:
+        port = free_port()
+        log = Path(f"/tmp/claims-llm-{port}.log")
+        with lane_process("lane llm", ["llm", "--model", args.start, "--port", str(port), "--ctx", "4096",
+                                       "--threads", str(args.threads)], dict(os.environ), log,
+                          f"http://127.0.0.1:{port}/health"):
+            results = asyncio.run(run(items, f"http://127.0.0.1:{port}/v1"))
+    elif args.llm_url:
+        results = asyncio.run(run(items, args.llm_url))
+    else:
+        parser.error("give --start MODEL or --llm-url URL")
+    summary = report(items, results)
+    print(f"claims corpus, {args.split} part ({len(results)} items; {summary['unread']} replies unread; "
+          f"median {summary['median_wall_s']} s a reading)")
+    print(show("all", summary["all"]))
+    for lang, part in summary["by_language"].items():
+        print(show(lang, part))
+    print("  by form:")
+    for form, part in summary["by_form"].items():
+        print(show(form, part))
+    if args.json:
+        args.json.write_text(json.dumps({"summary": summary, "results": results}, indent=1, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

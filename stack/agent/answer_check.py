@@ -1,0 +1,277 @@
+"""The answer check: whether a composed answer may reach the user as it is, from its shape and the
+store, never from its wording.
+
+What is checked here needs no word list, so it holds in any language: an answer that is empty,
+is the user's whole message sent back, copies a note the lane wrote to the model, is a tool call
+written as text, leaves out every result of the turn, or states a number or a clock time no
+result holds. Whether the answer says something was done is read by the model under a grammar
+and held to the store (reading.py). Why each check exists, with what was measured, is in
+docs/measurements.md ("The answer check").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Collection, Sequence
+
+from ..tools.base import plain_words, says_nothing
+from ..tools.execute import Outcome
+from .ledger import preview
+from .toolcalls import json_values
+
+RESULT_SCAN_CHARS = 4000
+# A result an answer copied the start of, with its label, is passed on whole up to this size.
+WHOLE_RESULT_CHARS = 1500
+# Shorter words tell little about whether an answer carries a result ("the", "und", "les").
+SALIENT_LETTERS = 4
+# The fixed words of the notes the lane writes to the model (data: the lane's own sentences, not the
+# user's language); a reply holding one copied a note.
+LANE_WORDS = ("Do not call it again", "Already done: this exact call", "Not run: this exact call",
+              "reply with only:", "a tool only runs when", "but did not make it, so nothing ran",
+              "That was not a valid call", "has not run for this request", "has not run for it yet",
+              "now with the arguments the request needs", "The latest tool result was",
+              "Answer not passed on", "I could not write a reliable answer",
+              "so I have no checked answer to give", "The model's reply was not passed on",
+              "ran for the user's last message", "Nothing has run for the user's")
+# The labels the lane's own questions put before facts (history.earlier_facts, prompt.turn_facts),
+# which a small model copies to the front of its answer ("The assistant answered: 42").
+FACT_LABELS = ("the assistant answered:", "the assistant said:", "the user said:", "the user's message:",
+               "assistant:")
+# The first line the terminal and run_python put before their output: not what they returned.
+EXIT_CODE = "exit code:"
+CALL_KEYS = ("name", "tool", "tool_name", "function")
+ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "params")
+CALL_TAGS = ("<tool_call>", "</tool_call>", "<function=", "[TOOL_CALLS]", "<|python_tag|>")
+
+
+@dataclass(frozen=True)
+class TurnFacts:
+    """What an answer is held to, besides its own words."""
+
+    request: str  # the user's message of this turn
+    offered: dict[str, dict[str, Any]]  # each callable tool's argument schema
+    ran_in_session: set[str]
+    ran_in_turn: set[str]
+    results: tuple[str, ...] = ()  # the outputs of the tools that ran ok in this turn
+    earlier: str = ""  # what earlier turns said and returned, as the answer's question showed it
+    user_said: tuple[str, ...] = ()  # the user's messages in this session and the notes the lane keeps
+    failed: frozenset[str] = frozenset()  # the tools that ran and failed in this turn
+    # the results the answer must pass on (one of them): those of the tools that found something
+    # out, where any ran; empty for all of `results`
+    to_carry: tuple[str, ...] = ()
+    # the tools the index ranks best for the request, best first: which one a claim forces
+    ranked: tuple[str, ...] = ()
+    descriptions: tuple[tuple[str, str], ...] = ()  # the granted tools as (name, description)
+
+
+def faults(content: str, facts: TurnFacts) -> list[str]:
+    """Why an answer may not reach the user as it is, from its shape (empty when it may)."""
+    text = content.strip()
+    if not text:
+        return ["the model gave no answer"]
+    problems = []
+    if plain_words(text) == plain_words(facts.request) and not any(
+            plain_words(text) in plain_words(r) for r in facts.results):
+        problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
+    if any(words in text for words in LANE_WORDS) or _fact_label(text) is not None:
+        problems.append("the lane's own note copied")
+    if call_shaped(text):
+        problems.append("a tool call written as text")
+    if facts.results and not carries(text, facts.to_carry or facts.results, facts.earlier, facts.ran_in_turn,
+                                     facts.user_said):
+        problems.append("it leaves out what the tools returned")
+    stray = unsourced_numbers(text, facts) if facts.results or facts.failed else []
+    if stray:
+        problems.append(f"it states {stray[0]}, which no result holds")
+    return problems
+
+
+def call_shaped(text: str) -> bool:
+    """Whether the text holds a tool call written as text: a call tag, or a JSON object naming a
+    function with its arguments (what every chat template's call looks like)."""
+    if any(tag in text for tag in CALL_TAGS):
+        return True
+    values = json_values(text)
+    if text.startswith("{") and values and isinstance(values[0], dict) and isinstance(values[0].get("name"), str):
+        return True  # a reply that is an object naming something: a call with its arguments flattened
+    return any(isinstance(value, dict) and any(isinstance(value.get(k), str) for k in CALL_KEYS)
+               and any(k in value for k in ARGUMENT_KEYS) for value in values)
+
+
+def carries(text: str, results: tuple[str, ...], earlier: str = "", tools: Collection[str] = (),
+            user_said: Sequence[str] = ()) -> bool:
+    """Whether the answer shares a number or a longer word with some result, of those the earlier
+    turns did not already say (where the result has any): an answer that shares none did not pass
+    the result on, nor did one that only copied an earlier turn's result. A result that says there
+    is nothing need not be passed on; the names of the tools that ran are not what they returned."""
+    said = set(plain_words(text).split()) - set(plain_words(" ".join(tools)).split())
+    known = set(plain_words(earlier).split())
+    outputs = [_without_exit_code(result[:RESULT_SCAN_CHARS]) for result in results]
+    kept = [output for output in outputs if not says_nothing(output)]
+    salient = [_salient(output) for output in kept]
+    if not kept or any(said & _new(words, known) for words in salient):
+        return True
+    users = set(plain_words(" ".join(user_said)).split())
+    stale = {w for w in said & known - users - set().union(*salient) if w.isdigit() or len(w) >= SALIENT_LETTERS}
+    return not stale and any(said & _new(words, known - users) for words in salient)
+
+
+def _without_exit_code(output: str) -> str:
+    first, _, rest = output.lstrip().partition("\n")
+    return rest if first.lower().startswith(EXIT_CODE) else output
+
+
+def _new(words: set[str], known: set[str]) -> set[str]:
+    """The words of a result that earlier turns did not say, where some are words and not only
+    numbers (a search's line numbers are new and beside the point); else all of them."""
+    new = words - known
+    return new if any(not w.isdigit() for w in new) else words
+
+
+def _salient(output: str) -> set[str]:
+    """The words an answer that passes the output on would share with it: its numbers and longer
+    words, or, where it has none, every word it has (a user name "vm" is the whole output)."""
+    words = plain_words(output).split()
+    return {w for w in words if w.isdigit() or len(w) >= SALIENT_LETTERS} or set(words)
+
+
+def unsourced_numbers(text: str, facts: TurnFacts) -> list[str]:
+    """The numbers of an answer written after tools ran (or failed) that neither this turn's
+    results nor what the user wrote hold: a clock time, and a number of two digits or more (or
+    with decimals) unless it rounds one they hold. Single digits are let through (a count of what
+    a result lists). Digits are the same in every language the lane serves."""
+    now = "\n".join([facts.request, *facts.user_said, *facts.results])
+    known_times = {(h, m) for h, m, _ in _clock_times(now)}
+    stray = [shown for h, m, shown in _clock_times(text) if (h, m) not in known_times]
+    values = [value for value, _ in numbers_in(_without_times(now))]
+    values += [float(n) for h, m, _ in _clock_times(now) for n in (h, m)]
+    for value, shown in numbers_in(_without_times(text)):
+        if "." not in shown and value < 10:
+            continue
+        places = len(shown.split(".")[1]) if "." in shown else 0
+        if not any(value == known or round(known, places) == value for known in values):
+            stray.append(shown)
+    return stray
+
+
+def numbers_in(text: str) -> list[tuple[float, str]]:
+    """Every number written with digits, as (value, as written): "1,234.5", "46", "2026"; a comma
+    groups thousands only before three digits."""
+    found: list[tuple[float, str]] = []
+    i = 0
+    while i < len(text):
+        if not text[i].isdigit() or (i and (text[i - 1].isdigit() or text[i - 1] == ".")):
+            i += 1
+            continue
+        j = i
+        while j < len(text) and (text[j].isdigit() or _joins_digits(text, j)):
+            j += 1
+        shown = text[i:j]
+        groups = shown.split(".")[0].split(",")
+        if len(groups) > 1 and not all(len(g) == 3 for g in groups[1:]):
+            shown = groups[0]  # "3,5": two numbers, not a thousands group
+            j = i + len(shown)
+        if shown.count(".") > 1:
+            shown = ".".join(shown.split(".")[:2])
+            j = i + len(shown)
+        found.append((float(shown.replace(",", "")), shown))
+        i = j
+    return found
+
+
+def _joins_digits(text: str, j: int) -> bool:
+    """A point or a comma between two digits ("1,234", "3.5")."""
+    return text[j] in ".," and j + 1 < len(text) and text[j + 1].isdigit()
+
+
+def _clock_times(text: str) -> list[tuple[int, int, str]]:
+    """Clock times ("16:07", "08:09:02", "4:07 pm") as (hour on the 24-hour clock, minute, as written)."""
+    times = []
+    for i, ch in enumerate(text):
+        if ch != ":" or i == 0 or not text[i - 1].isdigit() or not text[i + 1:i + 3].isdigit() \
+                or (i + 3 < len(text) and text[i + 3].isdigit()):
+            continue
+        start = i - 1 if i < 2 or not text[i - 2].isdigit() else i - 2
+        if start > 0 and (text[start - 1].isdigit() or text[start - 1] == ":"):
+            continue
+        hour, minute = int(text[start:i]), int(text[i + 1:i + 3])
+        end = _half_day_end(text, i + 3)
+        if end:
+            hour = hour % 12 + (12 if "p" in text[i + 3:end].lower() else 0)
+        if hour < 24 and minute < 60:
+            times.append((hour, minute, text[start:end or i + 3]))
+    return times
+
+
+def _half_day_end(text: str, j: int) -> int:
+    """Where an "am"/"pm" ("a.m.", "PM") after a clock time at `j` ends, or 0 where none follows."""
+    while j < len(text) and text[j] == " ":
+        j += 1
+    for form in ("a.m.", "p.m.", "am", "pm"):
+        end = j + len(form)
+        if text[j:end].lower() == form and (end >= len(text) or not text[end].isalpha()):
+            return end
+    return 0
+
+
+def _without_times(text: str) -> str:
+    for _, _, shown in _clock_times(text):
+        text = text.replace(shown, " ")
+    return text
+
+
+def _fact_label(answer: str) -> tuple[str, str, str] | None:
+    """The label of a line of the facts the lane writes ("- read_file (ok): ..."), copied to the
+    front of an answer, as (tool, status, the rest)."""
+    line = answer.lstrip(" -*\t")
+    name, sep, rest = line.partition(" (")
+    status, sep2, after = rest.partition("):")
+    if not sep or not sep2 or status not in ("ok", "error", "refused") or not name \
+            or not all(c.isalnum() or c in "_.-" for c in name):
+        return None
+    return name, status, after
+
+
+def unlabelled(answer: str, results: Sequence[tuple[str, str]] = ()) -> str:
+    """The answer without a label of the facts copied to its front: the conversation's ("The
+    assistant answered: 42"), or that of a result of this turn (`results`: the tool's name and
+    output of each that ran ok) where more than the result's status line follows (the answer is
+    then that result; a copy of the label and a result's first line is that result, whole)."""
+    stripped = answer.lstrip(" -\t")
+    for prefix in FACT_LABELS:
+        if stripped.lower().startswith(prefix):
+            answer = stripped[len(prefix):].lstrip()
+            break
+    label = _fact_label(answer)
+    if label is None or label[1] != "ok":
+        return answer
+    outputs = [output.strip() for name, output in results if name == label[0]]
+    if not outputs:
+        return answer
+    rest = label[2].strip()
+    whole = next((o for o in outputs if rest and o.startswith(rest) and len(rest) < len(o) <= WHOLE_RESULT_CHARS),
+                 None)
+    if whole is not None:
+        return whole
+    lines = [line for line in rest.splitlines() if line.strip()]
+    return rest if lines and not all(_status_line(line) for line in lines) else answer
+
+
+def _status_line(line: str) -> bool:
+    """A result's status line (the terminal's exit code, http_fetch's status): no answer."""
+    words = line.strip().split()
+    return bool(words) and (line.strip().lower().startswith(EXIT_CODE)
+                            or (words[0] == "HTTP" and len(words) > 1 and words[1].isdigit()))
+
+
+def fallback_answer(outcomes: list[Outcome], unsure: Sequence[str] = ()) -> str:
+    """The answer the lane writes, in its own words, when the model wrote none it could pass on:
+    what ran with its result, and what failed; never a claim."""
+    lines = [f"- {o.tool_name} {'returned' if o.status == 'ok' else o.status + ':'} {preview(o.output)}"
+             for o in outcomes]
+    if not lines:
+        text = "No tool ran for this request, so I have no checked answer to give."
+    else:
+        text = "I could not write a reliable answer. What ran for this request:\n" + "\n".join(lines)
+    return text + ("\n(The model's reply was not passed on: " + "; ".join(unsure) + ".)" if unsure else "")
+

@@ -1,0 +1,178 @@
+"""The turn's ledger: every lever the lane pulls on a small model's turn, in one registry, and
+what each turn has run, said and spent.
+
+LEVERS is the registry the code consults: a correction of a kind not listed there cannot be given,
+and each is given at most its budget of times per turn (per tool where it says so), through
+TurnLedger.take. MODEL_CALL_BUDGET caps the model calls of one turn: every call is paid by a user
+who is waiting. Why each lever exists, with what was measured, is in docs/measurements.md.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..tools.execute import Outcome, refused
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One weak-model lever: when it fires (`trigger`), what it does (`action`), and how many
+    times a turn it may (`budget`; per tool when `per_tool`)."""
+
+    trigger: str
+    action: str
+    budget: int = 1
+    per_tool: bool = False
+
+
+LEVERS: dict[str, Lever] = {
+    "decide": Lever("each step of an agent turn; once per proxy request under tool_choice auto",
+                    "the model's constrained choice (decide.py) of the next tool or \"answer\", among the "
+                    "offered tools and search's best hidden ones; the chosen tool's call is then decoded "
+                    "under its schema", per_tool=True),
+    "fit": Lever("proxy mode where the decision said \"answer\"; an agent turn where nothing ran and the "
+                 "answer was held back",
+                 "the best-matching tool is called when the model's yes-probability that it fits is at "
+                 "least decide.FITS (answers.second_look)"),
+    "retry": Lever("an agent turn's call that failed", "made once more, the model having read the error",
+                   per_tool=True),
+    "read": Lever("every answer that would reach the user (agent and proxy mode)",
+                  "the model's constrained reading of the actions the answer reports as done "
+                  "(reading.py: an enum over the granted tools and \"another action\"), held to the "
+                  "store's executions (reading.unbacked)"),
+    "claim": Lever("an answer reports a granted tool's action that no execution backs",
+                   "that tool forced once (the model's stated intent); the answer is then composed again",
+                   per_tool=True),
+    "rewrite": Lever("an agent turn's composed answer held back (answer_check.faults, or an unbacked or "
+                     "impossible action) where no tool is forced after it",
+                     "written once more, the model told why (prompt.COMPOSE_AGAIN)"),
+    "call": Lever("a reply told or spelled a call it did not make, or wrote one as a command in its code "
+                  "(a line led by the name of a tool that did not run, one argument a word of the request)",
+                  "that tool forced (in proxy mode shown the call)"),
+    "repeat": Lever("an identical call", "not run again, told the earlier result; a third ends the turn"),
+    "operands": Lever("a call of the lane's own tool whose precondition (tools/base.py) the conversation "
+                      "does not meet", "not run (a refused row); the decision does not offer a tool the "
+                      "message cannot want (Tool.wanted_by)"),
+    "numbers": Lever("an agent turn's call with an optional number argument nobody gave",
+                     "the argument left out, so the tool's default applies (validation.without_unasked_numbers)"),
+    "overwrite": Lever("write_file over a file that holds something, or deleting lines in a later step",
+                       "refused, nothing written"),
+    "empty": Lever("proxy mode: a reply with no call and no words", "the model told, once"),
+    "call-shaped": Lever("proxy mode: a reply with call-shaped text that is no valid call",
+                         "the model told to make it a call, once"),
+    "required": Lever("proxy mode: tool_choice required and a reply without a call", "the model told, once"),
+    "none": Lever("proxy mode: a call where no tool may be called", "the model told to answer in words, once"),
+}
+# The model calls one turn may make (decisions, calls, answers, readings); past it the turn ends with
+# the lane's account of what ran. The six steps took 22 calls in all, at most 6 in one step.
+MODEL_CALL_BUDGET = 16
+# Asking twice makes a third identical call the end of the turn.
+MAX_IDENTICAL_CALLS = 2
+RESULT_PREVIEW_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Correction:
+    """The note the model reads next (None: no note), and the tool its next reply must call (None:
+    a free reply). `kind` is one of LEVERS."""
+
+    note: str | None
+    force: str | None = None
+    kind: str = "call"
+
+    @property
+    def once_per(self) -> str:
+        """What the correction's budget is counted for: its kind, and for a lever given per tool
+        (Lever.per_tool) that tool too ("run X, then save it to memory" may need both forced)."""
+        return f"{self.kind}:{self.force}" if LEVERS[self.kind].per_tool else self.kind
+
+
+@dataclass
+class TurnLedger:
+    """What this turn has run and said, keyed by call (name + arguments as JSON)."""
+
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
+    given: dict[str, int] = field(default_factory=dict)  # Correction.once_per -> times given
+
+    def attempt(self, name: str, arguments: Any, schema: dict[str, Any] | None = None
+                ) -> tuple[str, Outcome | None]:
+        """Count a call; its key and the outcome of the same call made earlier in the turn. With
+        the tool's schema, a call is the same when its values are, whatever mode it names: seen
+        on the 1.5B model, `memory` add X, then add X with old_text X, then replace X with X.
+        After a call that failed, another mode is a new call: `memory` replace X whose old_text
+        matched nothing, then add X (seen on the 1.5B model) may well run."""
+        key = call_key(name, _gist(arguments, schema) if schema else arguments)
+        earlier = self.outcomes.get(key)
+        if earlier is not None and earlier.status != "ok" and schema \
+                and _split(earlier.arguments, schema)[0] != _split(arguments, schema)[0]:
+            key = call_key(name, arguments)
+            earlier = self.outcomes.get(key)
+        self.attempts[key] = self.attempts.get(key, 0) + 1
+        return key, earlier
+
+    def too_many(self, key: str) -> bool:
+        return self.attempts.get(key, 0) > MAX_IDENTICAL_CALLS
+
+    def take(self, fix: Correction | None) -> bool:
+        """Whether `fix` is to be applied now: it exists and its lever's budget for this turn
+        (LEVERS[kind].budget, per tool where the lever says so) is not spent."""
+        if fix is None or self.given.get(fix.once_per, 0) >= LEVERS[fix.kind].budget:
+            return False
+        self.given[fix.once_per] = self.given.get(fix.once_per, 0) + 1
+        return True
+
+
+def _split(arguments: Any, schema: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A call's values that choose among modes (its `enum` properties), and the rest: what the
+    call is about rather than how it was asked (the arguments as they are when not an object)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return {}, arguments
+    if not isinstance(arguments, dict):
+        return {}, arguments
+    modes = {key for key, spec in (schema.get("properties") or {}).items()
+             if isinstance(spec, dict) and "enum" in spec}
+    return ({key: arguments.get(key) for key in modes},
+            {key: value for key, value in arguments.items() if key not in modes})
+
+
+def _gist(arguments: Any, schema: dict[str, Any]) -> Any:
+    """What a call is about, its texts as a set (memory add X, then add X with old_text X, then
+    replace X with X is one call three times); anything else with its keys, so that sub(5, 3) is
+    not sub(3, 5)."""
+    kept = _split(arguments, schema)[1]
+    if not isinstance(kept, dict):
+        return kept
+    if not all(isinstance(value, str) for value in kept.values()):
+        return json.dumps(kept, sort_keys=True, ensure_ascii=False)
+    return sorted({json.dumps(value, ensure_ascii=False) for value in kept.values()})
+
+
+def call_key(name: str, arguments: Any) -> str:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            pass
+    return f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
+
+
+def repeated(name: str, arguments: Any, earlier: Outcome) -> Outcome:
+    """The refusal a repeated identical call gets instead of running again."""
+    if earlier.status == "ok":
+        reason = (f"Already done: this exact call ran earlier in this turn and returned: "
+                  f"{preview(earlier.output)}\nDo not call it again. Reply to the user now with that result.")
+    else:
+        reason = (f"Not run: this exact call already failed in this turn with: {preview(earlier.output)}\n"
+                  "Do not repeat it. Call a tool with different arguments, or tell the user what failed.")
+    return refused(name, reason, arguments)
+
+
+def preview(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= RESULT_PREVIEW_CHARS else flat[:RESULT_PREVIEW_CHARS] + "…"

@@ -1,0 +1,108 @@
+"""Which actions an answer reports as done, read by the model under a grammar, held to the store.
+
+The lane's promise is that an answer never claims what the store does not show. English patterns
+fitted to sentences the model was once seen to write ("I saved it to memory") miss a new wording
+and every other language ("He guardado la nota", "Done — it's in my notes."). The model that
+wrote the answer understands any wording, so the lane asks it one narrow question whose reply a
+grammar holds to a list over the granted tools' names and OTHER (an action none of them does:
+sending, booking, buying, calling): `{"done": [...]}`. What it lists is then held to the store's
+executions, which no wording can change. The same question serves proxy mode with the client's
+own tool names, and the everyday benchmark's judge (scored on the labelled claims corpus,
+scripts/bench/claims.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Collection, Sequence
+
+from ..toolsearch.catalog import one_line
+from .llm_client import LlmClient, ModelReply
+
+OTHER = "another action"
+READ_MAX_TOKENS = 48
+MAX_LISTED = 6
+# A reading lists at most this many tools (each line ~25 tokens of the question).
+MAX_READ_TOOLS = 24
+MAX_ANSWER_CHARS = 1500
+MAX_REQUEST_CHARS = 400
+DESCRIPTION_CHARS = 90
+
+READER = (
+    "You read a reply that an assistant wrote to a user, and list the actions the reply says "
+    "were done. The assistant's tools:\n{tools}\n- {other}: an action none of these tools does "
+    "(sending a message or an email, booking, buying, paying, calling or contacting someone)\n\n"
+    "List a tool when the reply, in any language, says that its action was done or that its "
+    "result was obtained: saved, stored, noted, ran, ran a command, wrote, created, read, opened, "
+    "searched, found in a file or a past conversation, checked, added to a list, sent, booked. "
+    "Do not list an action the reply only offers, plans, asks about, explains how to do, or says "
+    "was not done or cannot be done. A plain answer from general knowledge lists nothing.\n"
+    'Reply with {{"done": [...]}}, [] when the reply says nothing was done.'
+)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a reply reports as done: granted tools by name, and whether it reports an action no
+    granted tool does. `read` is False when the model's reply could not be read (no grammar
+    honoured, an upstream error): nothing is then known, and the caller decides."""
+
+    tools: frozenset[str] = frozenset()
+    other: bool = False
+    read: bool = True
+
+
+def reader_messages(answer: str, request: str, tools: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    """The question: the granted tools in a stable first message (a cached prefix per tool set),
+    then the user's message and the reply to read."""
+    listed = "\n".join(f"- {name}: {one_line(description)[:DESCRIPTION_CHARS]}" for name, description in tools)
+    question = (f"The user's message: {request.strip()[:MAX_REQUEST_CHARS]}\n\n"
+                f"The assistant's reply: {answer.strip()[:MAX_ANSWER_CHARS]}")
+    return [{"role": "system", "content": READER.format(tools=listed, other=OTHER)},
+            {"role": "user", "content": question}]
+
+
+def reading_schema(names: Collection[str]) -> dict[str, Any]:
+    """The only replies the grammar admits: a short list over the names and OTHER."""
+    return {"type": "object", "required": ["done"],
+            "properties": {"done": {"type": "array", "maxItems": MAX_LISTED,
+                                    "items": {"enum": [*names, OTHER]}}}}
+
+
+def parse_reading(content: str, names: Collection[str]) -> Reading:
+    try:
+        value = json.loads(content.strip())
+    except (json.JSONDecodeError, AttributeError):
+        return Reading(read=False)
+    done = value.get("done") if isinstance(value, dict) else None
+    if not isinstance(done, list):
+        return Reading(read=False)
+    return Reading(frozenset(d for d in done if isinstance(d, str) and d in names), OTHER in done)
+
+
+async def read_reported(llm: LlmClient, answer: str, request: str,
+                        tools: Sequence[tuple[str, str]]) -> tuple[Reading, ModelReply]:
+    """The model's reading of what `answer` reports as done, with the reply to count and record."""
+    names = [name for name, _ in tools]
+    reply = await llm.chat(reader_messages(answer, request, tools), [], max_tokens=READ_MAX_TOKENS,
+                           temperature=0.0, response_schema=reading_schema(names))
+    return parse_reading(reply.content, names), reply
+
+
+def shortlist(tools: Sequence[tuple[str, str]], keep: Collection[str],
+              limit: int = MAX_READ_TOOLS) -> list[tuple[str, str]]:
+    """The tools a reading lists: all of them up to `limit` (the same list every time, a cached
+    prefix), else those in `keep` (ran, or ranked best for the request) and the first others."""
+    if len(tools) <= limit:
+        return list(tools)
+    kept = [tool for tool in tools if tool[0] in keep]
+    return kept + [tool for tool in tools if tool[0] not in keep][:max(limit - len(kept), 0)]
+
+
+def unbacked(reading: Reading, ran_in_turn: Collection[str], ran_before: Collection[str]) -> list[str]:
+    """The reported actions the store does not back: a tool is backed by an ok execution in this
+    turn, or, when nothing ran in this turn (the reply can then only tell of earlier work: "did
+    you save it?"), by one earlier in the session. An action no tool does is never backed."""
+    backed = set(ran_in_turn) if ran_in_turn else set(ran_before)
+    return [*sorted(reading.tools - backed), *([OTHER] if reading.other else [])]
