@@ -7,14 +7,15 @@ answer is written from the request, the turn's results, earlier turns as facts a
 remembers (prompt.compose_messages), never from a free reply that copies its history; before it
 leaves the lane it is read against the store (corrections.faults): one that gives nothing, is
 call-shaped or claims what did not run is not passed on, and the user gets the lane's own account
-of what ran instead. Every answer held back is a lane note.
+of what ran instead. Every answer held back is kept with the lane's own calls (purpose HELD), with
+why; only what the user gets is a message.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..store import Store
+from ..store import HELD, Store
 from ..tools.base import Tool
 from ..tools.terminal import exited_nonzero
 from ..toolsearch.bridges import CALL
@@ -32,7 +33,7 @@ from .corrections import (
     with_session_record,
 )
 from .decide import DECIDE_HIDDEN, FITS, ask_decision, fit_probability, parse_decision
-from .history import HELD_BACK, earlier_facts
+from .history import earlier_facts
 from .llm_client import LlmClient, ModelReply
 from .prompt import compose_messages
 from .turn import Turn, TurnEnded, TurnResult, count
@@ -201,9 +202,6 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
     composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),
                               temperature=turn.temperature)
     count(turn.result, composed)
-    store.add_message(turn.result.session_id, "assistant", composed.content,
-                      prompt_tokens=composed.prompt_tokens, completion_tokens=composed.completion_tokens,
-                      cached_tokens=composed.cached_tokens)
     passed = _passed(store, turn, composed, facts)
     if isinstance(passed, TurnEnded):
         return passed, None
@@ -212,17 +210,16 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
 
 
 def _passed(store: Store, turn: Turn, reply: ModelReply, facts: TurnFacts) -> TurnEnded | list[str]:
-    """The turn's end with this reply as its answer (without a copied fact label, stored as the
-    turn's last reply when that changed it), or why it may not be passed on (a lane note)."""
+    """The turn's end with this reply as its answer (without a copied fact label), stored as the
+    message the user gets, or why it may not be passed on (the reply kept as a HELD lane call)."""
     session = turn.result.session_id
     content = unlabelled(reply.content, [(o.tool_name, o.output) for o in turn.outcomes if o.status == "ok"])
     problems = faults(content, facts)
     if problems:
-        store.add_message(session, "system", HELD_BACK + "; ".join(problems), lane_note=True)
+        store.add_lane_call(session, HELD, reply.content, reason="; ".join(problems), **reply.tokens)
         return problems
     content = with_session_record(content, facts)
-    if content != reply.content:
-        store.add_message(session, "assistant", content)
+    store.add_message(session, "assistant", content, **reply.tokens)
     return TurnEnded(content, "length" if reply.finish_reason == "length" else "stop", lane_written=False)
 
 

@@ -95,6 +95,11 @@ def system_notes(settings):
                                " AND lane_prompt = 0 ORDER BY id")]
 
 
+def held_back(settings):
+    """Why each reply the lane held back was not passed on (lane_calls, purpose 'held')."""
+    return [r[0] for r in rows(settings, "SELECT reason FROM lane_calls WHERE purpose = 'held' ORDER BY id")]
+
+
 def choices_of(decide_request):
     return decide_request["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
 
@@ -618,7 +623,7 @@ def test_an_empty_answer_is_the_lane_s_account_of_what_ran(lane):
     assert len(model.requests) == 3 and result.finish_reason == "stop" and result.model_calls == 4
     assert result.content == ("I could not write a reliable answer. What ran for this request:\n"
                               "- add returned 5\n(The model's reply was not passed on: the model gave no answer.)")
-    assert system_notes(settings) == ["Answer not passed on: the model gave no answer"] * 2
+    assert held_back(settings) == ["the model gave no answer"] * 2
     last = rows(settings, "SELECT role, content, lane_note FROM messages ORDER BY id DESC LIMIT 1")[0]
     assert last == ("assistant", result.content, 1)
 
@@ -631,7 +636,7 @@ def test_an_answer_that_claims_a_tool_that_did_not_run_never_reaches_the_user(la
     result, model = run(settings, store, script, user="2 plus 3?", decision='{"next": "answer"}')
     assert result.content == "It is 5." and result.tools_executed == ["add"]
     assert [r.get("tool_choice") for r in model.requests] == [None, FORCED_ADD, None]
-    assert system_notes(settings) == ["Answer not passed on: it says add did something that did not run"]
+    assert held_back(settings) == ["it says add did something that did not run"]
     assert rows(settings, "SELECT tool_name, status FROM tool_executions") == [("add", "ok")]
 
 
@@ -660,8 +665,8 @@ def test_a_fact_about_the_machine_that_nothing_checked_forces_the_terminal(tmp_p
     store.close()
     assert result.content == "You are logged in as alice." and result.tools_executed == ["terminal"]
     assert model.requests[1]["tool_choice"] == {"type": "function", "function": {"name": "terminal"}}
-    assert system_notes(settings) == [
-        "Answer not passed on: it states a fact about this computer that no tool checked"]
+    assert held_back(settings) == [
+        "it states a fact about this computer that no tool checked"]
     # the forced call reads the request, not the answer held back nor the note on it (shown them,
     # the 1.5B model ran `hostname` for every request whose answer stated a fact)
     forced_reads = [m["content"] for m in model.requests[1]["messages"]]
@@ -683,8 +688,8 @@ def test_a_move_claimed_after_the_command_failed_never_reaches_the_user(tmp_path
                         decision=decide_then("terminal", "answer"), tools=[*TOOLS, terminal])
     store.close()
     assert result.content == "The move failed: mv cannot stat invoice.txt, no such file or directory."
-    assert system_notes(settings) == [
-        "Answer not passed on: it says run_python/terminal did something that did not run"]
+    assert held_back(settings) == [
+        "it says run_python/terminal did something that did not run"]
 
 
 WEATHER = Tool("weather", "Current weather for a city.", object_schema({"city": {"type": "string"}}, ["city"]),
@@ -750,8 +755,8 @@ def test_a_current_time_that_nothing_checked_forces_the_clock_not_the_terminal(t
     store.close()
     assert result.content == "In Paris it is 03:12 on Friday." and result.tools_executed == ["world_clock"]
     assert model.requests[1]["tool_choice"] == {"type": "function", "function": {"name": "world_clock"}}
-    assert system_notes(settings) == [
-        "Answer not passed on: it states a fact about this computer that no tool checked"]
+    assert held_back(settings) == [
+        "it states a fact about this computer that no tool checked"]
 
 
 def test_a_claim_about_the_session_is_held_to_the_session(lane):
@@ -759,7 +764,7 @@ def test_a_claim_about_the_session_is_held_to_the_session(lane):
     script = [call("add", {"a": 2, "b": 3}), text("5"), text("I used add earlier.")]
     results, model = run_turns(settings, store, script, ["2 plus 3?", "which tools did you use so far?"])
     assert results[1].content == "I used add earlier." and results[1].tools_executed == []
-    assert not [n for n in system_notes(settings) if n.startswith("Answer not passed on")]
+    assert held_back(settings) == []
     assert "Tools that ran in this conversation: add" in model.requests[2]["messages"][-2]["content"]
 
 
@@ -779,11 +784,13 @@ def test_an_answer_that_gives_the_user_nothing_is_not_passed_on(lane, answer, pr
     assert result.content.startswith("I could not write a reliable answer. What ran for this request:\n"
                                       "- add returned 5\n(The model's reply was not passed on: ")
     assert problem in result.content
-    assert [n for n in system_notes(settings) if problem in n and n.startswith("Answer not passed on")]
-    # the model's answer stays in the store as evidence, before the lane's own
+    assert [reason for reason in held_back(settings) if problem in reason]
+    # the conversation holds the answer the user got; the model's answers stay in the store as
+    # evidence, with the lane's own model calls
     answers = rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant'"
                    " AND tool_calls IS NULL ORDER BY id")
-    assert answers == [(answer, 0), (answer, 0), (result.content, 1)]
+    assert answers == [(result.content, 1)]
+    assert rows(settings, "SELECT content FROM lane_calls WHERE purpose = 'held' ORDER BY id") == [(answer,), (answer,)]
 
 
 def test_an_answer_written_again_after_it_was_held_back_reaches_the_user(lane):
@@ -798,7 +805,19 @@ def test_an_answer_written_again_after_it_was_held_back_reaches_the_user(lane):
     again = model.requests[2]["messages"]
     assert "was not passed on to the user: a stock apology" in again[-2]["content"]
     assert again[-1] == {"role": "user", "content": "and an ant?"}
-    assert system_notes(settings) == ["Answer not passed on: a stock apology"]
+    assert held_back(settings) == ["a stock apology"]
+    # the store reads as the conversation: its answers are exactly what the user got, and the
+    # answer held back is a lane call, with why and what it cost
+    [session] = {r.session_id for r in results}
+    assert rows(settings, "SELECT content FROM messages WHERE session_id = ? AND role = 'assistant'", session) == [
+        ("Spiders have eight legs.",), ("Ants have six legs.",)]
+    assert rows(settings, "SELECT content, reason, prompt_tokens > 0, completion_tokens > 0 FROM lane_calls"
+                " WHERE session_id = ? AND purpose = 'held'", session) == [
+        ("I'm sorry, but I need more information about an ant.", "a stock apology", 1, 1)]
+    assert system_notes(settings) == []
+    assert sum(r.model_calls for r in results) == rows(  # each model call counted once, in one place
+        settings, "SELECT (SELECT count(*) FROM messages WHERE role = 'assistant' AND prompt_tokens IS NOT NULL)"
+        " + (SELECT count(*) FROM lane_calls)")[0][0]
 
 
 def test_a_fact_label_copied_to_the_front_of_the_answer_never_reaches_the_user_or_the_record(lane):
@@ -817,7 +836,7 @@ def test_notes_of_earlier_turns_are_not_sent_again(lane):
     script = [call("add", {"a": 2, "b": 3}), text(""), text(""), call("add", {"a": 4, "b": 5}), text("It is 9.")]
     results, model = run_turns(settings, store, script, ["sum 2 and 3", "add 4 and 5"])
     assert results[1].content == "It is 9."
-    assert system_notes(settings) == ["Answer not passed on: the model gave no answer"] * 2  # stored, as evidence
+    assert held_back(settings) == ["the model gave no answer"] * 2  # stored, as evidence
     # neither the note nor the lane's own answer nor the empty reply is sent with the next turn
     assert history(model.requests[3]) == [
         ("user", "sum 2 and 3"), ("assistant", ""), ("tool", "5"), ("user", "add 4 and 5")]
@@ -1026,7 +1045,7 @@ def test_a_promise_where_nothing_ran_never_reaches_the_user(lane):
     result, model = run(settings, store, script, user="change it to the other one", decision='{"next": "answer"}',
                         fit=0.1)
     assert result.content.startswith("No tool ran for this request") and len(model.requests) == 2
-    assert system_notes(settings) == ["Answer not passed on: it promises to do something, and nothing was done"] * 2
+    assert held_back(settings) == ["it promises to do something, and nothing was done"] * 2
 
 
 def test_an_answer_that_passes_on_only_a_writes_result_is_held_back_when_a_read_found_something(tmp_path):

@@ -340,8 +340,8 @@ def test_a_long_result_is_not_passed_on_whole_for_a_copy_of_its_start():
 
 
 def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_path):
-    """The repeat breaker's results (which the composed answer reads as what ran), the note an
-    answer held back leaves in the store, and proxy mode's corrections."""
+    """The repeat breaker's results (which the composed answer reads as what ran), the lane's own
+    account given for an answer held back, and proxy mode's corrections."""
     from stack.agent.answers import composed_answer
     from stack.agent.corrections import correction, repeated
     from stack.agent.llm_client import ModelReply
@@ -373,9 +373,11 @@ def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_pa
                 ToolContext(settings, store, session))
     ended, _ = asyncio.run(composed_answer(Apologetic(), store, turn, f))
     assert ended.content.startswith("No tool ran for this request")  # the lane's own account
-    notes += [m["content"] for m in store.messages(session) if m.get("lane_note")]
+    # held back with why, kept with the lane's own model calls: no note of it in the conversation
+    assert [(c["purpose"], c["reason"]) for c in store.lane_calls(session)] == [("held", "a stock apology")]
+    assert not [m for m in store.messages(session) if m.get("lane_note")]
+    notes.append(ended.content)
     store.close()
-    assert any(note.startswith("Answer not passed on") for note in notes)
     assert all(notes)
     for note in notes:
         assert "the lane's own note copied" in faults(note, f), note
