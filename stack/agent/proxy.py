@@ -20,9 +20,11 @@ corrected. The lane's own tools are neither offered nor run here unless Settings
 (LANE_PROXY_LANE_TOOLS) says so; then its core tools join the client's (a client tool of the same
 name wins), run inside the lane and are recorded in tool_executions like the agent's.
 
-The store holds every model call (assistant rows), every bridge step and rejected call
-(tool_executions, as in the agent loop), every call returned to the client (returned_calls) and
-every result the client sent back (tool rows linked from returned_calls).
+The store holds every model call: a reply the client got, or whose calls the lane ran, is an
+assistant row (as the client got it); one the lane held back (a correction followed, or the lane
+answered in its own words) is a lane call (purpose HELD) with why. It holds every bridge step and
+rejected call (tool_executions, as in the agent loop), every call returned to the client
+(returned_calls) and every result the client sent back (tool rows linked from returned_calls).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..config import Settings
-from ..store import Store, new_session_id
+from ..store import HELD, Store, new_session_id
 from ..store.claims import named_tools, text_tool_calls
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES, Tool, ToolContext
@@ -81,6 +83,12 @@ NOTES_ROOM = 400
 # nothing, and answered after this note.
 EMPTY_REPLY = ("Your reply was empty. Answer the user now in one or two sentences, using the tool results "
                "above; or call a tool if the task still needs one.")
+
+# Why a reply that earned a correction (corrections.Correction.kind) was held back, in the words
+# of the agent's answer check (corrections.faults).
+_HELD_FOR = {"call": "it told or spelled a call it did not make",
+             "claim": "it says a tool did something that did not run",
+             "fact": "it states a fact about this computer that no tool checked"}
 
 
 @dataclass(frozen=True)
@@ -201,12 +209,8 @@ class ProxyLane:
             for _ in range(self.settings.max_iterations):
                 reply = await self._ask(turn)
                 calls = _calls_of(reply, turn.surface)
-                message_id = self.store.add_message(
-                    session_id, "assistant", reply.content, tool_calls=[stored(c) for c in calls],
-                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-                    cached_tokens=reply.cached_tokens)
                 if calls:
-                    await self._take_calls(turn, reply, calls, message_id)
+                    await self._take_calls(turn, reply, calls)
                 else:
                     self._answer_or_correct(turn, reply)
         except CallsReturned as done:
@@ -350,14 +354,20 @@ class ProxyLane:
         count(turn.result, reply)
         return reply
 
-    async def _take_calls(self, turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall],
-                          message_id: int) -> None:
+    async def _take_calls(self, turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall]) -> None:
         """Calls to client tools that fit their schemas go to the client (CallsReturned); when a
-        reply has none, its bridge steps run here and every call's outcome is told to the model."""
+        reply has none, its bridge steps run here and every call's outcome is told to the model.
+        The reply is stored, as the assistant message that made its calls, before they run."""
         if turn.request.tool_choice.mode == "none":
-            if self._note(turn, "No tool can be called for this request: answer in words.", "none"):
+            why = "it made a tool call where none was allowed"
+            if self._note(turn, "No tool can be called for this request: answer in words.", "none",
+                          held=(reply, why)):
                 return
+            self._hold(turn, reply, why)
             raise TurnEnded("I could not answer that without a tool call, and none was allowed.", "stop")
+        message_id = self.store.add_message(
+            turn.result.session_id, "assistant", reply.content, tool_calls=[stored(c) for c in calls],
+            **reply.tokens)
         decided = [await self._routed(turn, call) for call in calls]
         returned = [d for d in decided if isinstance(d, ClientCall)]
         if returned:
@@ -429,49 +439,66 @@ class ProxyLane:
 
     def _answer_or_correct(self, turn: ProxyTurn, reply: ModelReply) -> None:
         """A reply without calls is the answer, unless it earns a correction (one of each kind):
-        a call was required; it told, spelled or named a call it did not make; it is empty."""
+        a call was required; it told, spelled or named a call it did not make; it is empty. The
+        message stored is what the client gets; a reply it does not get is held back."""
         choice, content = turn.request.tool_choice, reply.content
         if choice.mode in ("required", "function"):
+            why = "a tool call was required and it made none"
             if self._note(turn, "A tool call is required here: reply with a call, not with text.",
-                          "required", force=choice.name):
+                          "required", force=choice.name, held=(reply, why)):
                 return
+            self._hold(turn, reply, why)
             raise TurnEnded("The model did not make the required tool call.", "stop")
         vocabulary = frozenset(turn.surface.catalog.tools)
         if choice.mode != "none":
             fix = correction(content, self._facts(turn))
             if fix is not None and self._note(turn, fix.note, fix.once_per,  # a hidden tool too (forced_to)
-                                              force=fix.force if fix.force in vocabulary else None):
+                                              force=fix.force if fix.force in vocabulary else None,
+                                              held=(reply, _HELD_FOR.get(fix.kind, fix.kind))):
                 return
         if text_tool_calls(content, vocabulary):
+            why = "a tool call written as text"
             if self._note(turn, "That was not a valid tool call, so nothing ran. Make the call as a "
-                                "tool call, or answer in words.", "call-shaped"):
+                                "tool call, or answer in words.", "call-shaped", held=(reply, why)):
                 return
+            self._hold(turn, reply, why)
             raise TurnEnded("I could not make a valid tool call for that request.", "stop")
         if not content.strip():
-            if self._note(turn, EMPTY_REPLY, "empty"):
+            why = "the model gave no answer"
+            if self._note(turn, EMPTY_REPLY, "empty", held=(reply, why)):
                 return
+            self._hold(turn, reply, why)
             raise TurnEnded(_no_answer(turn.outcomes), "stop")
         called = {name for _, name, _ in turn.history.calls}
         claimed = sorted(n for n in named_tools(content, vocabulary) - called
                          if n in vocabulary and ("_" in n or f"`{n}`" in content))
         if claimed:
             note = f"(No call to {', '.join(claimed)} was made for this request; nothing ran.)"
-            raise TurnEnded(f"{content.strip()}\n\n{note}", "stop")
+            content = f"{content.strip()}\n\n{note}"
+        self.store.add_message(turn.result.session_id, "assistant", content, **reply.tokens)
         raise TurnEnded(content, "length" if reply.finish_reason == "length" else "stop",
                         lane_written=False)
 
-    def _note(self, turn: ProxyTurn, text: str | None, kind: str, *, force: str | None = None) -> bool:
+    def _note(self, turn: ProxyTurn, text: str | None, kind: str, *, force: str | None = None,
+              held: tuple[ModelReply, str] | None = None) -> bool:
         """Tells the model what went wrong (or only forces its next call, without a note), once per
-        kind of mistake: True when done now (the turn goes on to another model call), False when it
-        was done before."""
+        kind of mistake: True when done now (the turn goes on to another model call; the reply in
+        `held`, with why, is then held back before the note), False when it was done before."""
         if kind in turn.ledger.corrected:
             return False
         turn.ledger.corrected.add(kind)
         turn.force = force
+        if held is not None:
+            self._hold(turn, *held)
         if text:
             self.store.add_message(turn.result.session_id, "system", text, lane_note=True)
             turn.scratch.append({"role": "system", "content": text})
         return True
+
+    def _hold(self, turn: ProxyTurn, reply: ModelReply, why: str) -> None:
+        """Holds the reply back: the client never gets it, so it is kept with the lane's own model
+        calls, with why, not as a message."""
+        self.store.add_lane_call(turn.result.session_id, HELD, reply.content, reason=why, **reply.tokens)
 
     def _facts(self, turn: ProxyTurn) -> TurnFacts:
         tools = turn.surface.catalog.tools
