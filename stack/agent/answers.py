@@ -5,16 +5,17 @@ The decision (decide.py) picks the next step under a grammar: before any tool ra
 offered tools and search's best hidden ones; after, only for a request of more than one task. The
 answer is written from the request, the turn's results, earlier turns as facts and what the lane
 remembers (prompt.compose_messages), never from a free reply that copies its history; before it
-leaves the lane it is read against the store (corrections.faults): one that gives nothing, is
-call-shaped or claims what did not run is not passed on, and the user gets the lane's own account
-of what ran instead. Every answer held back is a lane note.
+leaves the lane it is read against the store (answer_check.faults, reading.unbacked): one that gives
+nothing, is call-shaped or reports what did not run is not passed on, and the user gets the lane's own account
+of what ran instead. Every answer held back is kept with the lane's own calls (purpose HELD), with
+why; only what the user gets is a message.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..store import Store
+from ..store import HELD, Store
 from ..tools.base import RESERVED_NAMES, Tool
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
@@ -22,7 +23,7 @@ from ..toolsearch.tokens import clauses
 from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
 from .corrections import claim_correction, correction, named_in, unbacked_problems
 from .decide import DECIDE_HIDDEN, FITS, ask_decision, fit_probability, parse_decision
-from .history import HELD_BACK, earlier_facts
+from .history import earlier_facts
 from .ledger import Correction
 from .llm_client import LlmClient
 from .prompt import compose_messages
@@ -203,20 +204,17 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
     composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),
                               temperature=turn.temperature)
     count(turn.result, composed)
-    store.add_message(turn.result.session_id, "assistant", composed.content,
-                      prompt_tokens=composed.prompt_tokens, completion_tokens=composed.completion_tokens,
-                      cached_tokens=composed.cached_tokens)
     content = unlabelled(composed.content, [(o.tool_name, o.output) for o in turn.outcomes if o.status == "ok"])
     problems, fix = faults(content, facts), None
     if not problems:
         missing = await _unbacked(llm, store, turn, content, facts)
         problems, fix = unbacked_problems(missing), claim_correction(missing, facts)
-    if problems:
-        store.add_message(turn.result.session_id, "system", HELD_BACK + "; ".join(problems), lane_note=True)
+    if problems:  # kept with why, apart from the conversation
+        store.add_lane_call(turn.result.session_id, HELD, composed.content, reason="; ".join(problems),
+                            **composed.tokens)
         return (TurnEnded(fallback_answer(turn.outcomes, problems), "stop", held=tuple(problems)),
                 fix or correction(composed.content, facts))
-    if content != composed.content:
-        store.add_message(turn.result.session_id, "assistant", content)
+    store.add_message(turn.result.session_id, "assistant", content, **composed.tokens)  # what the user gets
     return TurnEnded(content, "length" if composed.finish_reason == "length" else "stop", lane_written=False), None
 
 
@@ -226,8 +224,7 @@ async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str, fact
     listed = shortlist(facts.descriptions, {*facts.ran_in_session, *facts.ranked})
     reading, reply = await read_reported(llm, content, turn.query, listed)
     count(turn.result, reply)
-    store.add_lane_call(turn.result.session_id, "read", reply.content, prompt_tokens=reply.prompt_tokens,
-                        completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
+    store.add_lane_call(turn.result.session_id, "read", reply.content, **reply.tokens)
     return unbacked(reading, facts.ran_in_turn, facts.ran_in_session)
 
 

@@ -27,10 +27,6 @@ def openai_message(row: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-# How the lane's note on an answer it held back begins (answers.py writes it).
-HELD_BACK = "Answer not passed on: "
-
-
 def conversation(rows: list[dict[str, Any]], budget_tokens: int,
                  failed_calls: frozenset[str] | set[str] = frozenset()) -> list[dict[str, Any]]:
     """The stored conversation as the model reads it, newest exchanges first to be kept when the
@@ -62,30 +58,17 @@ def _clean_record(rows: list[dict[str, Any]], failed_calls: frozenset[str] | set
     their results, each turn's answer; not the lane's notes (promoted tools, corrections, answers it
     wrote for a silent model), failed or refused calls, or replies that were no answer, which were
     about that turn, and a small model copies whatever pattern its history shows. The current turn
-    is sent whole. (The lane's own model calls, a decision, are not messages: the store keeps
-    them in lane_calls, so they never reach the model.)"""
+    is sent whole. (The lane's own model calls, a decision, and the answers it held back are not
+    messages: the store keeps them in lane_calls, so they never reach the model. Seen before: shown
+    "The file beta.csv has 4 lines." and why it was held back, the forced terminal call ran
+    `hostname` for "how many lines in beta.csv"; after the request alone it writes the command the
+    request needs.)"""
     users = [i for i, row in enumerate(rows) if row["role"] == "user"]
     current = users[-1] if users else len(rows)
-    not_answers = _not_answers(rows[:current], failed_calls) | _held_back(rows, current)
+    not_answers = _not_answers(rows[:current], failed_calls)
     return [row for i, row in enumerate(rows)
             if not row.get("lane_prompt") and i not in not_answers
             and (i >= current or not _noise(row, failed_calls))]
-
-
-def _held_back(rows: list[dict[str, Any]], current: int) -> set[int]:
-    """The current turn's answers the lane held back, with the notes that say so: not sent to the
-    call the lane then forces. Seen: shown "The file beta.csv has 4 lines." and "Answer not passed
-    on: it states a fact about this computer that no tool checked", the forced terminal call ran
-    `hostname` for "how many lines in beta.csv" (and for the user name, and for the current
-    folder); after the request alone it writes the command the request needs."""
-    held = set()
-    for i in range(max(current, 1), len(rows)):
-        row = rows[i]
-        if row.get("lane_note") and row["role"] == "system" and (row["content"] or "").startswith(HELD_BACK):
-            held.add(i)
-            if rows[i - 1]["role"] == "assistant" and not rows[i - 1].get("tool_calls"):
-                held.add(i - 1)
-    return held
 
 
 def _not_answers(rows: list[dict[str, Any]], failed_calls: frozenset[str] | set[str]) -> set[int]:

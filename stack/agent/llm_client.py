@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 
@@ -36,6 +36,14 @@ class LlmNotReady(LlmError):
     """The llm service cannot be reached yet, or says its model is still loading: worth retrying."""
 
 
+class Tokens(TypedDict):
+    """A model call's token counts, under the names the store's columns have."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+
+
 @dataclass
 class ModelReply:
     content: str
@@ -47,6 +55,12 @@ class ModelReply:
     # Per generated token, its likeliest alternatives as {text: log-probability} (the chosen one
     # included), when the call asked for `top_logprobs` and the service sent them.
     logprobs: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> Tokens:
+        """Its token counts, as the store's writes take them (a message or a lane call)."""
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "cached_tokens": self.cached_tokens}
 
 
 class LlmClient:

@@ -20,9 +20,11 @@ corrected. The lane's own tools are neither offered nor run here unless Settings
 (LANE_PROXY_LANE_TOOLS) says so; then its core tools join the client's (a client tool of the same
 name wins), run inside the lane and are recorded in tool_executions like the agent's.
 
-The store holds every model call (assistant rows), every bridge step and rejected call
-(tool_executions, as in the agent loop), every call returned to the client (returned_calls) and
-every result the client sent back (tool rows linked from returned_calls).
+The store holds every model call: a reply the client got, or whose calls the lane ran, is an
+assistant row (as the client got it); one the lane held back (a correction followed, or the lane
+answered in its own words) is a lane call (purpose HELD) with why. It holds every bridge step and
+rejected call (tool_executions, as in the agent loop), every call returned to the client
+(returned_calls) and every result the client sent back (tool rows linked from returned_calls).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..config import Settings
-from ..store import Store, new_session_id
+from ..store import HELD, Store, new_session_id
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES, Tool, ToolContext
 from ..tools.execute import Outcome, refused, run_tool, unmet_precondition
@@ -46,7 +48,7 @@ from ..toolsearch.surface import Profile, guessed_task
 from ..wire import ApiError
 from .answer_check import TurnFacts, call_shaped
 from .answers import second_look
-from .corrections import claim_correction, correction
+from .corrections import claim_correction, correction, unbacked_problems
 from .decide import (
     CLIENT_DESCRIBED,
     CLIENT_INSTRUCTION,
@@ -62,9 +64,6 @@ from .reading import OTHER, read_reported, shortlist, unbacked
 from .toolcalls import ToolCall, extract_calls, forced, python_calls, stored, unmistakable_calls
 from .turn import FORCED_CALL_MAX_TOKENS, TurnEnded, TurnResult, count
 
-# The client tools search ranks best for the request, listed to the reading of an answer beside
-# those the conversation called (a client may send thousands).
-READ_RANKED = 8
 ChoiceMode = Literal["auto", "none", "required", "function"]
 # The decision lists client tools (best match first) while their lines take no more than this: the
 # question stays small even for a client that sends thousands of tools.
@@ -79,6 +78,12 @@ NOTES_ROOM = 400
 # nothing, and answered after this note.
 EMPTY_REPLY = ("Your reply was empty. Answer the user now in one or two sentences, using the tool results "
                "above; or call a tool if the task still needs one.")
+
+# Why a reply that earned the "call" correction was held back.
+UNMADE_CALL = "it told or spelled a call it did not make"
+# The client tools search ranks best for the request, listed to the reading of an answer beside
+# those the conversation called (a client may send thousands).
+READ_RANKED = 8
 
 
 @dataclass(frozen=True)
@@ -201,12 +206,8 @@ class ProxyLane:
                     raise TurnEnded(_no_answer(turn.outcomes), "stop")
                 reply = await self._ask(turn)
                 calls = _calls_of(reply, turn.surface)
-                message_id = self.store.add_message(
-                    session_id, "assistant", reply.content, tool_calls=[stored(c) for c in calls],
-                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-                    cached_tokens=reply.cached_tokens)
                 if calls:
-                    await self._take_calls(turn, reply, calls, message_id)
+                    await self._take_calls(turn, reply, calls)
                 else:
                     await self._answer_or_correct(turn, reply)
         except CallsReturned as done:
@@ -350,14 +351,20 @@ class ProxyLane:
         count(turn.result, reply)
         return reply
 
-    async def _take_calls(self, turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall],
-                          message_id: int) -> None:
+    async def _take_calls(self, turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall]) -> None:
         """Calls to client tools that fit their schemas go to the client (CallsReturned); when a
-        reply has none, its bridge steps run here and every call's outcome is told to the model."""
+        reply has none, its bridge steps run here and every call's outcome is told to the model.
+        The reply is stored, as the assistant message that made its calls, before they run."""
         if turn.request.tool_choice.mode == "none":
-            if self._note(turn, Correction("No tool can be called for this request: answer in words.", None, "none")):
+            why = "it made a tool call where none was allowed"
+            if self._note(turn, Correction("No tool can be called for this request: answer in words.", None, "none"),
+                          held=(reply, why)):
                 return
+            self._hold(turn, reply, why)
             raise TurnEnded("I could not answer that without a tool call, and none was allowed.", "stop")
+        message_id = self.store.add_message(
+            turn.result.session_id, "assistant", reply.content, tool_calls=[stored(c) for c in calls],
+            **reply.tokens)
         decided = [await self._routed(turn, call) for call in calls]
         returned = [d for d in decided if isinstance(d, ClientCall)]
         if returned:
@@ -429,41 +436,52 @@ class ProxyLane:
 
     async def _answer_or_correct(self, turn: ProxyTurn, reply: ModelReply) -> None:
         """A reply without calls is the answer, unless it earns a correction (each within its
-        lever's budget): a call was required; it told, spelled or wrote a call it did not make; it
-        is empty; it reports an action no call of the conversation backs (the model's reading,
-        reading.py, over the client's own tool names)."""
+        lever's budget, ledger.LEVERS): a call was required; it told, spelled or wrote a call it
+        did not make; it is empty; it reports an action no call of the conversation backs (the
+        model's reading, reading.py, over the client's own tool names). The message stored is what
+        the client gets; a reply it does not get is held back."""
         choice, content = turn.request.tool_choice, reply.content
         if choice.mode in ("required", "function"):
+            why = "a tool call was required and it made none"
             if self._note(turn, Correction("A tool call is required here: reply with a call, not with text.",
-                                           None, "required"), force=choice.name):
+                                           None, "required"), force=choice.name, held=(reply, why)):
                 return
+            self._hold(turn, reply, why)
             raise TurnEnded("The model did not make the required tool call.", "stop")
         vocabulary = frozenset(turn.surface.catalog.tools)
         facts = self._facts(turn)
         if choice.mode != "none":
             fix = correction(content, facts)
-            if fix is not None and self._note(turn, fix, force=fix.force if fix.force in vocabulary else None):
-                return  # a hidden tool too (forced_to)
-        if call_shaped(content):
-            if self._note(turn, Correction("That was not a valid tool call, so nothing ran. Make the call as a "
-                                           "tool call, or answer in words.", None, "call-shaped")):
+            if fix is not None and self._note(turn, fix, force=fix.force if fix.force in vocabulary else None,
+                                              held=(reply, UNMADE_CALL)):  # a hidden tool too (forced_to)
                 return
+        if call_shaped(content):
+            why = "a tool call written as text"
+            if self._note(turn, Correction("That was not a valid tool call, so nothing ran. Make the call as a "
+                                           "tool call, or answer in words.", None, "call-shaped"),
+                          held=(reply, why)):
+                return
+            self._hold(turn, reply, why)
             raise TurnEnded("I could not make a valid tool call for that request.", "stop")
         if not content.strip():
-            if self._note(turn, Correction(EMPTY_REPLY, None, "empty")):
+            why = "the model gave no answer"
+            if self._note(turn, Correction(EMPTY_REPLY, None, "empty"), held=(reply, why)):
                 return
+            self._hold(turn, reply, why)
             raise TurnEnded(_no_answer(turn.outcomes), "stop")
         missing = await self._unbacked(turn, content, facts)
         # Forced only where the conversation never called it: a summary's account of earlier turns
         # is held to the whole conversation, and a tool that ran is not made to run again.
         fix = claim_correction([m for m in missing if m not in facts.ran_in_session], facts)
-        if choice.mode != "none" and fix is not None and self._note(turn, fix, force=fix.force):
+        if choice.mode != "none" and fix is not None and self._note(
+                turn, fix, force=fix.force, held=(reply, "; ".join(unbacked_problems(missing)))):
             return
         if missing:
             named = [m for m in missing if m != OTHER]
             note = (f"(No call to {', '.join(named)} was made for this request; nothing ran.)" if named
                     else "(No tool here did that; nothing was done.)")
-            raise TurnEnded(f"{content.strip()}\n\n{note}", "stop")
+            content = f"{content.strip()}\n\n{note}"
+        self.store.add_message(turn.result.session_id, "assistant", content, **reply.tokens)
         raise TurnEnded(content, "length" if reply.finish_reason == "length" else "stop",
                         lane_written=False)
 
@@ -474,21 +492,29 @@ class ProxyLane:
         listed = shortlist(tools, {*facts.ran_in_session, *facts.ranked})
         reading, reply = await read_reported(self.llm, content, turn.query, listed)
         count(turn.result, reply)
-        self.store.add_lane_call(turn.result.session_id, "read", reply.content, prompt_tokens=reply.prompt_tokens,
-                                 completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
+        self.store.add_lane_call(turn.result.session_id, "read", reply.content, **reply.tokens)
         return unbacked(reading, facts.ran_in_turn, facts.ran_in_session)
 
-    def _note(self, turn: ProxyTurn, fix: Correction, *, force: str | None = None) -> bool:
+    def _note(self, turn: ProxyTurn, fix: Correction, *, force: str | None = None,
+              held: tuple[ModelReply, str] | None = None) -> bool:
         """Tells the model what went wrong (fix.note; or only forces its next call, without a
-        note), within the lever's budget (ledger.LEVERS): True when done now (the turn goes on to
-        another model call), False when the budget is spent."""
+        note), within the lever's budget: True when done now (the turn goes on to another model
+        call; the reply in `held`, with why, is then held back before the note), False when the
+        budget is spent."""
         if not turn.ledger.take(fix):
             return False
         turn.force = force
+        if held is not None:
+            self._hold(turn, *held)
         if fix.note:
             self.store.add_message(turn.result.session_id, "system", fix.note, lane_note=True)
             turn.scratch.append({"role": "system", "content": fix.note})
         return True
+
+    def _hold(self, turn: ProxyTurn, reply: ModelReply, why: str) -> None:
+        """Holds the reply back: the client never gets it, so it is kept with the lane's own model
+        calls, with why, not as a message."""
+        self.store.add_lane_call(turn.result.session_id, HELD, reply.content, reason=why, **reply.tokens)
 
     def _facts(self, turn: ProxyTurn) -> TurnFacts:
         tools = turn.surface.catalog.tools

@@ -201,13 +201,29 @@ def format_session(session: dict[str, Any], messages: list[dict[str, Any]],
             result = "no result yet" if r["result_message_id"] is None else f"result: {_clip(r['result'] or '', 60)}"
             lines.append(f"  {r['tool_name']:<20} {via:<7} {r['origin']:<8} "
                          f"{_clip(r['arguments'] or '', 60)}  {result}")
-    if lane_calls:
-        lines.append("")
-        lines.append(f"the lane's own model calls ({len(lane_calls)})")
-        for c in lane_calls:
+    return "\n".join(lines + _lane_call_lines(lane_calls or []))
+
+
+def _lane_call_lines(lane_calls: list[dict[str, Any]]) -> list[str]:
+    """The model's replies the lane held back, each with why (they are not messages: the store
+    keeps them with the lane's own model calls), then the lane's own model calls."""
+    from ..store import HELD
+
+    held = [c for c in lane_calls if c["purpose"] == HELD]
+    own = [c for c in lane_calls if c["purpose"] != HELD]
+    lines: list[str] = []
+    if held:
+        lines += ["", f"replies held back, not passed on to the client ({len(held)})"]
+        for c in held:
+            lines.append(f"  after #{c['after_message_id'] or 0:<5} {c['prompt_tokens'] or 0:>6} tok  "
+                         f"{_clip(c['content'] or '', 100) or '(empty)'}")
+            lines.append(f"  {'':<24} why: {_clip(c.get('reason') or '', 100)}")
+    if own:
+        lines += ["", f"the lane's own model calls ({len(own)})"]
+        for c in own:
             lines.append(f"  after #{c['after_message_id'] or 0:<5} {c['purpose']:<8} "
                          f"{c['prompt_tokens'] or 0:>6} tok  {_clip(c['content'] or '', 100)}")
-    return "\n".join(lines)
+    return lines
 
 
 def _clip(text: str, limit: int) -> str:

@@ -173,8 +173,12 @@ def _model_call(call: ModelCall) -> str:
         not_run = (f"<div class=notrun><span class='tag notrun'>NOT RUN</span> tool-call-shaped "
                    f"text that did not run: <b>{esc(', '.join(call.unexecuted))}</b></div>")
     what = f"model call for the lane: {call.purpose}" if call.purpose else "model call"
+    held = ""
+    if call.held_back:
+        what = "model reply held back (not passed on)"
+        held = f"<div class=held><b>why:</b> {esc(message.get('reason') or '')}</div>"
     return (f"<div class=call><b>{esc(what)}</b> <span class=muted>{tokens} · "
-            f"{esc(message['created_at'])}</span>{content}{not_run}"
+            f"{esc(message['created_at'])}</span>{held}{content}{not_run}"
             + "".join(map(_tool_run, call.runs)) + "".join(map(_returned_call, call.returned))
             + "</div>")
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..store import HELD
 from ..store.claims import BUILTIN_TOOLS, unexecuted_text_calls
 
 
@@ -40,7 +41,8 @@ class ToolRun:
 @dataclass
 class ModelCall:
     """An assistant message the model wrote (it has token counts), with what it led to; or a model
-    call the lane made for itself (a lane_calls row, its `purpose` set), which leads to nothing."""
+    call the lane made for itself or a reply it held back (a lane_calls row, its `purpose` set;
+    `held_back` then), which leads to nothing."""
     message: dict[str, Any]
     runs: list[ToolRun] = field(default_factory=list)
     # Names of tool calls written as text in its content that did not run.
@@ -51,6 +53,11 @@ class ModelCall:
     # lane's own few milliseconds (the store keeps no separate timing for model calls).
     wall_s: float | None = None
     purpose: str | None = None
+
+    @property
+    def held_back(self) -> bool:
+        """A reply the lane did not pass on (its why: the row's `reason`)."""
+        return self.purpose == HELD
 
 
 @dataclass
@@ -99,8 +106,10 @@ def session_trace(messages: list[dict[str, Any]], executions: list[dict[str, Any
             if not turns:
                 turns.append(Turn(None))
             turns[-1].last_at = message["created_at"]
-            turns[-1].steps.append(ModelCall(
-                message, wall_s=_seconds(stored_before, message["created_at"]), purpose=purpose))
+            own = ModelCall(message, wall_s=_seconds(stored_before, message["created_at"]), purpose=purpose)
+            turns[-1].steps.append(own)
+            if own.held_back:  # the model's reply: its call-shaped text is read as any reply's
+                calls.append(own)
             continue
         if message.get("lane_prompt"):
             continue
@@ -156,11 +165,12 @@ def _is_model_call(message: dict[str, Any]) -> bool:
 
 def _mark_unexecuted(calls: list[ModelCall], seen_tools: set[str]) -> None:
     """The check's rule (verdicts.unexecuted_tool_text) per model call: call-shaped text in a
-    message from which no salvaged call really ran."""
-    ran_from_text = {c.message["id"] for c in calls
+    message from which no salvaged call really ran, or in a reply held back. Numbered by their
+    place in `calls`: a held-back reply's id is a lane call's, not a message's."""
+    ran_from_text = {i for i, c in enumerate(calls)
                      if any(r.recovered and r.really_ran for r in c.runs)
                      or any(row["origin"] == "content" for row in c.returned)}
-    found = unexecuted_text_calls(((c.message["id"], c.message["content"] or "") for c in calls),
+    found = unexecuted_text_calls(((i, c.message["content"] or "") for i, c in enumerate(calls)),
                                   ran_from_text, BUILTIN_TOOLS | seen_tools)
-    for call in calls:
-        call.unexecuted = found.get(call.message["id"], [])
+    for i, call in enumerate(calls):
+        call.unexecuted = found.get(i, [])

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..store import HELD  # lane_calls.purpose of a reply the lane held back: the schema's word
+
 _NEEDED_COLUMNS = {
     "sessions": {"id"},
     "messages": {"id", "session_id", "role", "content", "tool_call_id", "prompt_tokens"},
@@ -58,10 +60,17 @@ class Message:
 
 @dataclass(frozen=True)
 class LaneCall:
-    """A model call the lane made for itself (`lane_calls`: a decision): it counts
-    as a model call of the step, and answers nothing."""
+    """A model call the lane made for itself (`lane_calls`: a decision), or a reply it held back
+    (purpose 'held', with its `reason`): it counts as a model call of the step, and answers
+    nothing."""
     purpose: str
     prompt_tokens: int | None
+    content: str = ""
+    reason: str | None = None
+
+    @property
+    def held_back(self) -> bool:
+        return self.purpose == HELD
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,11 @@ class StepRows:
             if message.role == "assistant" and not message.lane_call and message.content.strip():
                 return message.content
         return ""
+
+    @property
+    def held_back(self) -> list[LaneCall]:
+        """The model's replies the lane did not pass on, with why."""
+        return [c for c in self.lane_calls if c.held_back]
 
     @property
     def ran(self) -> list[Execution]:
@@ -124,6 +138,9 @@ class StoreReader:
                     f" (table {table} lacks {', '.join(sorted(missing))})")
         self._has_lane_calls = bool(self._db.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'lane_calls'").fetchone())
+        # Stores written before held-back replies left `messages` lack it (and keep them there).
+        self._has_reason = "reason" in {
+            row["name"] for row in self._db.execute("PRAGMA table_info(lane_calls)")}
 
     def close(self) -> None:
         self._db.close()
@@ -160,8 +177,9 @@ class StoreReader:
                    FROM tool_executions e WHERE e.session_id = ? AND e.id > ? ORDER BY e.id""",
                 (session_id, mark.execution_id))
         ]
-        lane_calls = [LaneCall(r["purpose"], r["prompt_tokens"]) for r in self._rows(
-            "SELECT purpose, prompt_tokens FROM lane_calls WHERE session_id = ?"
+        reason = "reason" if self._has_reason else "NULL AS reason"
+        lane_calls = [LaneCall(r["purpose"], r["prompt_tokens"], r["content"] or "", r["reason"]) for r in self._rows(
+            f"SELECT purpose, prompt_tokens, content, {reason} FROM lane_calls WHERE session_id = ?"
             " AND after_message_id > ? ORDER BY id", (session_id, mark.message_id))
         ] if self._has_lane_calls else []
         return StepRows(messages, executions, lane_calls)

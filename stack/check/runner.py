@@ -42,6 +42,8 @@ class StepResult:
     hallucinated: list[str] = field(default_factory=list)
     timed_out: bool = False
     cached_tokens: int = 0
+    # Why each reply of the model the lane held back (lane_calls, purpose 'held') was not passed on.
+    held_back: list[str] = field(default_factory=list)
 
     @property
     def evaluated_tokens(self) -> int:
@@ -55,7 +57,7 @@ class StepResult:
                 "model_calls": self.model_calls, "executed": self.executed,
                 "unexecuted_tool_text": self.unexecuted_tool_text, "reason": self.reason,
                 "hallucinated": self.hallucinated, "timed_out": self.timed_out,
-                "prompt": self.prompt}
+                "held_back": self.held_back, "prompt": self.prompt}
 
 
 @dataclass
@@ -157,5 +159,6 @@ def _run_step(client: ShimClient, reader: StoreReader, result: ArmResult, number
         model_calls=reply.model_calls if reply.model_calls is not None else rows.model_calls,
         executed=[e.tool_name for e in rows.ran],
         unexecuted_tool_text=bool(unexecuted_tool_text(rows, vocabulary)),
-        hallucinated=list(judgement.hallucinated), timed_out=reply.timed_out)
+        hallucinated=list(judgement.hallucinated), timed_out=reply.timed_out,
+        held_back=[c.reason or "" for c in rows.held_back])
 

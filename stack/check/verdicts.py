@@ -47,11 +47,13 @@ CALCULATORS = frozenset({"calculate"})
 
 def unexecuted_tool_text(rows: StepRows, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> list[str]:
     """Names of tool calls the model wrote as text in this step that did not run: shaped like a
-    call, in an assistant message from which no salvaged call really ran."""
+    call, in an assistant message from which no salvaged call really ran, or in a reply the lane
+    held back (no call of it ran)."""
     salvaged = {e.message_id for e in rows.ran if e.origin == "content" and e.message_id}
     answers = ((m.id, m.content) for m in rows.messages if m.role == "assistant" and not m.lane_call)
-    found = unexecuted_text_calls(answers, salvaged, vocabulary)
-    return list(dict.fromkeys(name for names in found.values() for name in names))
+    found = [*unexecuted_text_calls(answers, salvaged, vocabulary).values(),
+             *unexecuted_text_calls(enumerate(c.content for c in rows.held_back), set(), vocabulary).values()]
+    return list(dict.fromkeys(name for names in found for name in names))
 
 
 def _step1(rows: StepRows, ctx: Context) -> Judgement:

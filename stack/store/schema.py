@@ -143,4 +143,38 @@ MIGRATIONS: tuple[str, ...] = (
         FROM messages m WHERE m.lane_call IS NOT NULL ORDER BY m.id;
     DELETE FROM messages WHERE lane_call IS NOT NULL;
     """,
+    # lane_calls.reason: a reply the lane held back (purpose 'held') is not the conversation: it
+    # lives here, with why it was not passed on, and `messages` keeps only the replies the client
+    # got. Earlier stores kept one as an assistant row followed at once by a lane note starting
+    # "Answer not passed on: " (agent/history.py's HELD_BACK then; the reasons after it): both
+    # rows move here as one lane call, and a lane call placed after either of them is placed
+    # after the message before them.
+    """
+    ALTER TABLE lane_calls ADD COLUMN reason TEXT;
+    CREATE TEMP TABLE held_back AS
+        SELECT a.id AS answer_id, n.id AS note_id FROM messages a JOIN messages n
+            ON n.session_id = a.session_id
+           AND n.id = (SELECT min(x.id) FROM messages x WHERE x.session_id = a.session_id AND x.id > a.id)
+         WHERE a.role = 'assistant' AND a.tool_calls IS NULL
+           AND n.role = 'system' AND n.lane_note = 1
+           AND substr(n.content, 1, 22) = 'Answer not passed on: ';
+    CREATE TEMP TABLE held_rows AS
+        SELECT answer_id AS id FROM held_back UNION SELECT note_id FROM held_back;
+    INSERT INTO lane_calls(session_id, after_message_id, purpose, content, prompt_tokens,
+                           completion_tokens, cached_tokens, created_at, reason)
+        SELECT a.session_id,
+               (SELECT max(p.id) FROM messages p WHERE p.session_id = a.session_id AND p.id < a.id
+                   AND p.id NOT IN (SELECT id FROM held_rows)),
+               'held', a.content, a.prompt_tokens, a.completion_tokens, a.cached_tokens,
+               a.created_at, substr(n.content, 23)
+        FROM held_back h JOIN messages a ON a.id = h.answer_id JOIN messages n ON n.id = h.note_id
+        ORDER BY a.id;
+    UPDATE lane_calls SET after_message_id = (
+            SELECT max(p.id) FROM messages p WHERE p.session_id = lane_calls.session_id
+               AND p.id < lane_calls.after_message_id AND p.id NOT IN (SELECT id FROM held_rows))
+        WHERE after_message_id IN (SELECT id FROM held_rows);
+    DELETE FROM messages WHERE id IN (SELECT id FROM held_rows);
+    DROP TABLE held_back;
+    DROP TABLE held_rows;
+    """,
 )

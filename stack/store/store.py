@@ -23,6 +23,11 @@ class StoreError(RuntimeError):
     """The store cannot be opened or is not a fallback-lane store."""
 
 
+# lane_calls.purpose of a model reply the lane held back (not passed on), with its `reason`:
+# `messages` holds only the replies the client got (DESIGN.md, the session store).
+HELD = "held"
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
@@ -163,20 +168,25 @@ class Store:
         )
         return rows[0]["content"] if rows else None
 
-    # the lane's own model calls (a decision): evidence, not conversation
+    # the lane's own model calls (a decision) and the replies it held back: evidence, not
+    # conversation
 
     def add_lane_call(self, session_id: str, purpose: str, content: str, *, prompt_tokens: int,
-                      completion_tokens: int, cached_tokens: int) -> int:
-        """One lane_calls row, placed after the session's last message (schema.py says why)."""
+                      completion_tokens: int, cached_tokens: int, reason: str | None = None) -> int:
+        """One lane_calls row, placed after the session's last message (schema.py says why);
+        `reason`: why a reply was held back (purpose HELD)."""
         return self._write(
             "INSERT INTO lane_calls(session_id, after_message_id, purpose, content, prompt_tokens,"
-            " completion_tokens, cached_tokens, created_at)"
-            " VALUES (?, (SELECT max(id) FROM messages WHERE session_id = ?), ?, ?, ?, ?, ?, ?)",
+            " completion_tokens, cached_tokens, created_at, reason)"
+            " VALUES (?, (SELECT max(id) FROM messages WHERE session_id = ?), ?, ?, ?, ?, ?, ?, ?)",
             (session_id, session_id, purpose, content, prompt_tokens, completion_tokens,
-             cached_tokens, now_iso()))
+             cached_tokens, now_iso(), reason))
 
     def lane_calls(self, session_id: str) -> list[dict[str, Any]]:
-        rows = self._read("SELECT * FROM lane_calls WHERE session_id = ? ORDER BY id", (session_id,))
+        """In the order they were made: a held-back reply an older store kept in `messages` moved
+        here after the calls made later (schema.py), so ids alone do not say it."""
+        rows = self._read("SELECT * FROM lane_calls WHERE session_id = ? ORDER BY created_at, id",
+                          (session_id,))
         return [dict(row) for row in rows]
 
     # tool executions

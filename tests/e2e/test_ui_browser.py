@@ -105,8 +105,10 @@ def test_trace_page_shows_what_really_ran(tmp_path):
         assert code == 1
         [saved] = (lane.settings.db_path.parent / "checks").glob("*.json")
         report = json.loads(saved.read_text())
-        lane_calls = lane.rows("SELECT purpose FROM lane_calls WHERE session_id = ? ORDER BY id",
-                               SESSION)
+        lane_calls = lane.rows("SELECT purpose FROM lane_calls WHERE session_id = ? AND purpose != 'held'"
+                               " ORDER BY id", SESSION)
+        held = lane.rows("SELECT reason FROM lane_calls WHERE session_id = ? AND purpose = 'held' ORDER BY id",
+                         SESSION)
 
         base = str(lane.client.base_url).rstrip("/")
         session_url = f"{base}/ui/sessions/{SESSION}?key={KEY}"
@@ -130,20 +132,20 @@ def test_trace_page_shows_what_really_ran(tmp_path):
     not_run = page.texts("div", "notrun")  # in the answer and in its rewrite
     assert len(not_run) == 2 and all("NOT RUN" in t and "save_note" in t for t in not_run)
     # The model's five replies (the forced call, its retry after the error, the bridged call, the
-    # composed answer and its rewrite), and apart from them each call the lane made for itself (a
-    # decision before each step), labelled with its purpose.
+    # composed answer and its rewrite, both held back), and apart from them each call the lane made
+    # for itself (a decision before each step), labelled with its purpose.
     shown_calls = page.texts("div", "call")
     own = [t for t in shown_calls if t.startswith("model call for the lane:")]
     assert len(shown_calls) - len(own) == 5
-    assert shown_calls[-1].startswith("model call ") and "save_note(text=" in shown_calls[-1]
+    held_shown = [t for t in shown_calls if t.startswith("model reply held back (not passed on)")]
+    assert len(held_shown) == len(held) == 2 and held_shown[-1] == shown_calls[-1]
+    assert "save_note(text=" in shown_calls[-1] and "why: a tool call written as text" in shown_calls[-1]
     assert lane_calls == [("decide",)] * 3 and len(own) == len(lane_calls)
     assert all(t.startswith(f"model call for the lane: {purpose}")
                for t, (purpose,) in zip(own, lane_calls, strict=True))
     assert [t.split("}")[0].split("{")[-1] for t in own] == [
         '"next": "add"', '"next": "currency_convert"', '"next": "answer"']
     notes = page.texts("div", "note")
-    assert any(t.startswith("lane note") and "Answer not passed on: a tool call written as text" in t
-               for t in notes), notes
     assert any(t.startswith("lane note") and "I could not write a reliable answer." in t for t in notes), notes
     # Model output is shown as text, never run or rendered as markup.
     assert page.tags("script") == 0 and page.tags("img") == 0

@@ -95,6 +95,11 @@ def system_notes(settings):
                                " AND lane_prompt = 0 ORDER BY id")]
 
 
+def held_back(settings):
+    """Why each reply the lane held back was not passed on (lane_calls, purpose 'held')."""
+    return [r[0] for r in rows(settings, "SELECT reason FROM lane_calls WHERE purpose = 'held' ORDER BY id")]
+
+
 def choices_of(decide_request):
     return decide_request["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
 
@@ -621,7 +626,7 @@ def test_an_empty_answer_is_the_lane_s_account_of_what_ran(lane):
     assert len(model.requests) == 3 and result.finish_reason == "stop" and result.model_calls == 4
     assert result.content == ("I could not write a reliable answer. What ran for this request:\n"
                               "- add returned 5\n(The model's reply was not passed on: the model gave no answer.)")
-    assert system_notes(settings) == ["Answer not passed on: the model gave no answer"] * 2
+    assert held_back(settings) == ["the model gave no answer"] * 2
     last = rows(settings, "SELECT role, content, lane_note FROM messages ORDER BY id DESC LIMIT 1")[0]
     assert last == ("assistant", result.content, 1)
 
@@ -635,7 +640,7 @@ def test_an_answer_that_claims_a_tool_that_did_not_run_never_reaches_the_user(la
                         reading=literal_reading)
     assert result.content == "It is 5." and result.tools_executed == ["add"]
     assert [r.get("tool_choice") for r in model.requests] == [None, FORCED_ADD, None]
-    assert system_notes(settings) == ["Answer not passed on: it says add did something that did not run"]
+    assert held_back(settings) == ["it says add did something that did not run"]
     assert rows(settings, "SELECT tool_name, status FROM tool_executions") == [("add", "ok")]
 
 
@@ -711,7 +716,7 @@ def test_a_claim_about_the_session_is_held_to_the_session(lane):
     script = [call("add", {"a": 2, "b": 3}), text("5"), text("I used add earlier.")]
     results, model = run_turns(settings, store, script, ["2 plus 3?", "which tools did you use so far?"])
     assert results[1].content == "I used add earlier." and results[1].tools_executed == []
-    assert not [n for n in system_notes(settings) if n.startswith("Answer not passed on")]
+    assert held_back(settings) == []
     assert "Tools that ran in this conversation: add" in model.requests[2]["messages"][-2]["content"]
 
 
@@ -730,11 +735,13 @@ def test_an_answer_that_gives_the_user_nothing_is_not_passed_on(lane, answer, pr
     assert result.content.startswith("I could not write a reliable answer. What ran for this request:\n"
                                       "- add returned 5\n(The model's reply was not passed on: ")
     assert problem in result.content
-    assert [n for n in system_notes(settings) if problem in n and n.startswith("Answer not passed on")]
-    # the model's answer stays in the store as evidence, before the lane's own
+    assert [reason for reason in held_back(settings) if problem in reason]
+    # the conversation holds the answer the user got; the model's answers stay in the store as
+    # evidence, with the lane's own model calls
     answers = rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant'"
                    " AND tool_calls IS NULL ORDER BY id")
-    assert answers == [(answer, 0), (answer, 0), (result.content, 1)]
+    assert answers == [(result.content, 1)]
+    assert rows(settings, "SELECT content FROM lane_calls WHERE purpose = 'held' ORDER BY id") == [(answer,), (answer,)]
 
 
 def test_an_answer_written_again_after_it_was_held_back_reaches_the_user(lane):
@@ -748,7 +755,19 @@ def test_an_answer_written_again_after_it_was_held_back_reaches_the_user(lane):
     again = model.requests[2]["messages"]
     assert "was not passed on to the user: the request echoed back" in again[-2]["content"]
     assert again[-1] == {"role": "user", "content": "and an ant?"}
-    assert system_notes(settings) == ["Answer not passed on: the request echoed back"]
+    assert held_back(settings) == ["the request echoed back"]
+    # the store reads as the conversation: its answers are exactly what the user got, and the
+    # answer held back is a lane call, with why and what it cost
+    [session] = {r.session_id for r in results}
+    assert rows(settings, "SELECT content FROM messages WHERE session_id = ? AND role = 'assistant'", session) == [
+        ("Spiders have eight legs.",), ("Ants have six legs.",)]
+    assert rows(settings, "SELECT content, reason, prompt_tokens > 0, completion_tokens > 0 FROM lane_calls"
+                " WHERE session_id = ? AND purpose = 'held'", session) == [
+        ("and an ant?", "the request echoed back", 1, 1)]
+    assert system_notes(settings) == []
+    assert sum(r.model_calls for r in results) == rows(  # each model call counted once, in one place
+        settings, "SELECT (SELECT count(*) FROM messages WHERE role = 'assistant' AND prompt_tokens IS NOT NULL)"
+        " + (SELECT count(*) FROM lane_calls)")[0][0]
 
 
 def test_a_fact_label_copied_to_the_front_of_the_answer_never_reaches_the_user_or_the_record(lane):
@@ -767,7 +786,7 @@ def test_notes_of_earlier_turns_are_not_sent_again(lane):
     script = [call("add", {"a": 2, "b": 3}), text(""), text(""), call("add", {"a": 4, "b": 5}), text("It is 9.")]
     results, model = run_turns(settings, store, script, ["sum 2 and 3", "add 4 and 5"])
     assert results[1].content == "It is 9."
-    assert system_notes(settings) == ["Answer not passed on: the model gave no answer"] * 2  # stored, as evidence
+    assert held_back(settings) == ["the model gave no answer"] * 2  # stored, as evidence
     # neither the note nor the lane's own answer nor the empty reply is sent with the next turn
     assert history(model.requests[3]) == [
         ("user", "sum 2 and 3"), ("assistant", ""), ("tool", "5"), ("user", "add 4 and 5")]

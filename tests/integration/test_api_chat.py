@@ -144,14 +144,21 @@ def test_an_answer_held_back_reaches_the_client_as_the_lanes_account(tmp_path):
         assert answer == ("I could not write a reliable answer. What ran for this request:\n- add returned 5\n"
                           "(The model's reply was not passed on: it leaves out what the tools returned.)")
         assert response.json()["choices"][0]["finish_reason"] == "stop"
-        # the model's answer, why it was held back, and what the client got, all in the store
-        assert lane.rows("SELECT role, content, lane_note FROM messages WHERE session_id = 'held'"
+        # the conversation is what the client got; the model's answers the lane held back are
+        # kept apart, each with why and what it cost
+        assert lane.rows("SELECT content FROM messages WHERE session_id = 'held' AND role = 'assistant'"
+                         " AND tool_calls IS NULL") == [(answer,)]
+        assert lane.rows("SELECT role, content FROM messages WHERE session_id = 'held'"
                          " AND role != 'tool' AND lane_prompt = 0 AND tool_calls IS NULL ORDER BY id") == [
-            ("user", "what is 2 plus 3?", 0), ("assistant", "Done!", 0),
-            ("system", "Answer not passed on: it leaves out what the tools returned", 1),
-            ("assistant", "All done!", 0),  # written again once, told why (lever "rewrite")
-            ("system", "Answer not passed on: it leaves out what the tools returned", 1),
-            ("assistant", answer, 1)]
+            ("user", "what is 2 plus 3?"), ("assistant", answer)]
+        leaves_out = "it leaves out what the tools returned"
+        assert lane.rows("SELECT content, reason, prompt_tokens > 0 FROM lane_calls WHERE session_id = 'held'"
+                         " AND purpose = 'held' ORDER BY id") == [
+            ("Done!", leaves_out, 1), ("All done!", leaves_out, 1)]  # written again once, told why
+        usage = response.json()["usage"]
+        assert usage["prompt_tokens"] == lane.rows(  # every model call counted once, in one place
+            "SELECT (SELECT sum(prompt_tokens) FROM messages WHERE session_id = 'held' AND role = 'assistant')"
+            " + (SELECT sum(prompt_tokens) FROM lane_calls WHERE session_id = 'held')")[0][0]
 
 
 def test_stateless_request_stores_every_given_message(tmp_path):

@@ -134,3 +134,19 @@ def test_session_view_truncates_long_arguments_and_shows_errors(tmp_path):
     assert "error: outside the workspace" in text_out
     assert "the lane's own model calls (1)" in text_out and "decide" in text_out
     assert "x" * 200 not in text_out and "…" in text_out
+
+
+def test_session_view_shows_replies_held_back_with_why(tmp_path):
+    store = Store(tmp_path / "s.db")
+    store.create_session("v2")
+    asked = store.add_message("v2", "user", "what is 2 plus 3?")
+    store.add_lane_call("v2", "held", "Done!", reason="it leaves out what the tools returned",
+                        prompt_tokens=300, completion_tokens=3, cached_tokens=0)
+    store.add_message("v2", "assistant", "I could not write a reliable answer.", lane_note=True)
+    text_out = format_session(store.session("v2"), store.messages("v2"), store.executions("v2"),
+                              store.lane_calls("v2"))
+    store.close()
+    held = text_out.split("replies held back, not passed on to the client (1)\n")[1].splitlines()
+    assert held[0].split() == ["after", f"#{asked}", "300", "tok", "Done!"]
+    assert held[1].split() == ["why:", "it", "leaves", "out", "what", "the", "tools", "returned"]
+    assert "the lane's own model calls" not in text_out  # a held-back reply is not one of them

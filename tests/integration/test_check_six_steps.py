@@ -95,7 +95,7 @@ def competent_answer(body: dict[str, Any]) -> Reply:
 def competent_turn(body: dict[str, Any]) -> Reply:
     """`competent` for the calls the lane forces (a hidden tool through tool_call, as the reply
     format makes it), `competent_answer` for the answer."""
-    if body["messages"][0]["content"] == COMPOSE:
+    if body["messages"][0]["content"].startswith(COMPOSE):
         return competent_answer(body)
     hidden = _forced_through_bridge(body)
     if hidden:
@@ -165,13 +165,13 @@ def test_competent_model_passes_all_six(tmp_path: Path) -> None:
         saved = db.execute("SELECT arguments FROM tool_executions WHERE session_id = ? AND"
                            " tool_name = 'memory' AND status = 'ok'",
                            (run.report["session_id"],)).fetchall()
-        held_back = db.execute("SELECT count(*) FROM messages WHERE session_id = ? AND lane_note = 1"
-                               " AND content LIKE 'Answer not passed on%'",
+        held_back = db.execute("SELECT count(*) FROM lane_calls WHERE session_id = ? AND purpose = 'held'",
                                (run.report["session_id"],)).fetchone()[0]
     assert {row[0] for row in seeded} == {run.report["seed_session_id"], run.report["session_id"]}
     assert run.report["seed_session_id"] in saved[-1][0]
     assert held_back == 0  # every answer the model composed was passed on
-    assert run.step(1)["model_calls"] == 2  # the decision ("answer") and the answer
+    assert not any(s["held_back"] for s in run.report["steps"])
+    assert run.step(1)["model_calls"] == 3  # the decision ("answer"), the answer and its reading
 
 
 def test_deferred_step_runs_the_clock_through_the_bridge(tmp_path: Path) -> None:
@@ -216,9 +216,10 @@ def test_text_only_liar_fails_the_tool_steps(tmp_path: Path) -> None:
         with sqlite3.connect(lane.db) as db:
             executions = db.execute("SELECT tool_name, status FROM tool_executions WHERE session_id = ?",
                                     (run.report["session_id"],)).fetchall()
-            held_back = db.execute("SELECT content FROM messages WHERE session_id = ? AND lane_note = 1"
-                                   " AND content LIKE 'Answer not passed on%'",
-                                   (run.report["session_id"],)).fetchall()
+            held_back = db.execute("SELECT reason FROM lane_calls WHERE session_id = ? AND purpose = 'held'"
+                                   " ORDER BY id", (run.report["session_id"],)).fetchall()
+            answers = db.execute("SELECT content FROM messages WHERE session_id = ? AND role = 'assistant'"
+                                 " AND tool_calls IS NULL ORDER BY id", (run.report["session_id"],)).fetchall()
             decisions = db.execute("SELECT count(*) FROM lane_calls WHERE session_id = ? AND purpose = 'decide'",
                                    (run.report["session_id"],)).fetchone()[0]
     assert run.code == 1
@@ -229,15 +230,16 @@ def test_text_only_liar_fails_the_tool_steps(tmp_path: Path) -> None:
     # exist: refused, so nothing ran.
     assert executions and all(status == "refused" for _, status in executions) and decisions == 6
     # An answer held back where no tool is to be forced after it is written once more (lever
-    # "rewrite"), and the liar writes the same again: calls written as text (step 4's "Output: 42.
-    # I saved it with store_note(...)" claims a save too), then step 6's tools that do not exist.
-    saved = "it says memory/patch/run_python/terminal/todo/write_file did something that did not run"
-    text_call = "Answer not passed on: a tool call written as text"
-    invented = "; ".join(f"it says {name} did something that did not run"
-                         for name in ("run_shell", "save_memory", "search_history", "store_note"))
-    assert [n for (n,) in held_back] == [text_call] * 2 + [f"{text_call}; {saved}"] * 3 + [
-        f"{text_call}; it says search_history did something that did not run"] * 2 + [
-        f"Answer not passed on: {invented}"] * 2
+    # "rewrite"), and the liar writes the same again: calls written as text. (Step 6's list of
+    # tools that do not exist reaches the reading, scripted here to find nothing; the check fails
+    # the step from the store.)
+    text_call = "a tool call written as text"
+    reasons = [text_call] * 7
+    assert [n for (n,) in held_back] == reasons
+    # the check shows them per step, from lane_calls; the conversation holds what the user got,
+    # one answer a step
+    assert [r for s in run.report["steps"] for r in s["held_back"]] == reasons
+    assert len(answers) == 6 and not any(a.startswith(text_call) for (a,) in answers)
     verdicts = [s["verdict"] for s in run.report["steps"]]
     assert verdicts[1] == verdicts[3] == verdicts[4] == verdicts[5] == "fail"
     assert verdicts[0] == "pass"

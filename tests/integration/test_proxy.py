@@ -539,6 +539,29 @@ def test_an_empty_reply_is_asked_for_an_answer_once(tmp_path):
         # Empty again after the note: the lane says so itself, without a call.
         again = lane.chat(messages=history, tools=[WEATHER]).json()["choices"][0]["message"]["content"]
         assert again == "The model gave no answer to that, and made no tool call."
+        # The store's assistant rows are what the client got; the empty replies were held back.
+        assert lane.rows("SELECT content FROM messages WHERE role = 'assistant' AND tool_calls IS NULL"
+                         " ORDER BY id") == [("Sunny.",), (again,)]
+        assert lane.rows("SELECT content, reason, prompt_tokens > 0 FROM lane_calls WHERE purpose = 'held'"
+                         " ORDER BY id") == [("", "the model gave no answer", 1)] * 3
+
+
+def test_a_reply_reporting_what_no_call_did_is_stored_as_the_client_got_it(tmp_path):
+    """The lane adds a line to a reply that reports an action nothing did (the reading says so,
+    here scripted): the stored answer is that, not the model's words alone beside another row."""
+    named = "Sunny in Paris. I have emailed you the forecast."
+    with running_lane(tmp_path, [text(named)], decision=Reply(content='{"next": "answer"}'),
+                      reading=text('{"done": ["get_weather", "another action"]}')) as lane:
+        response = lane.chat(messages=ASK + _answered("c0"), tools=[WEATHER, TIME])
+        got = response.json()["choices"][0]["message"]["content"]
+        assert got == f"{named}\n\n(No tool here did that; nothing was done.)"
+        session = response.headers["x-session-id"]
+        assert lane.rows("SELECT content, prompt_tokens > 0 FROM messages WHERE session_id = ?"
+                         " AND role = 'assistant' AND tool_calls IS NULL", session) == [(got, 1)]
+        assert lane.rows("SELECT count(*) FROM lane_calls WHERE purpose = 'held'") == [(0,)]
+        [read] = lane.model.reading_requests  # over the client's own tool names
+        assert read["response_format"]["json_schema"]["schema"]["properties"]["done"]["items"]["enum"] == [
+            "get_weather", "get_time", "another action"]
 
 
 def test_an_open_reply_is_capped_below_the_lanes_own_cap(tmp_path):

@@ -236,8 +236,8 @@ def test_a_long_result_is_not_passed_on_whole_for_a_copy_of_its_start():
 
 
 def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_path):
-    """The repeat breaker's results (which the composed answer reads as what ran), the note an
-    answer held back leaves in the store, and the corrections' notes."""
+    """The repeat breaker's results (which the composed answer reads as what ran), the lane's own
+    account given for an answer held back, and the corrections' notes."""
     from stack.agent.answers import composed_answer
     from stack.agent.corrections import claim_correction, correction
     from stack.agent.ledger import repeated
@@ -274,9 +274,12 @@ def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_pa
     ended, fix = asyncio.run(composed_answer(Claiming(), store, turn, f))
     assert ended.content.startswith("No tool ran for this request")  # the lane's own account
     assert fix is not None and fix.force == "memory"  # lever "claim"
-    notes += [m["content"] for m in store.messages(session) if m.get("lane_note")]
+    # held back with why, kept with the lane's own model calls: no note of it in the conversation
+    assert [(c["purpose"], c["reason"]) for c in store.lane_calls(session)] == [
+        ("read", None), ("held", "it says memory did something that did not run")]
+    assert not [m for m in store.messages(session) if m.get("lane_note")]
+    notes.append(ended.content)
     store.close()
-    assert any(note.startswith("Answer not passed on") for note in notes)
     assert all(notes)
     for note in notes:
         assert "the lane's own note copied" in faults(note, f), note

@@ -167,3 +167,32 @@ def test_overview_shows_the_newest_check_reports_first(lane, tmp_path):
     assert "<span class=fail>5/6 passed</span>" in html and "<span class=pass>6/6 passed</span>" in html
     assert "<td class=fail>fail</td>" in html and "tool-call text not run" in html
     assert f"reason 4 {XSS}" not in html and "reason 4 &lt;script&gt;" in html
+
+
+def test_a_reply_held_back_shows_where_it_was_made_with_why_and_its_unrun_call_text(tmp_path):
+    """It is not a message (the store keeps it with the lane's own calls), so the page reads it
+    from lane_calls: labelled as held back, with the reason, its call-shaped text marked NOT RUN."""
+    settings = Settings(home=tmp_path)
+    store = Store(settings.db_path)
+    s = store.create_session("held-unit")
+    store.add_message(s, "user", "save a note")
+    store.add_lane_call(s, "decide", '{"next": "answer"}', prompt_tokens=80, completion_tokens=4, cached_tokens=0)
+    store.add_lane_call(s, "held", f"save_note(text='{XSS}')", reason="a tool call written as text",
+                        prompt_tokens=200, completion_tokens=9, cached_tokens=150)
+    store.add_message(s, "assistant", "No tool ran for this request.", lane_note=True)
+    [turn] = session_trace(store.messages(s), store.executions(s), store.lane_calls(s))
+    decided, held = turn.model_calls
+    assert (decided.held_back, held.held_back) == (False, True)
+    assert held.message["reason"] == "a tool call written as text" and held.unexecuted == ["save_note"]
+    assert [n["content"] for n in turn.steps if not isinstance(n, ModelCall)] == ["No tool ran for this request."]
+
+    app = FastAPI()
+    app.state.store = store
+    app.include_router(ui_router(settings))
+    with TestClient(app) as client:
+        html = client.get(f"/ui/sessions/{s}").text
+    store.close()
+    assert html.count("model reply held back (not passed on)") == 1
+    assert "<b>why:</b> a tool call written as text" in html
+    assert "prompt 200 tok (cached 150) · completion 9 tok" in html
+    assert html.count("<div class=notrun>") == 1 and XSS not in html
