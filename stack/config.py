@@ -62,6 +62,12 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8642
     api_key: str | None = None
+    # The host names the shim answers to besides 127.0.0.1, localhost, [::1] and `host` (a
+    # request for any other Host is refused: DNS rebinding), e.g. a container's service name or a
+    # reverse proxy's name; "*" turns the Host check off. A browser page may call the shim from
+    # http(s)://one of these hosts (any port) or from one of `allowed_origins`, never from elsewhere.
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
     max_body_bytes: int = 4 * 1024 * 1024
 
     tool_search: str = "on"
@@ -151,6 +157,8 @@ _ENV_NAMES = {
     "LANE_HOST": "host",
     "LANE_PORT": "port",
     "LANE_API_KEY": "api_key",
+    "LANE_ALLOWED_HOSTS": "allowed_hosts",
+    "LANE_ALLOWED_ORIGINS": "allowed_origins",
     "LANE_TOOL_SEARCH": "tool_search",
     "LANE_TOOL_EXAMPLES": "tool_examples",
     "LANE_CONTEXT_TOKENS": "context_tokens",
@@ -238,7 +246,7 @@ def _coerce(raw: dict[str, Any]) -> Settings:
 
 def _convert(key: str, value: Any, default: Any) -> Any:
     try:
-        if key in ("core_tools", "tools_subset"):
+        if key in ("core_tools", "tools_subset", "allowed_hosts", "allowed_origins"):
             return _name_list(value)
         if key in ("home", "db"):
             return Path(str(value)).expanduser()

@@ -26,6 +26,7 @@ SSE_KEEPALIVE = ": keep-alive\n\n"
 WARM_ROUTE = "/lane/warm"
 
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _NOT_BRACKET = bytes(sorted(set(range(256)) - set(b"[]{}")))
 _BRACKET_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
@@ -101,7 +102,59 @@ def load_object(body: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise bad_request(f"request body must be a JSON object, not {kind_of(data)}",
                           "invalid_json")
+    if _may_hold_surrogates(body) and not _encodes(data):
+        where = _unencodable_at(data, "")
+        raise bad_request(f"{where} holds text that is not valid Unicode (a lone surrogate such "
+                          "as \\ud800), which the lane can neither store nor show to a model",
+                          "invalid_text")
     return data
+
+
+def _may_hold_surrogates(body: bytes) -> bool:
+    """Whether json.loads may have made a lone surrogate of `body`: from a \\uD800-\\uDFFF
+    escape, or from bytes that are not strict UTF-8 (it decodes with surrogatepass). One C-speed
+    pass, so the usual body skips the checks below."""
+    if _SURROGATE_ESCAPE.search(body):
+        return True
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _encodes(data: dict[str, Any]) -> bool:
+    """Whether all of `data` can be written as UTF-8 (at C speed: a paired surrogate escape, as
+    ensure_ascii clients send every emoji, is common and fine)."""
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _unencodable_at(value: Any, where: str) -> str | None:
+    """Where a string (or key) in a parsed JSON value cannot be written as UTF-8, as
+    `messages[0].content`; None when all can. Walked only when `_encodes` says one can't."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            name = key.encode("utf-8", "backslashreplace").decode()  # the message must encode
+            at = f"{where}.{name}" if where else name
+            found = _unencodable_at(key, at) or _unencodable_at(item, at)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _unencodable_at(item, f"{where}[{index}]")
+            if found:
+                return found
+    return None
 
 
 def json_depth(body: bytes) -> int:

@@ -36,7 +36,7 @@ from .chat_request import (
     session_id_from,
 )
 from .errors import CatchAll, install_handlers
-from .guards import BearerAuth, BodyLimit
+from .guards import BearerAuth, BodyLimit, HostAndOrigin, JsonBodies
 from .responses import completion, models_list
 from .turns import ClientGone, TurnRunner, upstream_error
 from .ui import ui_router
@@ -60,12 +60,16 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
 
 
 def _install_guards(app: FastAPI, settings: Settings) -> None:
-    """Error shapes, then the middleware; the last added runs first: key, body limit, catch-all."""
+    """Error shapes, then the middleware; the last added runs first: Host and Origin, body limit
+    (before the key: the trace page's gate reads its login form), key, JSON body, catch-all."""
     install_handlers(app)
     app.add_middleware(CatchAll)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(JsonBodies)
     if settings.api_key:
         app.add_middleware(BearerAuth, api_key=settings.api_key)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(HostAndOrigin, host=settings.host, allowed_hosts=settings.allowed_hosts,
+                       allowed_origins=settings.allowed_origins)
 
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
@@ -149,8 +153,11 @@ async def chat_completions(request: Request) -> Response:
     settings: Settings = request.app.state.settings
     given_id = session_id_from(request.headers)
     profile = profile_from(request.headers)
-    chat = parse_chat_request(await request.body(), max_tokens_cap=settings.max_tokens,
-                              max_tools=settings.proxy_max_tools)
+    # Beside the event loop: checking a client's tool schemas costs about a millisecond per
+    # property (seconds for a large catalog), and /health and other clients must not wait for it.
+    chat = await asyncio.to_thread(parse_chat_request, await request.body(),
+                                   max_tokens_cap=settings.max_tokens,
+                                   max_tools=settings.proxy_max_tools)
     if chat.proxy is not None:  # the client owns the tools and its messages are the conversation
         session_id, new_messages = continued_session(request.app.state.store, given_id, chat.messages)
     elif given_id is not None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from ..agent.proxy import ProxyRequest, ToolChoice, unanswerable_results
-from ..tools.validation import schema_problem
+from ..tools.validation import outside_reference, schema_problem
 from ..toolsearch.surface import PROFILES, Profile
 from ..wire import (
     bad_request,
@@ -25,7 +25,10 @@ from ..wire import (
     text_content,
 )
 
-ROLES = ("system", "user", "assistant", "tool")
+ROLES = ("system", "developer", "user", "assistant", "tool")
+# OpenAI's newer name for the system role ("developer-provided instructions that the model should
+# follow"); the lane's models know only `system`.
+ROLE_ALIASES = {"developer": "system"}
 SESSION_HEADERS = ("x-session-id", "x-hermes-session-id")
 _SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 # OpenAI allows a-z, A-Z, 0-9, _ and - (64 at most); dots and colons are accepted too (MCP-style
@@ -96,15 +99,20 @@ def _client_tools(value: list[Any], limit: int) -> list[dict[str, Any]]:
             raise bad_request(f"{where}.function.description must be a string", "invalid_tools")
         tools.append({"type": "function", "function": {
             "name": name, "description": description or "",
-            "parameters": _parameters(function.get("parameters"), f"{where}.function.parameters")}})
+            "parameters": _parameters(function.get("parameters"), f"{where}.function.parameters",
+                                      name)}})
     return tools
 
 
-def _parameters(value: Any, where: str) -> dict[str, Any]:
+def _parameters(value: Any, where: str, name: str) -> dict[str, Any]:
     if value is None:
         return {"type": "object", "properties": {}}
     if not isinstance(value, dict):
         raise bad_request(f"{where} must be a JSON schema object, not {kind_of(value)}", "invalid_tools")
+    outside = outside_reference(value)
+    if outside:  # refused here, before anything runs: validation would never fetch it anyway
+        raise bad_request(f"{where} of tool {name!r} refers outside its schema at {outside}; only "
+                          "local references (#/...) are allowed", "invalid_tools")
     if value.get("type", "object") != "object":
         raise bad_request(f"{where} must describe an object (type: object), not {value.get('type')!r}",
                           "invalid_tools")
@@ -191,7 +199,7 @@ def _message(item: Any, where: str) -> dict[str, Any]:
     if not isinstance(role, str) or role not in ROLES:
         raise bad_request(f"{where}.role must be one of {', '.join(ROLES)}, not {role!r}",
                           "invalid_messages")
-    message: dict[str, Any] = {"role": role}
+    message: dict[str, Any] = {"role": ROLE_ALIASES.get(role, role)}
     tool_calls = item.get("tool_calls")
     if tool_calls is not None:
         if role != "assistant":

@@ -1,23 +1,39 @@
-"""Checks that run before any route: the bearer key and the body size limit.
+"""Checks that run before any route: who may knock (Host, Origin), the bearer key, and what a body
+must be (JSON, within the size limit).
 
-Both are plain ASGI middleware rather than FastAPI dependencies so that they also cover unknown
+All are plain ASGI middleware rather than FastAPI dependencies so that they also cover unknown
 paths and wrong methods, and so that an oversized body is refused while it is being read (a
 chunked body has no Content-Length to check up front).
+
+The keyless loopback default trusts whoever reaches 127.0.0.1, and a browser page from any site can
+reach it: through DNS rebinding (the attacker's name resolves to 127.0.0.1, so the page is
+"same-origin" with the lane and reads its answers) or with a cross-site "simple" request (a
+text/plain POST needs no CORS preflight; the page cannot read the answer, but the turn runs, terminal
+included). So the Host must name this lane, a browser's Origin must be an allowed one, and a body
+must be declared JSON, which a simple request cannot do. Local agents send no Origin and a loopback
+Host, and pass untouched.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from urllib.parse import urlsplit
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..wire import error_body
+from .asgi_body import replayed
 from .ui_auth import browser_gate, is_ui_path
 
-# Reachable without the key: a load balancer or `lane up` must be able to probe it.
+# Reachable without the key, and by any Host name: a load balancer or `lane up` must be able to
+# probe it (it tells nothing but up or down).
 OPEN_PATHS = frozenset({"/health"})
+# Always served, whatever is configured: a local client on this machine.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+ANY_HOST = "*"
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 async def send_error(send: Send, status: int, message: str, type: str, code: str,
@@ -30,6 +46,82 @@ async def send_error(send: Send, status: int, message: str, type: str, code: str
                     (b"content-length", str(len(body)).encode()), *headers],
     })
     await send({"type": "http.response.body", "body": body})
+
+
+def host_name(authority: str) -> str:
+    """The host of a Host header, an origin's authority or a setting, in one spelling to compare:
+    lower case, no port, no trailing dot, an IPv6 address in brackets."""
+    text = authority.strip().lower()
+    if text.startswith("["):
+        return text[:text.find("]") + 1] if "]" in text else text
+    if text.count(":") > 1:  # a bare IPv6 address, as LANE_HOST=::1 spells it
+        return f"[{text}]"
+    return text.partition(":")[0].rstrip(".")
+
+
+class HostAndOrigin:
+    """Refuses a request whose Host is not a name this lane serves (421) or whose Origin is a web
+    page this lane does not serve (403); /health is open to every Host, as to every key."""
+
+    def __init__(self, app: ASGIApp, host: str, allowed_hosts: Iterable[str],
+                 allowed_origins: Iterable[str]):
+        self.app = app
+        named = [host_name(name) for name in (*LOOPBACK_HOSTS, host, *allowed_hosts)]
+        self._any_host = ANY_HOST in named
+        self._hosts = frozenset(named) - {ANY_HOST}
+        self._origins = frozenset(origin.strip().lower().rstrip("/") for origin in allowed_origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        host = headers.get(b"host", b"").decode("latin-1")
+        if host and not self._any_host and host_name(host) not in self._hosts:
+            await send_error(send, 421, f"this lane does not serve the host {host_name(host)!r}; "
+                             "add it to LANE_ALLOWED_HOSTS to reach the lane by that name",
+                             "invalid_request_error", "host_not_allowed")
+            return
+        origin = headers.get(b"origin")
+        if origin is not None and not self._allows(origin.decode("latin-1"), host):
+            await send_error(send, 403, f"requests from the web page at {origin.decode('latin-1')!r} "
+                             "are not allowed; add its origin to LANE_ALLOWED_ORIGINS to allow them",
+                             "permission_error", "origin_not_allowed")
+            return
+        await self.app(scope, receive, send)
+
+    def _allows(self, origin: str, host: str) -> bool:
+        """The lane's own pages (same origin as the request), http(s) on a named host (any port),
+        or an origin listed as allowed; `null` (a sandboxed or file: page) never."""
+        text = origin.strip().lower().rstrip("/")
+        try:
+            parts = urlsplit(text)
+        except ValueError:
+            return False
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            return False
+        return (text in self._origins or host_name(parts.netloc) in self._hosts
+                or (bool(host) and parts.netloc == host.strip().lower()))
+
+
+class JsonBodies:
+    """A body sent to the API must be declared `application/json` (415 otherwise): a web page can
+    send text/plain or a form to any address without asking, but not JSON. The trace page's login
+    form (under /ui) is a form, and is let through."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] in BODY_METHODS \
+                and not is_ui_path(scope["path"]):
+            declared = dict(scope["headers"]).get(b"content-type", b"").decode("latin-1")
+            if declared.partition(";")[0].strip().lower() != "application/json":
+                await send_error(send, 415, "the request body must be JSON, sent with "
+                                 f"Content-Type: application/json (not {declared or 'none'!r})",
+                                 "invalid_request_error", "unsupported_media_type")
+                return
+        await self.app(scope, receive, send)
 
 
 class BearerAuth:
@@ -90,17 +182,7 @@ class BodyLimit:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replayed(b"".join(chunks), receive), send)
 
     async def _too_large(self, send: Send) -> None:
         await send_error(send, 413, f"request body is larger than {self.max_bytes} bytes",

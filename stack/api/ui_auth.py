@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, quote, urlencode
 from starlette.responses import RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .asgi_body import replayed
 from .ui_html import esc, page
 
 UI_PREFIX = "/ui"
@@ -46,7 +47,9 @@ async def browser_gate(app: ASGIApp, api_key: str, scope: Scope, receive: Receiv
     query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
     given = next((value for name, value in reversed(query) if name == KEY_PARAM), "")
     if scope["method"] == "POST":
-        form = parse_qsl((await _body(receive)).decode("utf-8", "replace"))
+        body = await _body(receive)
+        receive = replayed(body, receive)  # the page behind the gate reads the body again
+        form = parse_qsl(body.decode("utf-8", "replace"))
         given = next((value for name, value in reversed(form) if name == KEY_PARAM), "")
     token = ui_token(api_key)
     if given and hmac.compare_digest(given.encode(), api_key.encode()):

@@ -18,12 +18,20 @@ import re
 from typing import Any
 
 import jsonschema
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 
 from .base import ToolError, numbers_in, spells_a_number
 
 _INTEGER = re.compile(r"^[+-]?\d+$")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 _YEAR_FIRST_DATE = re.compile(r"^(\d{4})([-./])(\d{1,2})\2(\d{1,2})$")
+# What a schema's `$ref` may reach: the schema itself, nothing else. jsonschema's default fetches
+# any URI it meets (http, https, and through urlopen also file:), so a client's tool whose schema
+# refers to file:///etc/passwd would have the lane read that file into the error the model and the
+# store see. This registry holds no documents and retrieves none.
+_NOTHING_OUTSIDE: Registry[Any] = Registry()
+_REFERENCE_KEYS = ("$ref", "$dynamicRef")
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
@@ -54,8 +62,12 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 def validate_arguments(name: str, schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
     """The arguments, safely coerced, or ToolError with the schema, the error path and an example."""
     coerced = coerce(schema, arguments)
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(coerced), key=lambda e: list(e.absolute_path))
+    validator = jsonschema.Draft202012Validator(schema, registry=_NOTHING_OUTSIDE)
+    try:
+        errors = sorted(validator.iter_errors(coerced), key=lambda e: list(e.absolute_path))
+    except Unresolvable as exc:
+        raise ToolError(f"the schema of {name} refers to {exc.ref!r}, which is not inside it; "
+                        "the lane resolves only references within a schema") from None
     if not errors:
         return coerced
     first = errors[0]
@@ -75,6 +87,26 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     except jsonschema.SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         return f"at {where}: {exc.message}"
+    return None
+
+
+def outside_reference(schema: Any, where: str = "") -> str | None:
+    """Where `schema` holds a reference that is not local (`#...`), as `path: $ref 'value'`; None
+    when every reference stays inside it. Data keywords (enum, const, default) are searched too: a
+    stray "$ref" there costs the client a clear 400, missing a real one could cost a file."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            at = f"{where}/{key}"
+            if key in _REFERENCE_KEYS and isinstance(value, str) and not value.startswith("#"):
+                return f"{at}: {value!r}"
+            found = outside_reference(value, at)
+            if found:
+                return found
+    elif isinstance(schema, list):
+        for index, item in enumerate(schema):
+            found = outside_reference(item, f"{where}/{index}")
+            if found:
+                return found
     return None
 
 

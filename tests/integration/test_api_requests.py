@@ -133,6 +133,12 @@ CASES = [
      "invalid_json"),
     ("nesting past the depth limit in content", body(messages=[{"role": "user", "content": [
         {"type": "text", "text": "hi", "extra": NESTED_65}]}]), {}, 400, "invalid_json"),
+    ("lone surrogate in content", '{"messages": [{"role": "user", "content": "hi \\ud800"}]}', {},
+     400, "invalid_text"),
+    ("lone low surrogate in a key", '{"messages": [{"role": "user", "content": "hi"}], '
+     '"metadata": {"\\udc00": 1}}', {}, 400, "invalid_text"),
+    ("surrogate encoded as UTF-8 bytes", b'{"messages": [{"role": "user", "content": "\xed\xa0\x80"}]}',
+     {}, 400, "invalid_text"),
     # Proxy mode (a request with `tools`): the client's tool definitions and what refers to them.
     ("tool without a function", body(tools=[{"type": "function"}]), {}, 400, "invalid_tools"),
     ("tool of another type", body(tools=[{"type": "retrieval", "function": FUNCTION}]), {}, 400,
@@ -215,7 +221,8 @@ def test_chunked_body_over_the_limit_is_413(shim):
 def test_chunked_body_under_the_limit_is_read_whole(shim):
     client, _ = shim
     raw = json.dumps({"messages": []}).encode()
-    response = client.post("/v1/chat/completions", content=iter([raw[:5], raw[5:]]))
+    response = client.post("/v1/chat/completions", content=iter([raw[:5], raw[5:]]),
+                           headers={"Content-Type": "application/json"})
     assert_openai_error(response, 400, "invalid_messages")
 
 
@@ -241,7 +248,7 @@ def test_session_lookup_validates_the_id(shim):
 def test_upstream_down_is_502_and_health_is_503(shim):
     client, settings = shim
     response = client.post("/v1/chat/completions", content=body(),
-                           headers={"X-Session-Id": "down-1"})
+                           headers={"Content-Type": "application/json", "X-Session-Id": "down-1"})
     error = assert_openai_error(response, 502, "llm_unavailable")
     assert error["type"] == "upstream_error"
     assert response.headers["x-session-id"] == "down-1"

@@ -74,3 +74,17 @@ def test_example_requests_are_on_by_default_and_switch_off_in_yaml_or_environmen
     assert load_settings(environ={"LANE_HOME": "/x"}).examples_path == Path("/x/tool_examples.json")
     with pytest.raises(ConfigError, match="tool_examples"):
         load_settings(environ={"LANE_TOOL_EXAMPLES": "sometimes"})
+
+
+def test_allowed_hosts_and_origins_are_lists_from_yaml_or_environment(tmp_path):
+    assert load_settings(environ={}, config_path=None).allowed_hosts == ()
+    config = tmp_path / "lane.yaml"
+    config.write_text("allowed_hosts: [shim, lane.example.com]\n"
+                      "allowed_origins: https://app.example.com\n")
+    settings = load_settings(environ={"LANE_CONFIG": str(config)})
+    assert settings.allowed_hosts == ("shim", "lane.example.com")
+    assert settings.allowed_origins == ("https://app.example.com",)
+    settings = load_settings(environ={"LANE_CONFIG": str(config), "LANE_ALLOWED_HOSTS": "a, b",
+                                      "LANE_ALLOWED_ORIGINS": "http://x:3000,https://y"})
+    assert settings.allowed_hosts == ("a", "b")
+    assert settings.allowed_origins == ("http://x:3000", "https://y")

@@ -11,7 +11,12 @@ from stack.config import DEFAULT_CORE_TOOLS
 from stack.tools import clarify, files, memory, session_search, terminal, todo
 from stack.tools.base import ToolError
 from stack.tools.registry import builtin_tools
-from stack.tools.validation import example_arguments, validate_arguments, without_unasked_numbers
+from stack.tools.validation import (
+    example_arguments,
+    outside_reference,
+    validate_arguments,
+    without_unasked_numbers,
+)
 
 TOOLS = [tool for module in (memory, terminal, session_search, files, todo, clarify)
          for tool in module.TOOLS]
@@ -115,3 +120,33 @@ def test_required_numbers_and_other_values_are_never_left_out():
                                                "name": {"type": "string"}}, "required": ["n"]}
     arguments = {"n": 7, "flag": True, "name": "x"}
     assert without_unasked_numbers(schema, arguments, "do it", "") == arguments
+
+
+def test_a_reference_outside_the_schema_is_never_fetched(tmp_path):
+    """jsonschema's default would open the file (or URL) and show its contents in the error."""
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"type": "string", "enum": ["ORCHID-4821"]}))
+    schema = {"type": "object", "properties": {"city": {"$ref": secret.as_uri()}}}
+    with pytest.raises(ToolError) as raised:
+        validate_arguments("read_it", schema, {"city": "guess"})
+    assert "ORCHID-4821" not in str(raised.value)
+    assert secret.as_uri() in str(raised.value) and "read_it" in str(raised.value)
+
+
+def test_local_references_resolve():
+    schema = {"type": "object", "$defs": {"n": {"type": "integer"}},
+              "properties": {"a": {"$ref": "#/$defs/n"}}, "required": ["a"]}
+    assert validate_arguments("f", schema, {"a": 3}) == {"a": 3}
+    with pytest.raises(ToolError, match="at a"):
+        validate_arguments("f", schema, {"a": "three"})
+
+
+@pytest.mark.parametrize("schema, found", [
+    ({"properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"$ref": "#"}}}, None),
+    ({"properties": {"a": {"$ref": "file:///etc/passwd"}}}, "/properties/a/$ref: 'file:///etc/passwd'"),
+    ({"anyOf": [{"type": "null"}, {"$dynamicRef": "https://x/s"}]}, "/anyOf/1/$dynamicRef: 'https://x/s'"),
+    ({"$defs": {"a": {"$ref": "other.json#/a"}}}, "/$defs/a/$ref: 'other.json#/a'"),
+    ({"properties": {"$ref": {"type": "string"}}}, None),  # a property named $ref is no reference
+])
+def test_outside_reference_finds_any_reference_that_leaves_the_schema(schema, found):
+    assert outside_reference(schema) == found

@@ -14,7 +14,7 @@ KEY = "ui-secret-key"
 
 def shim(tmp_path, api_key):
     return TestClient(create_app(Settings(home=tmp_path, api_key=api_key), registry=Registry()),
-                      follow_redirects=False)
+                      base_url="http://127.0.0.1", follow_redirects=False)
 
 
 @pytest.fixture
