@@ -237,6 +237,13 @@ class Store:
                           " ORDER BY id DESC LIMIT 1", tuple(tool_call_ids))
         return str(rows[0]["session_id"]) if rows else None
 
+    def recorded_counts(self) -> tuple[dict[str, int], int]:
+        """(tool executions by status, calls returned to clients) over the whole store: what
+        `GET /metrics` reports as having run."""
+        rows = self._read("SELECT status, count(*) AS n FROM tool_executions GROUP BY status")
+        returned = self._read("SELECT count(*) AS n FROM returned_calls")
+        return {row["status"]: int(row["n"]) for row in rows}, int(returned[0]["n"])
+
     def add_client_result(self, session_id: str, tool_call_id: str, content: str | None,
                           tool_name: str | None) -> int:
         """The client's role=tool message, linked to the returned call it answers (if the lane
