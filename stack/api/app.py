@@ -32,6 +32,7 @@ from ..wire import ApiError
 from .chat_request import check_session_id, parse_chat_request, profile_from, session_id_from
 from .errors import CatchAll, install_handlers
 from .guards import BearerAuth, BodyLimit
+from .messages_api import AnthropicErrors, messages_routes
 from .metrics import Metrics, metrics_routes
 from .responses import ChatFormat, models_list
 from .serve import serve_turn
@@ -52,7 +53,9 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
     app.state.settings = settings
     app.state.metrics = Metrics()
     _install_guards(app, settings)
+    app.add_middleware(AnthropicErrors)  # outermost: it reshapes the guards' errors too
     app.include_router(routes)
+    app.include_router(messages_routes)
     app.include_router(metrics_routes)
     app.include_router(ui_router(settings))
     return app
