@@ -35,6 +35,7 @@ from .guards import BearerAuth, BodyLimit
 from .messages_api import AnthropicErrors, messages_routes
 from .metrics import Metrics, metrics_routes
 from .responses import ChatFormat, models_list
+from .responses_api import responses_routes
 from .serve import serve_turn
 from .turns import TurnRunner
 from .ui import ui_router
@@ -56,6 +57,7 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
     app.add_middleware(AnthropicErrors)  # outermost: it reshapes the guards' errors too
     app.include_router(routes)
     app.include_router(messages_routes)
+    app.include_router(responses_routes)
     app.include_router(metrics_routes)
     app.include_router(ui_router(settings))
     return app
