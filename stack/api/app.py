@@ -30,6 +30,7 @@ from ..toolsearch.catalog import build_catalog, example_book, warm_up
 from ..toolsearch.examples_writer import ExampleWriter
 from ..wire import ApiError
 from .chat_request import check_session_id, parse_chat_request, profile_from, session_id_from
+from .discovery import discovery_routes
 from .errors import CatchAll, install_handlers
 from .guards import BearerAuth, BodyLimit
 from .messages_api import AnthropicErrors, messages_routes
@@ -58,6 +59,7 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
     app.include_router(routes)
     app.include_router(messages_routes)
     app.include_router(responses_routes)
+    app.include_router(discovery_routes)
     app.include_router(metrics_routes)
     app.include_router(ui_router(settings))
     return app
