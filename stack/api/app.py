@@ -1,4 +1,5 @@
-"""The shim's FastAPI app: OpenAI-compatible chat completions backed by the agent loop.
+"""The shim's FastAPI app: OpenAI chat completions, Anthropic Messages and OpenAI Responses, all
+backed by one turn engine (api/serve.py), plus discovery, metrics, sessions and the trace page.
 
 `create_app` wires the long-lived parts in the lifespan (store, tool registry with its MCP servers,
 model client, agent) so that importing this module starts nothing. Tests inject a registry and a
@@ -15,30 +16,29 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, Response
 
 from ..agent.llm_client import LlmClient, LlmError
 from ..agent.loop import Agent
-from ..agent.proxy import ProxyLane, continued_session
+from ..agent.proxy import ProxyLane
 from ..agent.warmup import WarmUp, openings
 from ..config import Settings
-from ..store import Store, new_session_id
+from ..store import Store
 from ..tools.mcp_tools import open_lane_registry
 from ..tools.registry import Registry, describe_selection
 from ..toolsearch.catalog import build_catalog, example_book, warm_up
 from ..toolsearch.examples_writer import ExampleWriter
-from ..wire import ApiError, new_completion_id
-from .chat_request import (
-    check_session_id,
-    last_user_message,
-    parse_chat_request,
-    profile_from,
-    session_id_from,
-)
+from ..wire import ApiError
+from .chat_request import check_session_id, parse_chat_request, profile_from, session_id_from
+from .discovery import discovery_routes
 from .errors import CatchAll, install_handlers
 from .guards import BearerAuth, BodyLimit, HostAndOrigin, JsonBodies
-from .responses import completion, models_list
-from .turns import ClientGone, TurnRunner, upstream_error
+from .messages_api import AnthropicErrors, messages_routes
+from .metrics import Metrics, metrics_routes
+from .responses import ChatFormat, models_list
+from .responses_api import responses_routes
+from .serve import serve_turn
+from .turns import TurnRunner
 from .ui import ui_router
 
 log = logging.getLogger("lane.api")
@@ -53,8 +53,14 @@ def create_app(settings: Settings, *, registry: Registry | None = None,
     app = FastAPI(title="fallback-lane shim", docs_url=None, redoc_url=None, openapi_url=None,
                   lifespan=_lifespan(settings, registry, llm, keepalive_s))
     app.state.settings = settings
+    app.state.metrics = Metrics()
     _install_guards(app, settings)
+    app.add_middleware(AnthropicErrors)  # outermost: it reshapes the guards' errors too
     app.include_router(routes)
+    app.include_router(messages_routes)
+    app.include_router(responses_routes)
+    app.include_router(discovery_routes)
+    app.include_router(metrics_routes)
     app.include_router(ui_router(settings))
     return app
 
@@ -151,37 +157,14 @@ routes = APIRouter()
 @routes.post("/v1/chat/completions")
 async def chat_completions(request: Request) -> Response:
     settings: Settings = request.app.state.settings
-    given_id = session_id_from(request.headers)
-    profile = profile_from(request.headers)
-    # Beside the event loop: checking a client's tool schemas costs about a millisecond per
-    # property (seconds for a large catalog), and /health and other clients must not wait for it.
-    chat = await asyncio.to_thread(parse_chat_request, await request.body(),
-                                   max_tokens_cap=settings.max_tokens,
-                                   max_tools=settings.proxy_max_tools)
-    if chat.proxy is not None:  # the client owns the tools and its messages are the conversation
-        session_id, new_messages = continued_session(request.app.state.store, given_id, chat.messages)
-    elif given_id is not None:
-        session_id, new_messages = given_id, [last_user_message(chat.messages)]
-    else:
-        session_id, new_messages = new_session_id(), chat.messages
-    headers = {"X-Session-Id": session_id}
-    turns: TurnRunner = request.app.state.turns
-    task = turns.start(session_id, new_messages, chat, profile)
-    reply_id = new_completion_id()
-    if chat.stream:
-        return StreamingResponse(
-            turns.stream(task, request, reply_id), media_type="text/event-stream",
-            headers={**headers, "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-    try:
-        result = await turns.wait(task, request)
-    except ClientGone:
-        return Response(status_code=499)
-    except LlmError as exc:
-        error = upstream_error(exc)
-        error.headers = headers
-        raise error from exc
-    return JSONResponse(completion(result, id=reply_id), headers=headers)
+    with request.app.state.metrics.refusals("chat"):
+        given_id = session_id_from(request.headers)
+        profile = profile_from(request.headers)
+        # Beside the event loop: checking a client's tool schemas costs about a millisecond per
+        # property (seconds for a large catalog), and /health and other clients must not wait for it.
+        chat = await asyncio.to_thread(parse_chat_request, await request.body(),
+                                       max_tokens_cap=settings.max_tokens, max_tools=settings.proxy_max_tools)
+    return await serve_turn(request, "chat", chat, ChatFormat.new(), given_id=given_id, profile=profile)
 
 
 @routes.get("/v1/models")

@@ -47,7 +47,13 @@ class ChatRequest:
 
 
 def parse_chat_request(body: bytes, *, max_tokens_cap: int, max_tools: int = 4096) -> ChatRequest:
-    data = load_object(body)
+    return chat_request_from(load_object(body), max_tokens_cap=max_tokens_cap, max_tools=max_tools)
+
+
+def chat_request_from(data: dict[str, Any], *, max_tokens_cap: int, max_tools: int = 4096) -> ChatRequest:
+    """A chat-completions body, already a JSON object, checked into the one internal turn request:
+    the other wire formats (Anthropic Messages, OpenAI Responses) translate into this shape and
+    come here, so every API is held to the same rules."""
     check_field_types(data)
     temperature = data.get("temperature")
     if temperature is not None and not 0 <= temperature <= 2:

@@ -125,7 +125,8 @@ class JsonBodies:
 
 
 class BearerAuth:
-    """Requires `Authorization: Bearer KEY` on every path but /health when a key is configured."""
+    """Requires `Authorization: Bearer KEY` (or Anthropic's `x-api-key: KEY`) on every path but
+    /health when a key is configured."""
 
     def __init__(self, app: ASGIApp, api_key: str):
         self.app = app
@@ -136,8 +137,10 @@ class BearerAuth:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        given = dict(scope["headers"]).get(b"authorization", b"")
-        scheme, _, key = given.partition(b" ")
+        headers = dict(scope["headers"])
+        scheme, _, key = headers.get(b"authorization", b"").partition(b" ")
+        if scheme.lower() != b"bearer" and b"x-api-key" in headers:  # Anthropic's clients send this
+            scheme, key = b"bearer", headers[b"x-api-key"]
         # compare_digest on equal-shape inputs: the time taken says nothing about the key.
         presented = b"Bearer " + key.strip() if scheme.lower() == b"bearer" else b""
         if not hmac.compare_digest(presented, self._expected):

@@ -8,9 +8,10 @@ The shapes themselves are the wire module's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from ..wire import chunk_body, completion_body, usage
+from ..wire import SSE_DONE, SSE_KEEPALIVE, ApiError, chunk_body, completion_body, new_completion_id, sse, usage
 
 MODEL_ID = "fallback-lane"
 
@@ -51,6 +52,37 @@ def tool_call_deltas(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def chunk(id: str, delta: dict[str, Any], finish_reason: str | None = None,
           usage_block: dict[str, Any] | None = None) -> dict[str, Any]:
     return chunk_body(id, MODEL_ID, delta, finish_reason, usage_block=usage_block)
+
+
+@dataclass(frozen=True)
+class ChatFormat:
+    """OpenAI chat completions as a turn's reply (api/turns.py's ReplyFormat): the role chunk at
+    once, `: keep-alive` comments, the calls or the answer, a chunk with finish_reason and usage,
+    then [DONE]."""
+
+    id: str
+
+    @classmethod
+    def new(cls) -> "ChatFormat":
+        return cls(new_completion_id())
+
+    def body(self, result: Any) -> dict[str, Any]:
+        return completion(result, id=self.id)
+
+    def opening(self) -> list[str]:
+        return [sse(chunk(self.id, {"role": "assistant", "content": ""}))]
+
+    def keepalive(self) -> str:
+        return SSE_KEEPALIVE
+
+    def closing(self, result: Any) -> list[str]:
+        events = [sse(chunk(self.id, delta)) for delta in tool_call_deltas(getattr(result, "tool_calls", None) or [])]
+        if result.content:
+            events.append(sse(chunk(self.id, {"content": result.content})))
+        return [*events, sse(chunk(self.id, {}, finish_reason_of(result), usage_of(result))), SSE_DONE]
+
+    def failure(self, error: ApiError) -> list[str]:
+        return [sse(error.body), SSE_DONE]
 
 
 def models_list() -> dict[str, Any]:

@@ -14,7 +14,7 @@ import logging
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable, Protocol
 
 from starlette.requests import Request
 
@@ -25,10 +25,9 @@ from ..config import Settings
 from ..store import Store
 from ..toolsearch.examples_writer import ExampleWriter
 from ..toolsearch.surface import Profile
-from ..wire import SSE_DONE, SSE_KEEPALIVE, ApiError, sse
+from ..wire import ApiError
 from .chat_request import ChatRequest
 from .errors import INTERNAL
-from .responses import chunk, finish_reason_of, tool_call_deltas, usage_of
 
 log = logging.getLogger("lane.api")
 
@@ -38,6 +37,29 @@ DISCONNECT_POLL_S = 0.1
 
 class ClientGone(Exception):
     """The client disconnected before its turn ended; the turn was cancelled."""
+
+
+class ReplyFormat(Protocol):
+    """One wire format's reply to one turn (OpenAI chat completions, Anthropic Messages, OpenAI
+    Responses): the turn is the same, only its shape differs. Streamed replies are SSE text."""
+
+    def body(self, result: TurnResult) -> dict[str, Any]:
+        """The whole reply of a request that did not stream."""
+
+    def opening(self) -> list[str]:
+        """Sent as soon as the turn starts, before anything is known of it."""
+
+    def keepalive(self) -> str:
+        """Sent while the turn runs, so that proxies and clients do not time out."""
+
+    def closing(self, result: TurnResult) -> list[str]:
+        """The turn's reply, its finish and usage, and the end of the stream."""
+
+    def failure(self, error: ApiError) -> list[str]:
+        """A failure after the headers went out (status 200 already sent), and the end."""
+
+
+AfterTurn = Callable[[TurnResult], None]
 
 
 def upstream_error(exc: LlmError) -> ApiError:
@@ -68,31 +90,36 @@ class TurnRunner:
         return lock
 
     def start(self, session_id: str, new_messages: list[dict[str, Any]], chat: ChatRequest,
-              profile: Profile) -> asyncio.Task[TurnResult]:
-        task = asyncio.create_task(self._turn(session_id, new_messages, chat, profile))
+              profile: Profile, after: AfterTurn | None = None) -> asyncio.Task[TurnResult]:
+        """The turn as a task; `after` runs with its result while the session is still locked,
+        so what it records is there before the session's next turn can start."""
+        task = asyncio.create_task(self._turn(session_id, new_messages, chat, profile, after))
         # A cancelled or failed task nobody awaits must not log "exception never retrieved".
         task.add_done_callback(lambda done: done.cancelled() or done.exception())
         return task
 
     async def _turn(self, session_id: str, new_messages: list[dict[str, Any]],
-                    chat: ChatRequest, profile: Profile) -> TurnResult:
+                    chat: ChatRequest, profile: Profile, after: AfterTurn | None) -> TurnResult:
         quiet = self.examples.turn() if self.examples else contextlib.nullcontext()
         with quiet:
-            return await self._locked_turn(session_id, new_messages, chat, profile)
+            async with self._lock(session_id):
+                result = await self._locked_turn(session_id, new_messages, chat, profile)
+                if after is not None:
+                    after(result)
+                return result
 
     async def _locked_turn(self, session_id: str, new_messages: list[dict[str, Any]],
                            chat: ChatRequest, profile: Profile) -> TurnResult:
-        async with self._lock(session_id):
-            if chat.proxy is not None:
-                if self.proxy is None:
-                    raise RuntimeError("a request with tools reached a TurnRunner without a proxy lane")
-                self.store.create_session(session_id, source="proxy", title=_title(new_messages))
-                return await self.proxy.run_turn(session_id, new_messages, chat.proxy, profile)
-            self.store.create_session(session_id, source="api", title=_title(new_messages))
-            return await self.agent.run_turn(
-                session_id, new_messages, profile=profile, max_tokens=chat.max_tokens,
-                temperature=chat.temperature,
-            )
+        if chat.proxy is not None:
+            if self.proxy is None:
+                raise RuntimeError("a request with tools reached a TurnRunner without a proxy lane")
+            self.store.create_session(session_id, source="proxy", title=_title(new_messages))
+            return await self.proxy.run_turn(session_id, new_messages, chat.proxy, profile)
+        self.store.create_session(session_id, source="api", title=_title(new_messages))
+        return await self.agent.run_turn(
+            session_id, new_messages, profile=profile, max_tokens=chat.max_tokens,
+            temperature=chat.temperature,
+        )
 
     async def wait(self, task: asyncio.Task[TurnResult], request: Request) -> TurnResult:
         """The turn's result; ClientGone (and the turn cancelled) if the client left first."""
@@ -108,12 +135,13 @@ class TurnRunner:
             task.cancel()
 
     async def stream(self, task: asyncio.Task[TurnResult], request: Request,
-                     completion_id: str) -> AsyncIterator[str]:
-        """SSE for one turn: the role chunk at once, keep-alive comments while the turn runs, then
-        the answer, a chunk with finish_reason and usage, and [DONE]. Headers are already sent,
-        so a failure becomes an `error` event rather than a status code."""
+                     reply: ReplyFormat) -> AsyncIterator[str]:
+        """SSE for one turn in the client's format: the opening at once, keep-alives while the
+        turn runs, then the reply and its end. Headers are already sent, so a failure becomes the
+        format's error event rather than a status code."""
         try:
-            yield sse(chunk(completion_id, {"role": "assistant", "content": ""}))
+            for event in reply.opening():
+                yield event
             last_sent = time.monotonic()
             while not task.done():
                 await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
@@ -123,26 +151,19 @@ class TurnRunner:
                     log.info("streaming client left; cancelling its turn")
                     return
                 if time.monotonic() - last_sent >= self.keepalive_s:
-                    yield SSE_KEEPALIVE
+                    yield reply.keepalive()
                     last_sent = time.monotonic()
             try:
                 result = task.result()
             except (LlmError, ApiError) as exc:
-                error = upstream_error(exc) if isinstance(exc, LlmError) else exc
-                yield sse(error.body)
-                yield SSE_DONE
-                return
+                events = reply.failure(upstream_error(exc) if isinstance(exc, LlmError) else exc)
             except Exception:
                 log.exception("turn failed while streaming")
-                yield sse(INTERNAL.body)
-                yield SSE_DONE
-                return
-            for delta in tool_call_deltas(getattr(result, "tool_calls", None) or []):
-                yield sse(chunk(completion_id, delta))
-            if result.content:
-                yield sse(chunk(completion_id, {"content": result.content}))
-            yield sse(chunk(completion_id, {}, finish_reason_of(result), usage_of(result)))
-            yield SSE_DONE
+                events = reply.failure(INTERNAL)
+            else:
+                events = reply.closing(result)
+            for event in events:
+                yield event
         finally:
             task.cancel()
 

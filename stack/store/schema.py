@@ -177,4 +177,18 @@ MIGRATIONS: tuple[str, ...] = (
     DROP TABLE held_back;
     DROP TABLE held_rows;
     """,
+    # responses: the OpenAI Responses API's response ids (`resp_…`), each with the session its turn
+    # ran in and the client's conversation as it stood after it (chat-shaped messages: the
+    # request's input, earlier responses' conversations included, and this response's output;
+    # never the request's `instructions`, which OpenAI does not carry over). A request naming it
+    # as `previous_response_id` continues that session with that conversation. A request with
+    # `store: false` writes no row here; its turn is recorded like any other.
+    """
+    CREATE TABLE responses(
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        conversation TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    """,
 )

@@ -247,6 +247,24 @@ class Store:
                           " ORDER BY id DESC LIMIT 1", tuple(tool_call_ids))
         return str(rows[0]["session_id"]) if rows else None
 
+    # OpenAI Responses API ids (api/responses_api.py)
+
+    def add_response(self, response_id: str, session_id: str, conversation: list[dict[str, Any]]) -> None:
+        self._write("INSERT INTO responses(id, session_id, conversation, created_at) VALUES (?, ?, ?, ?)",
+                    (response_id, session_id, json.dumps(conversation, ensure_ascii=False), now_iso()))
+
+    def response(self, response_id: str) -> tuple[str, list[dict[str, Any]]] | None:
+        """(session id, conversation) of a stored response; None when there is none by that id."""
+        rows = self._read("SELECT session_id, conversation FROM responses WHERE id = ?", (response_id,))
+        return (str(rows[0]["session_id"]), json.loads(rows[0]["conversation"])) if rows else None
+
+    def recorded_counts(self) -> tuple[dict[str, int], int]:
+        """(tool executions by status, calls returned to clients) over the whole store: what
+        `GET /metrics` reports as having run."""
+        rows = self._read("SELECT status, count(*) AS n FROM tool_executions GROUP BY status")
+        returned = self._read("SELECT count(*) AS n FROM returned_calls")
+        return {row["status"]: int(row["n"]) for row in rows}, int(returned[0]["n"])
+
     def add_client_result(self, session_id: str, tool_call_id: str, content: str | None,
                           tool_name: str | None) -> int:
         """The client's role=tool message, linked to the returned call it answers (if the lane

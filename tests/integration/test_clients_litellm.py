@@ -238,3 +238,31 @@ def test_router_fallback_with_tools_completes_a_two_call_task(tmp_path, failure)
         assert lane.rows("SELECT tool_name, result FROM returned_calls ORDER BY id") == [
             ("get_weather", "sunny"), ("get_time", "12:00")]
         assert lane.rows("SELECT count(*) FROM tool_executions") == [(0,)]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_anthropic_route_pointed_at_the_lane_completes_a_tool_task(tmp_path, stream):
+    """LiteLLM's Anthropic provider (`anthropic/<model>`, `api_base` the shim's root) speaks the
+    Messages API to the lane: OpenAI-shaped tools and results in, Anthropic's blocks on the wire."""
+    script = [call("get_weather", {"city": "Paris"}), text("Sunny in Paris.")]
+    with running_lane(tmp_path, script, api_key=KEY) as lane:
+        options = {"model": "anthropic/claude-fallback", "api_base": str(lane.client.base_url), "api_key": KEY,
+                   "max_tokens": 256, "tools": WEATHER_TOOLS[:1]}
+        messages: list = [{"role": "user", "content": "Weather in Paris?"}]
+        for _ in range(3):
+            reply = litellm.completion(messages=messages, stream=stream, **options)
+            if stream:
+                reply = litellm.stream_chunk_builder(list(reply), messages=messages)
+            message = reply.choices[0].message
+            if not message.tool_calls:
+                break
+            calls = [{"id": c.id, "type": "function",
+                      "function": {"name": c.function.name, "arguments": c.function.arguments}}
+                     for c in message.tool_calls]
+            messages += [{"role": "assistant", "content": None, "tool_calls": calls},
+                         *({"role": "tool", "tool_call_id": c["id"], "content": "sunny"} for c in calls)]
+
+        assert message.content == "Sunny in Paris."
+        assert lane.rows("SELECT source FROM sessions") == [("proxy",)]
+        assert lane.rows("SELECT tool_name, arguments, result FROM returned_calls") == [
+            ("get_weather", '{"city": "Paris"}', "sunny")]
