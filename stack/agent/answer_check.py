@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Collection, Sequence
 
+from ..store.claims import text_tool_calls
 from ..tools.base import plain_words, says_nothing
 from ..tools.execute import Outcome
 from .ledger import preview
@@ -39,9 +40,6 @@ FACT_LABELS = ("the assistant answered:", "the assistant said:", "the user said:
                "assistant:")
 # The first line the terminal and run_python put before their output: not what they returned.
 EXIT_CODE = "exit code:"
-CALL_KEYS = ("name", "tool", "tool_name", "function")
-ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "params")
-CALL_TAGS = ("<tool_call>", "</tool_call>", "<function=", "[TOOL_CALLS]", "<|python_tag|>")
 
 
 @dataclass(frozen=True)
@@ -75,7 +73,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
     if any(words in text for words in LANE_WORDS) or _fact_label(text) is not None:
         problems.append("the lane's own note copied")
-    if call_shaped(text):
+    if call_shaped(text, frozenset(facts.offered)):
         problems.append("a tool call written as text")
     if facts.results and not carries(text, facts.to_carry or facts.results, facts.earlier, facts.ran_in_turn,
                                      facts.user_said):
@@ -86,16 +84,15 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     return problems
 
 
-def call_shaped(text: str) -> bool:
-    """Whether the text holds a tool call written as text: a call tag, or a JSON object naming a
-    function with its arguments (what every chat template's call looks like)."""
-    if any(tag in text for tag in CALL_TAGS):
+def call_shaped(text: str, vocabulary: frozenset[str] = frozenset()) -> bool:
+    """Whether the text holds a tool call written as text: a call tag, a JSON object naming a
+    function with its arguments, or a call expression of a tool-like name (store/claims.py: the
+    one reader of call syntax, shared with the check and the trace page), or a reply that is a
+    JSON object naming something (a call with its arguments flattened)."""
+    if text_tool_calls(text, vocabulary):
         return True
-    values = json_values(text)
-    if text.startswith("{") and values and isinstance(values[0], dict) and isinstance(values[0].get("name"), str):
-        return True  # a reply that is an object naming something: a call with its arguments flattened
-    return any(isinstance(value, dict) and any(isinstance(value.get(k), str) for k in CALL_KEYS)
-               and any(k in value for k in ARGUMENT_KEYS) for value in values)
+    values = json_values(text) if text.startswith("{") else []
+    return bool(values) and isinstance(values[0], dict) and isinstance(values[0].get("name"), str)
 
 
 def carries(text: str, results: tuple[str, ...], earlier: str = "", tools: Collection[str] = (),

@@ -455,7 +455,7 @@ class ProxyLane:
             if fix is not None and self._note(turn, fix, force=fix.force if fix.force in vocabulary else None,
                                               held=(reply, UNMADE_CALL)):  # a hidden tool too (forced_to)
                 return
-        if call_shaped(content):
+        if call_shaped(content, vocabulary):
             why = "a tool call written as text"
             if self._note(turn, Correction("That was not a valid tool call, so nothing ran. Make the call as a "
                                            "tool call, or answer in words.", None, "call-shaped"),

@@ -1,9 +1,10 @@
 """The first answer is fast: the shim has the llm service hold its stable prefixes before it
 reports healthy.
 
-Every turn's model calls begin with one of three fixed prefixes: the decision's question, the
+Every turn's model calls begin with one of four fixed prefixes: the decision's question, the
 lane's system prompt with the tools block of the default profile (the forced calls; the memory
-snapshot comes after them, in a message of its own), and the answer's instruction. On two laptop
+snapshot comes after them, in a message of its own), the answer's instruction and the reading of
+an answer. On two laptop
 cores the tools block alone costs 30 s or more to evaluate; evaluated at start (or restored from
 the llm service's disk on a restart, stack/llm/prefix_state.py), they cost a user's first request
 nothing. The decision's goes last, so that the context holds it when the first request comes.
@@ -23,10 +24,11 @@ from typing import Any, Callable, Literal
 from ..config import Settings
 from ..tools.registry import Registry
 from ..toolsearch.surface import assemble
-from .answers import decision_tools
+from .answers import decision_tools, granted
 from .decide import decide_opening
 from .llm_client import LlmClient, LlmError, LlmNotReady
-from .prompt import COMPOSE, system_prompt
+from .prompt import compose_instruction, system_prompt
+from .reading import reader_messages, shortlist
 
 log = logging.getLogger("lane.warmup")
 
@@ -47,13 +49,15 @@ class Opening:
 def openings(settings: Settings, registry: Registry) -> list[Opening]:
     """What the default profile's calls begin with, in the order to warm them (the decision's
     last, as every turn begins with it, so the context holds it when the first request comes):
-    the answer's instruction, the agent's system prompt with the tools block (its calls), and
-    the decision's question."""
+    the answer's instruction with what the granted tools do, the reading of an answer, the
+    agent's system prompt with the tools block (its calls), and the decision's question."""
     toolset = assemble(registry, settings, profile="search")
     agent = [{"role": "system", "content": system_prompt(bridged=toolset.bridged)}]
     decide = decide_opening(decision_tools(toolset), set(toolset.catalog.tools))
-    compose = [{"role": "system", "content": COMPOSE}]
-    return [Opening("compose", compose, []), Opening("agent", agent, toolset.offered),
+    tools = granted(toolset)
+    compose = [{"role": "system", "content": compose_instruction(tools)}]
+    read = reader_messages("", "", shortlist(tools, set()))[:1]
+    return [Opening("compose", compose, []), Opening("read", read, []), Opening("agent", agent, toolset.offered),
             Opening("decide", decide, [])]
 
 

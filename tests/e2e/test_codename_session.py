@@ -72,7 +72,8 @@ def test_remember_then_recall_the_codename(tmp_path, form, origin):
     assert compose_facts(saved) is not None and compose_facts(answered) is not None
     # the later session's decision and answer read the kept note, which is why no tool was needed
     assert f"Project codename: {CODENAME}" in model.decide_requests[1]["messages"][-1]["content"]
-    assert compose_facts(answered).startswith(f"Notes the user asked you to keep:\n- Project codename: {CODENAME}")
+    # after the date and this computer (situation.py), the notes
+    assert f"\n\nNotes the user asked you to keep:\n- Project codename: {CODENAME}" in compose_facts(answered)
 
     with sqlite3.connect(settings.db_path) as db:
         executions = db.execute(
@@ -120,5 +121,5 @@ def test_a_memory_write_leaves_the_next_requests_prefix_unchanged(tmp_path):
     assert CODENAME in model.decide_requests[-1]["messages"][-1]["content"]  # saved in turn one
     for answer in (first_answer, later_answer):
         assert answer["messages"][0] == first_answer["messages"][0]
-        assert compose_facts(answer).startswith(kept)
+        assert f"\n\n{kept}" in compose_facts(answer)
     assert CODENAME in compose_facts(first_answer) and CODENAME in compose_facts(later_answer)

@@ -45,7 +45,7 @@ def test_plain_completion_runs_the_tool_and_reports_usage(tmp_path):
         assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (prompt, completion)
         assert reply.usage.prompt_tokens_details.cached_tokens == 0
         assert reply.usage.model_extra["lane"]["tools_executed"] == ["add"]
-        assert reply.usage.model_extra["lane"]["model_calls"] == 3  # decision, call, answer
+        assert reply.usage.model_extra["lane"]["model_calls"] == 4  # decision, call, answer, its reading
         assert lane.rows("SELECT tool_name, status FROM tool_executions WHERE session_id = ?",
                          session) == [("add", "ok")]
 

@@ -96,8 +96,10 @@ def test_not_healthy_until_warm_and_the_warmed_prefix_is_what_the_first_call_sen
                              json={"messages": [{"role": "user", "content": "add 1 and 2"}]})
         assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"] == "It is 3."
     # the decision's goes last, so the context holds it when the first request comes
-    compose, agent, decide = model.warm_bodies
+    compose, read, agent, decide = model.warm_bodies
     decision, = model.decide_requests
+    reading, = model.reading_requests  # the answer's reading begins with what was warmed
+    assert reading["messages"][: len(read["messages"])] == read["messages"]
     assert decision["messages"][: len(decide["messages"])] == decide["messages"] and "tools" not in decide
     forced, composed = model.requests
     assert forced["tool_choice"] == {"type": "function", "function": {"name": "add"}}
@@ -106,7 +108,7 @@ def test_not_healthy_until_warm_and_the_warmed_prefix_is_what_the_first_call_sen
     assert {t["function"]["name"] for t in agent["tools"]} >= {"add", "tool_search", "tool_call"}
     assert composed["messages"][: len(compose["messages"])] == compose["messages"]
     assert not composed.get("tools") and "tools" not in compose
-    assert len({json.dumps(body["messages"][0]) for body in model.warm_bodies}) == 3
+    assert len({json.dumps(body["messages"][0]) for body in model.warm_bodies}) == 4
 
 
 def test_a_prefix_the_llm_refuses_leaves_the_lane_healthy_unwarmed(tmp_path: Path) -> None:
