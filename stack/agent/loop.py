@@ -13,26 +13,21 @@ at most the call in flight, and the store is always the truth about what ran.
 from __future__ import annotations
 
 import asyncio
-import json
-from dataclasses import replace
 from typing import Any
 
 from ..config import Settings
 from ..store import Store
-from ..token_estimate import estimate_tokens
-from ..tools.base import ToolContext, ToolError
-from ..tools.execute import Outcome, unmet_precondition
+from ..tools.base import ToolContext
+from ..tools.execute import Outcome
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
-from ..tools.validation import parse_arguments, without_unasked_numbers
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .answer_check import fallback_answer
 from .answers import composed_answer, decided_tool, facts_of, fitting_tool
-from .corrections import named_in
-from .history import conversation, said
+from .asked import as_asked, names_an_offered_tool, request_messages, said_in, text_of, unasked
 from .ledger import MODEL_CALL_BUDGET, Correction, repeated
 from .llm_client import LlmClient, ModelReply
-from .prompt import memory_note, promoted_tools_note, system_prompt
+from .prompt import promoted_tools_note
 from .toolcalls import ToolCall, as_spelled, calls_in, forced, stored
 from .turn import FORCED_CALL_MAX_TOKENS, Turn, TurnEnded, TurnResult, count
 
@@ -62,7 +57,8 @@ class Agent:
                 forced_tool, reply = turn.force, await self._ask(turn, toolset)
                 calls = [as_spelled(call, turn.query)
                          for call in calls_in(reply.content, reply.tool_calls, toolset.parameters_of)]
-                message_id = self._store_reply(turn, reply, calls)
+                message_id = self.store.add_message(turn.result.session_id, "assistant", reply.content,
+                                                    tool_calls=[stored(c) for c in calls], **reply.tokens)
                 # cut by the cap, the same prompt would only run into it again: no retry
                 turn.unmade = None if calls or reply.finish_reason == "length" else forced_tool
                 for call in calls:
@@ -85,7 +81,7 @@ class Agent:
         if failed and failed not in ran and toolset.reaches(failed) \
                 and turn.ledger.take(Correction(None, failed, "retry")):
             return failed
-        tool = await decided_tool(self.llm, self.store, turn, toolset, self._memory(turn))
+        tool = await decided_tool(self.llm, self.store, turn, toolset, read_memory(self.settings))
         if tool is None or tool in ran or not toolset.reaches(tool):
             return None
         return tool if turn.ledger.take(Correction(None, tool, "decide")) else None
@@ -101,16 +97,16 @@ class Agent:
 
     async def _composed(self, turn: Turn, toolset: Toolset, held: tuple[str, ...] = ()
                         ) -> tuple[TurnEnded, Correction | None]:
-        memory = self._memory(turn)
+        """The answer, from the notes as they are now (the decision and the answer are not the
+        forced calls' cached prefix, so they read what this session saved too)."""
+        memory = read_memory(self.settings)
         return await composed_answer(self.llm, self.store, turn, facts_of(turn, toolset, self.store, memory),
                                      memory, held)
 
     async def _rewritten(self, turn: Turn, toolset: Toolset, answer: TurnEnded) -> TurnEnded:
         """Lever "rewrite": an answer held back where no tool is to be forced is written once
-        more, the model told why (answer_check.faults, reading.unbacked) in the answer's question; the new one is
-        held to the same check. Seen on the 1.5B model: "I'm sorry, but I don't have any
-        information about an ant." for "and an ant?" after "how many legs does a spider have";
-        "Ostrowski charged $100" where the earlier turn's result said 180 euros."""
+        more, the model told why (answer_check.faults, reading.unbacked); the new one is held to
+        the same check."""
         if not answer.held or not turn.ledger.take(Correction(None, None, "rewrite")):
             return answer
         return (await self._composed(turn, toolset, answer.held))[0]
@@ -123,31 +119,25 @@ class Agent:
         tool = await fitting_tool(self.llm, self.store, turn, toolset)
         return tool if tool is not None and turn.ledger.take(Correction(None, tool, "fit")) else None
 
-    def _memory(self, turn: Turn) -> str:
-        """The notes the lane keeps now, for the decision and the answer: their questions are not
-        the agent's cached prefix, so they read what this session saved too (the forced calls
-        read the session's snapshot, which keeps that prefix stable)."""
-        return read_memory(self.settings)
-
     def _new_turn(self, session_id: str, new_messages: list[dict[str, Any]], profile: Profile,
                   max_tokens: int | None, temperature: float | None) -> Turn:
         cap = min(max_tokens, self.settings.max_tokens) if max_tokens and max_tokens > 0 \
             else self.settings.max_tokens
-        query = next((_text(m.get("content")) or "" for m in reversed(new_messages)
+        query = next((text_of(m.get("content")) or "" for m in reversed(new_messages)
                       if m.get("role") == "user"), "")
         temperature = self.settings.temperature if temperature is None else temperature
         return Turn(TurnResult(session_id, "", "stop"), query, profile, cap, temperature,
                     ToolContext(self.settings, self.store, session_id))
 
     def _store_incoming(self, session_id: str, message: dict[str, Any]) -> None:
-        self.store.add_message(session_id, message["role"], _text(message.get("content")),
+        self.store.add_message(session_id, message["role"], text_of(message.get("content")),
                                tool_calls=message.get("tool_calls"),
                                tool_call_id=message.get("tool_call_id"),
                                tool_name=message.get("name"))
 
     def _toolset(self, turn: Turn, *, first: bool) -> Toolset:
         toolset = assemble(self.registry, self.settings, profile=turn.profile, query=turn.query)
-        if toolset.promoted and _names_an_offered_tool(turn.query, toolset):
+        if toolset.promoted and names_an_offered_tool(turn.query, toolset):
             toolset = toolset.without_promotion()  # the user named the tool: none is pushed beside it
         if first and toolset.promoted:
             # After the turn's user message, not in `tools`: what changes per turn never moves
@@ -157,8 +147,8 @@ class Agent:
         return toolset
 
     async def _ask(self, turn: Turn, toolset: Toolset) -> ModelReply:
-        messages = self._request_messages(turn.result.session_id, toolset, turn.cap,
-                                          await self.llm.context_window())
+        messages = request_messages(self.store, self.settings, turn.result.session_id, toolset, turn.cap,
+                                    await self.llm.context_window())
         in_tools = turn.force in {t["function"]["name"] for t in toolset.offered}
         reply = await self.llm.chat(messages, toolset.offered, max_tokens=min(turn.cap, FORCED_CALL_MAX_TOKENS),
                                     temperature=turn.temperature,
@@ -168,36 +158,15 @@ class Agent:
         count(turn.result, reply)
         return reply
 
-    def _store_reply(self, turn: Turn, reply: ModelReply, calls: list[ToolCall]) -> int:
-        return self.store.add_message(
-            turn.result.session_id, "assistant", reply.content, tool_calls=[stored(c) for c in calls],
-            prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-            cached_tokens=reply.cached_tokens)
-
-    def _request_messages(self, session_id: str, toolset: Toolset, cap: int,
-                          upstream_context: int | None) -> list[dict[str, Any]]:
-        prompt = system_prompt(bridged=toolset.bridged)
-        if self.store.last_lane_prompt(session_id) != prompt:
-            self.store.add_message(session_id, "system", prompt, lane_prompt=True)
-        note = memory_note(self.store.memory_snapshot(session_id, lambda: read_memory(self.settings)))
-        opening = [{"role": "system", "content": text} for text in (prompt, note) if text]
-        context = min(self.settings.context_tokens,
-                      upstream_context or self.settings.context_tokens)
-        # The llm service generates into whatever room is left, so a quarter of the window is
-        # enough to keep free; reserving the whole cap would starve history on an 8k model.
-        budget = context - min(cap, context // 4) - estimate_tokens(toolset.offered) \
-            - estimate_tokens(opening)
-        return opening + conversation(self.store.messages(session_id), max(budget, 0),
-                                      self.store.failed_call_ids(session_id))
-
     async def _execute(self, call: ToolCall, toolset: Toolset, turn: Turn, message_id: int) -> None:
-        call = self._as_asked(call, toolset, turn)
+        call = as_asked(call, toolset, turn.query, said_in(self.store, self.settings, turn.ctx.session_id))
         key, earlier = turn.ledger.attempt(call.name, call.arguments, toolset.parameters_of(call.name))
         if turn.ledger.too_many(key):
             raise TurnEnded(fallback_answer(turn.outcomes), "repeated_call")
-        unasked = self._unasked(call, toolset, turn) if earlier is None else None
-        if unasked is not None:  # nothing ran: the next step answers in words
-            self._record(turn.ctx.session_id, message_id, call, unasked)
+        refusal = unasked(call, toolset, turn.query, said_in(self.store, self.settings, turn.ctx.session_id)) \
+            if earlier is None else None
+        if refusal is not None:  # nothing ran: the next step answers in words
+            self._record(turn.ctx.session_id, message_id, call, refusal)
             return
         if earlier is not None:
             outcome = repeated(call.name, call.arguments, earlier)
@@ -211,38 +180,6 @@ class Agent:
             turn.result.tools_executed.append(outcome.tool_name)
         if turn.ctx.question_for_user:
             raise TurnEnded(turn.ctx.question_for_user, "clarify")
-
-    def _as_asked(self, call: ToolCall, toolset: Toolset, turn: Turn) -> ToolCall:
-        """The call less the optional numbers nobody gave (lever "numbers"), through the bridge
-        too; unchanged when it reaches no tool or its arguments do not parse (the tool says so)."""
-        found = toolset.target(call.name, call.arguments)
-        if found is None:
-            return call
-        tool, raw, via_bridge = found
-        try:
-            arguments = parse_arguments(raw)
-        except ToolError:
-            return call
-        if not any(isinstance(value, (int, float)) and not isinstance(value, bool) for value in arguments.values()):
-            return call  # no number to weigh: the conversation is not read for every call
-        kept = without_unasked_numbers(tool.parameters, arguments, turn.query, self._said(turn))
-        if kept == arguments:
-            return call
-        sent = {"name": tool.name, "arguments": kept} if via_bridge else kept
-        return replace(call, arguments=json.dumps(sent, ensure_ascii=False))
-
-    def _unasked(self, call: ToolCall, toolset: Toolset, turn: Turn) -> Outcome | None:
-        """The refusal of a call its tool's precondition rejects (lever "operands"), read against
-        the request and what the conversation said."""
-        found = toolset.target(call.name, call.arguments)
-        if found is None or found[0].precondition is None:
-            return None
-        tool, arguments, via_bridge = found
-        return unmet_precondition(tool, arguments, turn.query, self._said(turn), via_bridge=via_bridge)
-
-    def _said(self, turn: Turn) -> str:
-        """What the conversation said (its messages, the tool results) and the notes."""
-        return "\n".join([*said(self.store.messages(turn.ctx.session_id)), self._memory(turn)])
 
     def _record(self, session: str, message_id: int, call: ToolCall, outcome: Outcome) -> None:
         self.store.add_tool_result(
@@ -258,14 +195,3 @@ class Agent:
         reason = "iteration_limit" if turn.steps_ran_out and end.reason == "stop" else end.reason
         turn.result.content, turn.result.finish_reason = end.content, reason
         return turn.result
-
-
-def _names_an_offered_tool(query: str, toolset: Toolset) -> bool:
-    return any(named_in(t["function"]["name"], query) for t in toolset.offered)
-
-
-def _text(content: Any) -> str | None:
-    """OpenAI content is a string, null, or a list of parts; the store keeps the text."""
-    if content is None or isinstance(content, str):
-        return content
-    return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
