@@ -428,7 +428,7 @@ def _execution_row(
     result: str | None,
     error: str | None,
     started_at: str,
-    duration_ms: float,
+    duration_ms: float | None,
 ) -> tuple[Any, ...]:
     return (session_id, message_id, tool_call_id, tool_name, int(via_bridge), origin, arguments,
             status, result, error, started_at, duration_ms)
