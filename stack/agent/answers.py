@@ -12,6 +12,7 @@ of what ran instead. Every answer held back is a lane note.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ..store import Store
@@ -122,7 +123,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     else:
         choices = [name for name, _ in [*tools, *hidden] if name in wanted]
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
-    earlier = _earlier(store, turn)
+    earlier = await asyncio.to_thread(_earlier, store, turn)  # reads the whole session: off the event loop
 
     async def asked(hidden: list[tuple[str, str]], choices: list[str]) -> str | None:
         reply = await ask_decision(llm, turn.query, tools, hidden, results, earlier,
@@ -172,7 +173,7 @@ async def fitting_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     tool = toolset.tool_named(best[0]) if best else None
     if tool is None:
         return None
-    return await second_look(llm, store, turn.result, _with_previous(store, turn), tool)
+    return await second_look(llm, store, turn.result, await asyncio.to_thread(_with_previous, store, turn), tool)
 
 
 def _with_previous(store: Store, turn: Turn) -> str:
@@ -195,7 +196,7 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
     answer written before in this turn was not passed on (lever "rewrite"), told to the model."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     session_tools = sorted(facts.ran_in_session) if facts.about_session else None
-    rows = store.messages(turn.result.session_id)  # for the client's instructions
+    rows = await asyncio.to_thread(store.messages, turn.result.session_id)  # for the client's instructions
     question = compose_messages(turn.query, results, facts.earlier, memory, session_tools,
                                 _client_instructions(rows), held)
     composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),

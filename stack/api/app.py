@@ -21,7 +21,7 @@ from ..agent.llm_client import LlmClient, LlmError
 from ..agent.loop import Agent
 from ..agent.proxy import ProxyLane, continued_session
 from ..agent.warmup import WarmUp, openings
-from ..config import Settings
+from ..config import Settings, private_home
 from ..store import Store, new_session_id
 from ..tools.mcp_tools import open_lane_registry
 from ..tools.registry import Registry, describe_selection
@@ -79,6 +79,7 @@ def _lifespan(settings: Settings, registry: Registry | None, llm: LlmClient | No
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            private_home(settings)
             store = Store(settings.db_path)
             stack.callback(store.close)
             tools = registry
@@ -149,8 +150,9 @@ async def chat_completions(request: Request) -> Response:
     settings: Settings = request.app.state.settings
     given_id = session_id_from(request.headers)
     profile = profile_from(request.headers)
-    chat = parse_chat_request(await request.body(), max_tokens_cap=settings.max_tokens,
-                              max_tools=settings.proxy_max_tools)
+    # Off the event loop: checking 4,096 client tools' schemas takes seconds.
+    chat = await asyncio.to_thread(parse_chat_request, await request.body(), max_tokens_cap=settings.max_tokens,
+                                   max_tools=settings.proxy_max_tools)
     if chat.proxy is not None:  # the client owns the tools and its messages are the conversation
         session_id, new_messages = continued_session(request.app.state.store, given_id, chat.messages)
     elif given_id is not None:
