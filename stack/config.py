@@ -102,6 +102,9 @@ class Settings:
     read_file_bytes: int = 256 * 1024
     write_file_bytes: int = 1024 * 1024
     tool_timeout_s: float = 120.0
+    # Terminal commands cannot read or write $LANE_HOME (the key, the store) outside the workspace,
+    # where the kernel offers Landlock (tools/confine.py); off only to debug the confinement.
+    terminal_confine: bool = True
 
     mcp_servers: Mapping[str, Any] = field(default_factory=dict)
 
@@ -169,6 +172,7 @@ _ENV_NAMES = {
     "LANE_PROXY_MAX_TOOLS": "proxy_max_tools",
     "LANE_TERMINAL_TIMEOUT": "terminal_timeout_s",
     "LANE_TOOL_TIMEOUT": "tool_timeout_s",
+    "LANE_TERMINAL_CONFINE": "terminal_confine",
 }
 
 _TOOL_SEARCH_KEYS = {
@@ -180,10 +184,22 @@ _TOOL_SEARCH_KEYS = {
 }
 
 
+def private_home(settings: Settings) -> Path:
+    """$LANE_HOME, created if need be, open to its owner only (0700): it holds the key, the
+    session store and the notes. A folder the owner cannot change the mode of is left as it is."""
+    home = settings.home
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        home.chmod(0o700)
+    except PermissionError:
+        log.warning("cannot make %s private (mode 0700): it is not yours", home)
+    return home
+
+
 def create_api_key(settings: Settings) -> str:
     """A new random key in `settings.api_key_path`, readable by its owner only. Created with
     O_EXCL: when two processes race, the second reads the first one's key instead."""
-    settings.api_key_path.parent.mkdir(parents=True, exist_ok=True)
+    private_home(settings)  # the key's folder
     key = secrets.token_urlsafe(32)
     try:
         fd = os.open(settings.api_key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -45,6 +45,17 @@ def load(split: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def sample(items: list[dict[str, Any]], per_language: int) -> list[dict[str, Any]]:
+    """The first `per_language` items of each language, in file order."""
+    taken: dict[str, int] = defaultdict(int)
+    kept = []
+    for item in items:
+        taken[item["lang"]] += 1
+        if taken[item["lang"]] <= per_language:
+            kept.append(item)
+    return kept
+
+
 def gold(item: dict[str, Any]) -> set[str]:
     return set(item["reports"]) | ({OTHER} if item["other_action"] else set())
 
@@ -74,6 +85,9 @@ async def run(items: list[dict[str, Any]], llm_url: str) -> list[dict[str, Any]]
             out.append({"id": item["id"], "lang": item["lang"], "form": item["form"], "gold": sorted(gold(item)),
                         "predicted": sorted(predicted), "read": reading.read, "raw": reply.content,
                         "wall_s": round(time.monotonic() - started, 2), "prompt_tokens": reply.prompt_tokens})
+            mark = "ok " if predicted == gold(item) else "MISS"
+            print(f"{mark} {item['id']:<8} {out[-1]['wall_s']:5.1f}s gold {sorted(gold(item))} "
+                  f"read {sorted(predicted)}", flush=True)
     finally:
         await llm.aclose()
     return out
@@ -105,9 +119,13 @@ def main() -> int:
     parser.add_argument("--start", metavar="MODEL", help="start `lane llm` with this GGUF for the run")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--per-language", type=int, default=0,
+                        help="at most N items of each language, in file order (a sample stated as such)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     items = load(args.split)[:args.limit or None]
+    if args.per_language:
+        items = sample(items, args.per_language)
     if args.start:
         port = free_port()
         log = Path(f"/tmp/claims-llm-{port}.log")

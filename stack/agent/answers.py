@@ -13,6 +13,7 @@ why; only what the user gets is a message.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ..store import HELD, Store
@@ -124,7 +125,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     else:
         choices = [name for name, _ in [*tools, *hidden] if name in wanted]
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
-    earlier = _earlier(store, turn)
+    earlier = await asyncio.to_thread(_earlier, store, turn)  # reads the whole session: off the event loop
 
     async def asked(hidden: list[tuple[str, str]], choices: list[str]) -> str | None:
         reply = await ask_decision(llm, turn.query, tools, hidden, results, earlier,
@@ -174,7 +175,7 @@ async def fitting_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     tool = toolset.tool_named(best[0]) if best else None
     if tool is None:
         return None
-    return await second_look(llm, store, turn.result, _with_previous(store, turn), tool)
+    return await second_look(llm, store, turn.result, await asyncio.to_thread(_with_previous, store, turn), tool)
 
 
 def _with_previous(store: Store, turn: Turn) -> str:
@@ -197,7 +198,7 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
     account. `held`: why an answer written before in this turn was not passed on (lever
     "rewrite"), told to the model."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
-    rows = store.messages(turn.result.session_id)  # for the client's instructions
+    rows = await asyncio.to_thread(store.messages, turn.result.session_id)  # the client's instructions
     question = compose_messages(turn.query, results, facts.earlier, memory,
                                 sorted(facts.ran_in_session - RESERVED_NAMES), _client_instructions(rows), held,
                                 facts.descriptions, situation())

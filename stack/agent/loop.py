@@ -13,12 +13,13 @@ at most the call in flight, and the store is always the truth about what ran.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from ..config import Settings
 from ..store import Store
 from ..tools.base import ToolContext
-from ..tools.execute import Outcome
+from ..tools.execute import Call, Outcome, run_recorded
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.surface import Profile, Toolset, assemble
@@ -40,14 +41,14 @@ class Agent:
     async def run_turn(self, session_id: str, new_messages: list[dict[str, Any]], *,
                        profile: Profile = "search", max_tokens: int | None = None,
                        temperature: float | None = None) -> TurnResult:
-        for message in new_messages:
-            self._store_incoming(session_id, message)
+        # One transaction, off the event loop: a conversation of 100,000 messages is a legal request.
+        await asyncio.to_thread(self.store.add_messages, session_id, [_incoming(m) for m in new_messages])
         turn = self._new_turn(session_id, new_messages, profile, max_tokens, temperature)
         try:
             for step in range(self.settings.max_iterations):
                 if turn.result.model_calls >= MODEL_CALL_BUDGET:  # every call is paid by a waiting user
                     raise TurnEnded(fallback_answer(turn.outcomes), "model_call_budget")
-                toolset = self._toolset(turn, first=step == 0)
+                toolset = await self._toolset(turn, first=step == 0)
                 turn.force = await self._next_step(turn, toolset)
                 if turn.force is None:
                     answer, fix = await self._composed(turn, toolset)
@@ -100,8 +101,8 @@ class Agent:
         """The answer, from the notes as they are now (the decision and the answer are not the
         forced calls' cached prefix, so they read what this session saved too)."""
         memory = read_memory(self.settings)
-        return await composed_answer(self.llm, self.store, turn, facts_of(turn, toolset, self.store, memory),
-                                     memory, held)
+        facts = await asyncio.to_thread(facts_of, turn, toolset, self.store, memory)  # reads the whole session
+        return await composed_answer(self.llm, self.store, turn, facts, memory, held)
 
     async def _rewritten(self, turn: Turn, toolset: Toolset, answer: TurnEnded) -> TurnEnded:
         """Lever "rewrite": an answer held back where no tool is to be forced is written once
@@ -129,14 +130,11 @@ class Agent:
         return Turn(TurnResult(session_id, "", "stop"), query, profile, cap, temperature,
                     ToolContext(self.settings, self.store, session_id))
 
-    def _store_incoming(self, session_id: str, message: dict[str, Any]) -> None:
-        self.store.add_message(session_id, message["role"], text_of(message.get("content")),
-                               tool_calls=message.get("tool_calls"),
-                               tool_call_id=message.get("tool_call_id"),
-                               tool_name=message.get("name"))
-
-    def _toolset(self, turn: Turn, *, first: bool) -> Toolset:
-        toolset = assemble(self.registry, self.settings, profile=turn.profile, query=turn.query)
+    async def _toolset(self, turn: Turn, *, first: bool) -> Toolset:
+        # Off the event loop: the search for tools to promote (and a catalog rebuilt after an MCP
+        # server changed its tools) is CPU work.
+        toolset = await asyncio.to_thread(assemble, self.registry, self.settings, profile=turn.profile,
+                                          query=turn.query)
         if toolset.promoted and names_an_offered_tool(turn.query, toolset):
             toolset = toolset.without_promotion()  # the user named the tool: none is pushed beside it
         if first and toolset.promoted:
@@ -147,8 +145,8 @@ class Agent:
         return toolset
 
     async def _ask(self, turn: Turn, toolset: Toolset) -> ModelReply:
-        messages = request_messages(self.store, self.settings, turn.result.session_id, toolset, turn.cap,
-                                    await self.llm.context_window())
+        messages = await asyncio.to_thread(request_messages, self.store, self.settings, turn.result.session_id,
+                                           toolset, turn.cap, await self.llm.context_window())
         in_tools = turn.force in {t["function"]["name"] for t in toolset.offered}
         reply = await self.llm.chat(messages, toolset.offered, max_tokens=min(turn.cap, FORCED_CALL_MAX_TOKENS),
                                     temperature=turn.temperature,
@@ -172,7 +170,8 @@ class Agent:
             outcome = repeated(call.name, call.arguments, earlier)
         else:
             turn.ctx.later_step = bool(turn.result.tools_executed)
-            outcome = await asyncio.to_thread(toolset.dispatch, call.name, call.arguments, turn.ctx)
+            outcome = await run_recorded(turn.ctx, _started(call, toolset, message_id),
+                                         lambda: toolset.dispatch(call.name, call.arguments, turn.ctx))
             turn.ledger.outcomes[key] = outcome
             turn.outcomes.append(outcome)
         self._record(turn.ctx.session_id, message_id, call, outcome)
@@ -187,7 +186,8 @@ class Agent:
             via_bridge=outcome.via_bridge, origin=call.origin, arguments=outcome.arguments,
             status=outcome.status, result=outcome.output if outcome.status == "ok" else None,
             error=None if outcome.status == "ok" else outcome.output,
-            started_at=outcome.started_at, duration_ms=outcome.duration_ms)
+            started_at=outcome.started_at, duration_ms=outcome.duration_ms,
+            execution_id=outcome.execution_id)
 
     def _finish(self, turn: Turn, end: TurnEnded) -> TurnResult:
         if end.lane_written:
@@ -195,3 +195,19 @@ class Agent:
         reason = "iteration_limit" if turn.steps_ran_out and end.reason == "stop" else end.reason
         turn.result.content, turn.result.finish_reason = end.content, reason
         return turn.result
+
+
+def _started(call: ToolCall, toolset: Toolset, message_id: int) -> Call:
+    """The execution row of a call about to run: under the tool it reaches, where it reaches one."""
+    found = toolset.target(call.name, call.arguments)
+    name, via_bridge = (found[0].name, found[2]) if found is not None else (call.name, False)
+    arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments, ensure_ascii=False)
+    return Call(message_id, call.id, name, via_bridge, call.origin, arguments)
+
+
+def _incoming(message: dict[str, Any]) -> dict[str, Any]:
+    """A request's message as Store.add_messages takes it."""
+    return {"role": message["role"], "content": text_of(message.get("content")),
+            "tool_calls": message.get("tool_calls"), "tool_call_id": message.get("tool_call_id"),
+            "tool_name": message.get("name")}
+

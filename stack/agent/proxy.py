@@ -39,7 +39,7 @@ from ..config import Settings
 from ..store import HELD, Store, new_session_id
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES, Tool, ToolContext
-from ..tools.execute import Outcome, refused, run_tool, unmet_precondition
+from ..tools.execute import Call, Outcome, refused, run_recorded, run_tool, unmet_precondition
 from ..tools.registry import Registry, granted_tools, split_core
 from ..tools.validation import without_defaults
 from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
@@ -194,7 +194,7 @@ class ProxyLane:
     async def run_turn(self, session_id: str, new_messages: list[dict[str, Any]],
                        request: ProxyRequest, profile: Profile = "search") -> ProxyResult:
         turn = await self._new_turn(session_id, request, profile)
-        self._store_incoming(session_id, new_messages, request.messages)
+        await asyncio.to_thread(self._store_incoming, session_id, new_messages, request.messages)
         if turn.left_out:
             self.store.add_message(session_id, "system", f"The model was not shown the oldest {turn.left_out} "
                                    "messages of the client's conversation: with them it exceeds the context.",
@@ -260,13 +260,11 @@ class ProxyLane:
     def _store_incoming(self, session_id: str, new_messages: list[dict[str, Any]],
                         conversation: list[dict[str, Any]]) -> None:
         names = _call_names(conversation)
-        for message in new_messages:
-            if message["role"] == "tool":
-                self.store.add_client_result(session_id, message["tool_call_id"], message.get("content"),
-                                             names.get(message["tool_call_id"]))
-            else:
-                self.store.add_message(session_id, message["role"], message.get("content"),
-                                       tool_calls=message.get("tool_calls"), tool_name=message.get("name"))
+        rows = [{"role": "tool", "content": m.get("content"), "tool_call_id": m["tool_call_id"],
+                 "tool_name": names.get(m["tool_call_id"])} if m["role"] == "tool" else
+                {"role": m["role"], "content": m.get("content"), "tool_calls": m.get("tool_calls"),
+                 "tool_name": m.get("name")} for m in new_messages]
+        self.store.add_messages(session_id, rows, client_results=True)  # one transaction
 
     async def _first_step(self, turn: ProxyTurn) -> None:
         """The decide lever, for a client's tools: under `tool_choice: auto`, before the reply,
@@ -365,7 +363,13 @@ class ProxyLane:
         message_id = self.store.add_message(
             turn.result.session_id, "assistant", reply.content, tool_calls=[stored(c) for c in calls],
             **reply.tokens)
-        decided = [await self._routed(turn, call) for call in calls]
+        decided: list[ClientCall | Outcome] = []
+        try:
+            for call in calls:
+                decided.append(await self._routed(turn, call, message_id))
+        except asyncio.CancelledError:  # the client left: what already ran is recorded
+            self._record_ran(turn, message_id, calls, decided)
+            raise
         returned = [d for d in decided if isinstance(d, ClientCall)]
         if returned:
             for call, outcome in zip(calls, decided, strict=True):
@@ -373,13 +377,16 @@ class ProxyLane:
                     self._record(turn, message_id, call, outcome)  # kept as evidence
             raise CallsReturned(returned if turn.request.parallel_tool_calls else returned[:1], message_id)
         turn.scratch.append(_assistant(reply, calls))
-        for call, outcome in zip(calls, decided, strict=True):
+        for index, (call, outcome) in enumerate(zip(calls, decided, strict=True)):
             assert isinstance(outcome, Outcome)
             key, earlier = turn.ledger.attempt(call.name, call.arguments)
             if turn.ledger.too_many(key):
+                self._record_ran(turn, message_id, calls[index:], decided[index:])
                 raise TurnEnded(_no_answer(turn.outcomes), "repeated_call")
             if earlier is not None:  # a refusal is told again as it was, not as a failure
+                ran = outcome.execution_id  # a lane tool's started row is completed either way
                 outcome = earlier if earlier.status == "refused" else repeated(call.name, call.arguments, earlier)
+                outcome = replace(outcome, execution_id=ran)
             else:
                 turn.ledger.outcomes[key] = outcome
             turn.outcomes.append(outcome)
@@ -388,7 +395,7 @@ class ProxyLane:
             if outcome.status == "ok":
                 turn.result.tools_executed.append(outcome.tool_name)
 
-    async def _routed(self, turn: ProxyTurn, call: ToolCall) -> ClientCall | Outcome:
+    async def _routed(self, turn: ProxyTurn, call: ToolCall, message_id: int) -> ClientCall | Outcome:
         """A call to return, or the outcome the model is told instead. A bridge search (or a lane
         tool, where configured) runs now; its outcome is dropped if another call of the reply goes
         to the client."""
@@ -406,7 +413,10 @@ class ProxyLane:
             unmet = unmet_precondition(lane_tool, call.arguments, turn.query, "\n".join(said(turn.request.messages)))
             if unmet is not None:
                 return unmet
-        bridge = surface.bridges.get(call.name) or lane_tool
+        if lane_tool is not None:  # recorded before it runs, as in the agent loop
+            started = Call(message_id, call.id, lane_tool.name, False, call.origin, _json_of(call.arguments))
+            return await run_recorded(turn.ctx, started, lambda: run_tool(lane_tool, call.arguments, turn.ctx))
+        bridge = surface.bridges.get(call.name)
         if bridge is not None:
             return await asyncio.to_thread(run_tool, bridge, call.arguments, turn.ctx)
         return refused(call.name, self._unknown(turn, call), call.arguments)
@@ -529,7 +539,16 @@ class ProxyLane:
             arguments=outcome.arguments, status=outcome.status,
             result=outcome.output if outcome.status == "ok" else None,
             error=None if outcome.status == "ok" else outcome.output,
-            started_at=outcome.started_at, duration_ms=outcome.duration_ms)
+            started_at=outcome.started_at, duration_ms=outcome.duration_ms,
+            execution_id=outcome.execution_id)
+
+    def _record_ran(self, turn: ProxyTurn, message_id: int, calls: list[ToolCall],
+                    decided: list[ClientCall | Outcome]) -> None:
+        """Completes the started rows of lane tools that ran but will not be told to the model
+        (the turn ends first): a started row never stays 'running' for a tool that ended."""
+        for call, outcome in zip(calls, decided, strict=False):  # decided may stop short
+            if isinstance(outcome, Outcome) and outcome.execution_id is not None:
+                self._record(turn, message_id, call, outcome)
 
     def _returned(self, turn: ProxyTurn, calls: list[ClientCall], message_id: int) -> ProxyResult:
         """The calls go to the client, recorded under the model's reply that made them."""
@@ -584,6 +603,10 @@ def _no_answer(outcomes: list[Outcome]) -> str:
         return "The model gave no answer to that, and made no tool call."
     steps = ", ".join(f"{o.tool_name} ({o.status})" for o in outcomes)
     return f"The model gave no final answer. Steps it took inside the lane: {steps}."
+
+
+def _json_of(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
 
 
 def _as_validated(arguments: dict[str, Any], ctx: ToolContext) -> str:

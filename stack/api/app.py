@@ -22,7 +22,7 @@ from ..agent.llm_client import LlmClient, LlmError
 from ..agent.loop import Agent
 from ..agent.proxy import ProxyLane
 from ..agent.warmup import WarmUp, openings
-from ..config import Settings
+from ..config import Settings, private_home
 from ..store import Store
 from ..tools.mcp_tools import open_lane_registry
 from ..tools.registry import Registry, describe_selection
@@ -89,6 +89,7 @@ def _lifespan(settings: Settings, registry: Registry | None, llm: LlmClient | No
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            private_home(settings)
             store = Store(settings.db_path)
             stack.callback(store.close)
             tools = registry

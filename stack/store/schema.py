@@ -191,4 +191,33 @@ MIGRATIONS: tuple[str, ...] = (
         created_at TEXT NOT NULL
     );
     """,
+    # tool_executions.status gains 'running' (the row is written before the tool runs, so a run
+    # the shim never saw finish, because it died or was killed, still leaves its row) and
+    # 'abandoned' (the client left mid-run: the tool was stopped). SQLite cannot change a CHECK
+    # constraint in place, so the table is rebuilt with its rows and ids.
+    """
+    CREATE TABLE tool_executions_v7(
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        message_id INTEGER REFERENCES messages(id),
+        tool_call_id TEXT,
+        tool_name TEXT NOT NULL,
+        via_bridge INTEGER NOT NULL DEFAULT 0,
+        origin TEXT NOT NULL CHECK (origin IN ('native', 'content')),
+        arguments TEXT,
+        status TEXT NOT NULL
+            CHECK (status IN ('running', 'ok', 'error', 'refused', 'abandoned')),
+        result TEXT,
+        error TEXT,
+        started_at TEXT NOT NULL,
+        duration_ms REAL
+    );
+    INSERT INTO tool_executions_v7(id, session_id, message_id, tool_call_id, tool_name, via_bridge,
+                                   origin, arguments, status, result, error, started_at, duration_ms)
+        SELECT id, session_id, message_id, tool_call_id, tool_name, via_bridge, origin, arguments,
+               status, result, error, started_at, duration_ms FROM tool_executions;
+    DROP TABLE tool_executions;
+    ALTER TABLE tool_executions_v7 RENAME TO tool_executions;
+    CREATE INDEX executions_by_session ON tool_executions(session_id, id);
+    """,
 )

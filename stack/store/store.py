@@ -2,12 +2,19 @@
 
 One connection per Store, shared by the shim's threads behind a lock; WAL lets readers (the check
 script, `lane sessions`, a person's sqlite3 shell) read while the shim writes. Every write commits
-at once, so a crash loses at most the model call in flight.
+at once, so a crash loses at most the model call in flight. A tool's execution row is written
+before the tool runs (status 'running') and completed after, so nothing runs unrecorded.
+
+The store holds every conversation: the database and its WAL files are created readable by their
+owner only (0600). Text that cannot be encoded as UTF-8 (a lone surrogate a model or a client sent)
+is stored with the bad code points replaced, never refused: by then the tool may have run.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sqlite3
 import threading
 import uuid
@@ -45,11 +52,17 @@ class SearchHit:
     snippet: str
 
 
+# The database and the files SQLite keeps beside it (WAL mode): all of them hold conversations.
+PRIVATE_FILE_MODE = 0o600
+_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+
+
 class Store:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            _create_private(self.path)
         try:
             self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=10)
             self._db.row_factory = sqlite3.Row
@@ -60,6 +73,17 @@ class Store:
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open session store {path}: {exc}") from exc
+        if str(path) != ":memory:":
+            self._make_private()
+
+    def _make_private(self) -> None:
+        """The database and its WAL files readable by their owner only. SQLite creates the WAL
+        files with the database's mode, so this mends a store an older lane created."""
+        for suffix in _SIDE_FILES:
+            try:
+                os.chmod(f"{self.path}{suffix}", PRIVATE_FILE_MODE)
+            except (FileNotFoundError, PermissionError):
+                continue
 
     def _migrate(self) -> None:
         with self._lock:
@@ -77,14 +101,23 @@ class Store:
 
     def _write(self, sql: str, params: tuple[Any, ...] = ()) -> int:
         with self._lock, self._db:
-            return self._db.execute(sql, params).lastrowid or 0
+            return self._db.execute(sql, storable(params)).lastrowid or 0
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
 
     def ping(self) -> None:
-        self._read("SELECT 1")
+        """Raises when the store cannot be read. Through a connection of its own, so /health
+        never waits for the lock behind a long write (a conversation of 100,000 messages)."""
+        if str(self.path) == ":memory:":
+            self._read("SELECT 1")
+            return
+        probe = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=1)
+        try:
+            probe.execute("SELECT count(*) FROM sessions WHERE 0").fetchall()
+        finally:
+            probe.close()
 
     # sessions
 
@@ -154,6 +187,21 @@ class Store:
             tool_name=tool_name, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
             cached_tokens=cached_tokens, lane_prompt=lane_prompt, lane_note=lane_note))
 
+    def add_messages(self, session_id: str, messages: list[dict[str, Any]], *,
+                     client_results: bool = False) -> None:
+        """Many messages in one transaction (a client's whole conversation: 100,000 messages is
+        a legal request), all of them or none, and one commit instead of one per row. Each item
+        holds `role`, `content` and any of add_message's keywords. With `client_results`, a
+        role=tool message is linked to the returned call it answers, as add_client_result does."""
+        with self._lock, self._db:
+            for message in messages:
+                fields = {k: v for k, v in message.items() if k not in ("role", "content")}
+                row = storable(_message_row(session_id, message["role"], message.get("content"), **fields))
+                message_id = self._db.execute(_INSERT_MESSAGE, row).lastrowid
+                if client_results and message["role"] == "tool":
+                    self._db.execute(_LINK_RESULT, storable(
+                        (message_id, message.get("content"), session_id, message.get("tool_call_id"))))
+
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         rows = self._read(
             "SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session_id,)
@@ -191,17 +239,31 @@ class Store:
 
     # tool executions
 
-    def add_tool_result(self, session_id: str, message_id: int, content: str,
-                        **execution: Any) -> int:
+    def start_execution(self, session_id: str, message_id: int, *, tool_call_id: str,
+                        tool_name: str, via_bridge: bool, origin: str, arguments: str) -> int:
+        """The row of a call about to run, status 'running', written before anything runs: a
+        shim that dies mid-run leaves it, and add_tool_result(execution_id=...) completes it.
+        `tool_name` is the name the call was made with (the bridge's, until it is resolved)."""
+        return self._write(_INSERT_EXECUTION, _execution_row(
+            session_id, message_id, tool_call_id=tool_call_id, tool_name=tool_name,
+            via_bridge=via_bridge, origin=origin, arguments=arguments, status="running",
+            result=None, error=None, started_at=now_iso(), duration_ms=None))
+
+    def add_tool_result(self, session_id: str, message_id: int, content: str, *,
+                        execution_id: int | None = None, **execution: Any) -> int:
         """The role='tool' message the model reads and its tool_executions row (fields:
         `_execution_row`; `message_id` is the assistant row that made the call), in one
         transaction: a crash leaves both or neither, so an ok row always has its result message,
-        which is what "really ran" means. Returns the execution's id."""
-        row = _execution_row(session_id, message_id, **execution)
+        which is what "really ran" means. With `execution_id` (start_execution's row) that row
+        is completed, keeping its started_at; else a new row is written. Returns the row's id."""
+        row = storable(_execution_row(session_id, message_id, **execution))
         with self._lock, self._db:
-            self._db.execute(_INSERT_MESSAGE, _message_row(
+            self._db.execute(_INSERT_MESSAGE, storable(_message_row(
                 session_id, "tool", content, tool_call_id=execution["tool_call_id"],
-                tool_name=execution["tool_name"]))
+                tool_name=execution["tool_name"])))
+            if execution_id is not None:
+                self._db.execute(_COMPLETE_EXECUTION, (*row[3:10], row[11], execution_id))
+                return execution_id
             return self._db.execute(_INSERT_EXECUTION, row).lastrowid or 0
 
     def failed_call_ids(self, session_id: str) -> set[str]:
@@ -270,13 +332,10 @@ class Store:
         """The client's role=tool message, linked to the returned call it answers (if the lane
         returned one by that id in this session)."""
         with self._lock, self._db:
-            message_id = self._db.execute(_INSERT_MESSAGE, _message_row(
+            message_id = self._db.execute(_INSERT_MESSAGE, storable(_message_row(
                 session_id, "tool", content, tool_call_id=tool_call_id,
-                tool_name=tool_name)).lastrowid or 0
-            self._db.execute(
-                "UPDATE returned_calls SET result_message_id = ?, result = ?"
-                " WHERE session_id = ? AND tool_call_id = ? AND result_message_id IS NULL",
-                (message_id, content, session_id, tool_call_id))
+                tool_name=tool_name))).lastrowid or 0
+            self._db.execute(_LINK_RESULT, storable((message_id, content, session_id, tool_call_id)))
             return message_id
 
     # search
@@ -329,7 +388,7 @@ class Store:
             self._db.execute("DELETE FROM todos WHERE session_id = ?", (session_id,))
             self._db.executemany(
                 "INSERT INTO todos(session_id, position, text, done) VALUES (?, ?, ?, ?)",
-                [(session_id, i, text, int(done)) for i, (text, done) in enumerate(items)],
+                [storable((session_id, i, text, int(done))) for i, (text, done) in enumerate(items)],
             )
 
     def todos(self, session_id: str) -> list[tuple[str, bool]]:
@@ -346,6 +405,33 @@ _INSERT_MESSAGE = """INSERT INTO messages(session_id, role, content, tool_calls,
 _INSERT_EXECUTION = """INSERT INTO tool_executions(session_id, message_id, tool_call_id, tool_name,
     via_bridge, origin, arguments, status, result, error, started_at, duration_ms)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+_LINK_RESULT = """UPDATE returned_calls SET result_message_id = ?, result = ?
+    WHERE session_id = ? AND tool_call_id = ? AND result_message_id IS NULL"""
+
+# Completes a started row: the `_execution_row` values from tool_name to error, then duration_ms.
+_COMPLETE_EXECUTION = """UPDATE tool_executions SET tool_name = ?, via_bridge = ?, origin = ?,
+    arguments = ?, status = ?, result = ?, error = ?, duration_ms = ? WHERE id = ?"""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """`values` with every lone surrogate in their text replaced by U+FFFD: SQLite stores UTF-8,
+    and a surrogate (JSON's "\\ud800", from a model's arguments or a client's message) cannot be
+    encoded. Replaced rather than refused: a tool's row is written after the tool ran."""
+    if not any(isinstance(v, str) and _SURROGATE.search(v) for v in values):
+        return values
+    return tuple(_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in values)
+
+
+def _create_private(path: Path) -> None:
+    """Creates the database file, owner-only, before SQLite opens it (SQLite gives the WAL
+    files the database's mode); an existing file is left to Store._make_private."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
+    except (FileExistsError, IsADirectoryError, PermissionError):
+        pass
 
 
 def _message_row(session_id: str, role: str, content: str | None, **fields: Any) -> tuple[Any, ...]:
@@ -370,7 +456,7 @@ def _execution_row(
     result: str | None,
     error: str | None,
     started_at: str,
-    duration_ms: float,
+    duration_ms: float | None,
 ) -> tuple[Any, ...]:
     return (session_id, message_id, tool_call_id, tool_name, int(via_bridge), origin, arguments,
             status, result, error, started_at, duration_ms)

@@ -4,12 +4,17 @@ A tool is plain data plus one synchronous function. The agent runs tools in a wo
 tool may block (a subprocess, a file, an MCP call handed to its own event loop) without stalling
 the shim. A tool reports failure by raising ToolError (recorded as status 'error') or ToolRefused
 (status 'refused'); any other exception is caught by the executor and recorded as an error too.
+
+A thread cannot be killed, so a tool that may run long watches `ToolContext.stop` (set when its
+time limit, LANE_TOOL_TIMEOUT, passes or its client leaves) and ends its own work: the terminal
+kills its command's process group, search_files its matcher process.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -94,6 +99,9 @@ class ToolContext:
     # Set by the agent once a tool ran ok in this turn: the call is a step the model chose after
     # the request's first one. write_file then deletes no line of an existing file.
     later_step: bool = False
+    # Set when the running tool is to stop: its time limit passed (tools.execute.run_tool) or the
+    # turn was cancelled because its client left (tools.execute.run_recorded).
+    stop: threading.Event = field(default_factory=threading.Event)
 
     @property
     def workspace(self) -> Path:

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import json
 import os
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -23,6 +27,10 @@ SEARCH_MAX_RESULTS = 50
 SEARCH_LINE_CHARS = 200
 SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024
 SEARCH_MAX_FILES = 20000
+# The longest a content search may take (LANE_TOOL_TIMEOUT when that is shorter): a pattern that
+# has not finished by then backtracks, and more time would not help.
+SEARCH_TIMEOUT_S = 30.0
+_STOP_POLL_S = 0.05
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 _BINARY_PROBE = 8192
 # A missing path's error lists this many entries of the nearest folder that exists.
@@ -212,27 +220,27 @@ def _search_files(arguments: dict[str, Any], ctx: ToolContext) -> str:
     if not base.exists():
         raise _not_found("path", str(arguments.get("path")), base, ctx.settings)
     root = workspace_root(ctx.settings)
-    matcher = _compile(pattern) if pattern is not None else None
-    results: list[str] = []
-    more = False
+    names: list[tuple[str, Path]] = []
+    stopped_early = False
     for scanned, path in enumerate(_walk(base, root), start=1):
         if scanned > SEARCH_MAX_FILES:
-            results.append(f"[stopped after {SEARCH_MAX_FILES} files; give a narrower path]")
+            stopped_early = True
             break
         relative = str(path.relative_to(root))
-        if glob is not None and not _glob_matches(glob, relative):
-            continue
-        if matcher is None:
-            results.append(relative)
-        else:
-            for number, line in _matching_lines(path, matcher):
-                results.append(f"{relative}:{number}: {line}")
-                if len(results) > SEARCH_MAX_RESULTS:
-                    break
-        if len(results) > SEARCH_MAX_RESULTS:
-            more = True
-            results = results[:SEARCH_MAX_RESULTS]
+        if glob is None or _glob_matches(glob, relative):
+            names.append((relative, path))
+        if pattern is None and len(names) > SEARCH_MAX_RESULTS:
             break
+    if pattern is None:
+        results = [relative for relative, _ in names]
+    else:
+        searched = [(relative, path) for relative, path in names if _searchable(path)]
+        results = [f"{relative}:{number}: {line}"
+                   for relative, number, line in _matching_lines(searched, _regex(pattern), ctx)]
+    more = len(results) > SEARCH_MAX_RESULTS
+    results = results[:SEARCH_MAX_RESULTS]
+    if stopped_early and not more:
+        results.append(f"[stopped after {SEARCH_MAX_FILES} files; give a narrower path]")
     if not results:
         asked = [f"{key} {value!r}" for key, value in (("pattern", pattern), ("glob", glob)) if value]
         return f"no files match {' and '.join(asked)} under {_shown(base, ctx.settings)}"
@@ -241,12 +249,14 @@ def _search_files(arguments: dict[str, Any], ctx: ToolContext) -> str:
     return "\n".join(results)
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
-    """A case-insensitive regex; text that is not a valid regex is searched for literally."""
+def _regex(pattern: str) -> str:
+    """The pattern as the matcher runs it (case-insensitive): text that is not a valid regex is
+    searched for literally."""
     try:
-        return re.compile(pattern, re.IGNORECASE)
+        re.compile(pattern)
     except re.error:
-        return re.compile(re.escape(pattern), re.IGNORECASE)
+        return re.escape(pattern)
+    return pattern
 
 
 def _glob_matches(glob: str, relative: str) -> bool:
@@ -270,16 +280,52 @@ def _walk(base: Path, root: Path) -> Iterator[Path]:
                 yield path
 
 
-def _matching_lines(path: Path, matcher: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+def _searchable(path: Path) -> bool:
+    """A text file small enough to search."""
     try:
-        if path.stat().st_size > SEARCH_MAX_FILE_BYTES or _is_binary(path):
-            return
-        with path.open("r", encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
-                if matcher.search(line):
-                    yield number, line.rstrip("\r\n")[:SEARCH_LINE_CHARS]
+        return path.stat().st_size <= SEARCH_MAX_FILE_BYTES and not _is_binary(path)
     except OSError:
-        return
+        return False
+
+
+_GREP_WORKER = Path(__file__).with_name("grep_worker.py")
+
+
+def _matching_lines(files: list[tuple[str, Path]], pattern: str,
+                    ctx: ToolContext) -> list[tuple[str, int, str]]:
+    """(shown name, line number, line) of the first SEARCH_MAX_RESULTS + 1 matching lines, found
+    by grep_worker.py in a process of its own, killed when the search outlives its time limit
+    (SEARCH_TIMEOUT_S, at most LANE_TOOL_TIMEOUT) or the turn says stop: a regex that backtracks
+    forever costs that process, never the shim."""
+    if not files:
+        return []
+    limit = min(SEARCH_TIMEOUT_S, ctx.settings.tool_timeout_s)
+    job = json.dumps({"pattern": pattern, "files": [[shown, str(path)] for shown, path in files],
+                      "max_results": SEARCH_MAX_RESULTS, "line_chars": SEARCH_LINE_CHARS}).encode()
+    process = subprocess.Popen([sys.executable, "-I", "-S", str(_GREP_WORKER)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline, stop = time.monotonic() + limit, ctx.stop
+    given: bytes | None = job
+    try:
+        while True:
+            try:
+                out, err = process.communicate(given, timeout=_STOP_POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                given = None  # a retry goes on sending the job where it stopped
+                if stop.is_set():
+                    raise ToolError("the search was stopped (the turn ended)") from None
+                if time.monotonic() >= deadline:
+                    raise ToolError(f"the search took longer than {limit:g} s and was stopped: the pattern "
+                                    f"{pattern!r} is too costly (nested repeats such as (a+)+ take forever); "
+                                    "search for a plain word or a simpler pattern") from None
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    if process.returncode != 0:
+        raise ToolError(f"the search failed: {err.decode('utf-8', 'replace').strip()[-500:]}")
+    return [(shown, int(number), line) for shown, number, line in map(json.loads, out.decode().splitlines())]
 
 
 # patch

@@ -2,26 +2,40 @@
 
 The command runs in its own session (process group) so that a timeout, and the end of the command,
 can kill everything it started: no orphan keeps running, or keeps the output pipe open, after the
-call returns. Output is read as it comes and only its head and tail are kept, so a command that
-prints gigabytes costs the shim a fixed amount of memory.
+call returns (a child that starts a session of its own, `setsid`, escapes the group). Output is
+read as it comes and only its head and tail are kept, so a command that prints gigabytes costs the
+shim a fixed amount of memory. Its timeout is never above LANE_TOOL_TIMEOUT, and the command is
+killed as soon as the turn tells it to stop (ToolContext.stop: its client left).
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 from typing import IO, Any
 
+from ..config import Settings
+from . import confine
 from .base import Tool, ToolContext, ToolError, nothing, object_schema
 from .files import workspace_root
 
-# Variables the model's commands have no business reading.
-_HIDDEN_ENV = ("LANE_API_KEY",)
+log = logging.getLogger("lane.tools")
+
+# Variables the model's commands have no business reading: the key, and where the lane keeps it
+# and its store.
+_HIDDEN_ENV = ("LANE_API_KEY", "LANE_HOME", "LANE_DB", "LANE_CONFIG")
 _READER_GRACE_S = 2.0
+# How often a running command's wait looks whether the turn asked it to stop.
+_STOP_POLL_S = 0.05
 
 
 class CappedOutput:
@@ -72,6 +86,28 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         pass
 
 
+@functools.cache
+def _landlock() -> bool:
+    available = confine.available() > 0
+    if not available:
+        log.warning("this kernel offers no Landlock: terminal commands can read the lane's key and store "
+                    "(README, security notes)")
+    return available
+
+
+def _confined(settings: Settings) -> list[str]:
+    """The prefix that runs a command unable to read or write $LANE_HOME (the key, the store, the
+    notes) or the store's files, the workspace excepted (confine.py); none where Landlock is
+    missing or LANE_TERMINAL_CONFINE is off."""
+    if not settings.terminal_confine or not _landlock():
+        return []
+    db = settings.db_path.resolve()
+    protected = [settings.home.resolve(), *(Path(f"{db}{suffix}") for suffix in ("", "-wal", "-shm"))]
+    options = [arg for path in protected for arg in ("--protect", str(path))]
+    return [sys.executable, "-I", "-S", confine.__file__, *options,
+            "--allow", str(workspace_root(settings)), "--"]
+
+
 def _shell() -> list[str]:
     bash = shutil.which("bash")
     return [bash, "-c"] if bash else ["/bin/sh", "-c"]
@@ -89,17 +125,19 @@ def _terminal(arguments: dict[str, Any], ctx: ToolContext) -> str:
     command: str = arguments["command"]
     if not command.strip():
         raise ToolError("command is empty")
-    settings = ctx.settings
+    settings, stop = ctx.settings, ctx.stop
     # 0 (or less) means the default: small models fill every optional field, and write 0 for "none".
     requested = float(arguments.get("timeout") or 0)
     timeout = requested if requested > 0 else settings.terminal_timeout_s
-    clamped = timeout > settings.terminal_max_timeout_s
-    timeout = min(timeout, settings.terminal_max_timeout_s)
+    # Every tool's time limit (LANE_TOOL_TIMEOUT) caps the terminal's own maximum and default.
+    most = min(settings.terminal_max_timeout_s, settings.tool_timeout_s)
+    clamped = requested > most
+    timeout = min(timeout, most)
     env = {k: v for k, v in os.environ.items() if k not in _HIDDEN_ENV}
     output = CappedOutput(settings.terminal_output_bytes)
     try:
         process = subprocess.Popen(
-            [*_shell(), command],
+            [*_confined(settings), *_shell(), command],
             cwd=workspace_root(settings),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -112,11 +150,8 @@ def _terminal(arguments: dict[str, Any], ctx: ToolContext) -> str:
     assert process.stdout is not None
     reader = threading.Thread(target=_pump, args=(process.stdout, output), daemon=True)
     reader.start()
-    timed_out = False
     try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        timed_out, stopped = _wait(process, timeout, stop)
     finally:
         # Whatever the command left running in its group goes too, or it would hold the pipe open.
         _kill_group(process)
@@ -124,6 +159,8 @@ def _terminal(arguments: dict[str, Any], ctx: ToolContext) -> str:
         # A process that left the group (setsid) may still hold the pipe: stop waiting for it.
         reader.join(_READER_GRACE_S)
     text = output.text() or nothing("no output")
+    if stopped:
+        raise ToolError(f"the command was stopped (the turn ended) and killed; output so far:\n{text}")
     if timed_out:
         raise ToolError(f"command timed out after {timeout:g} s and was killed; output so far:\n{text}")
     if process.returncode != 0 and _NEEDS_TTY.search(text):
@@ -132,6 +169,20 @@ def _terminal(arguments: dict[str, Any], ctx: ToolContext) -> str:
                         f"it printed:\n{text}")
     note = f" (timeout lowered to the maximum, {timeout:g} s)" if clamped else ""
     return f"exit code: {process.returncode}{note}\n{text}"
+
+
+def _wait(process: subprocess.Popen[bytes], timeout: float, stop: threading.Event) -> tuple[bool, bool]:
+    """Waits for the command to end: (timed out, told to stop), at most one of them true."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            process.wait(timeout=max(0.0, min(_STOP_POLL_S, deadline - time.monotonic())))
+            return False, False
+        except subprocess.TimeoutExpired:
+            if stop.is_set():
+                return False, True
+            if time.monotonic() >= deadline:
+                return True, False
 
 
 _NONZERO = re.compile(r"^exit code: -?[1-9]\d*\b")

@@ -35,6 +35,7 @@ from typing import Any, Iterable, Literal, Mapping, Sequence
 import bm25s
 import numpy as np
 
+from ..text_bounds import bounded
 from .embedding import Embedder
 from .embedding import default_embedder as _default_embedder
 from .glossary import english, english_gloss
@@ -220,7 +221,7 @@ class ToolIndex:
         """The best `limit` tools for the query, best first; only tools with some evidence."""
         if not self.docs or limit <= 0:
             return []
-        scores, bests = self._task_scores(query)
+        scores, bests = self._task_scores(bounded(query))
         order = np.argsort(-scores, kind="stable")
         if bests:
             order = _each_task_shown(order, bests)
@@ -248,7 +249,7 @@ class ToolIndex:
         """The query's task words (values such as paths, slugs and file names left out), a
         misspelt word read as the catalog word it was meant to be."""
         terms: list[str] = []
-        for word in task_words(query):
+        for word in task_words(query):  # bounded there
             if word in STOPWORDS:
                 continue
             # A foreign task word adds its English reading (what the catalog says) and stays
@@ -281,13 +282,14 @@ class ToolIndex:
         i = self._by_name.get(name.lower())
         if self.embedder is None or self._vectors is None or i is None:
             return 0.0
+        query = bounded(query)
         vector = self._query_vectors(query, clauses(query))[0]
         return max(float(vector @ self._vectors[:, self._starts[i]]), 0.0)
 
     def closest(self, query: str, limit: int) -> list[str]:
         """Tool names ranked by shared character trigrams with the query: a last resort that
         still points somewhere when no word matches."""
-        grams = trigrams(query.lower())
+        grams = trigrams(bounded(query).lower())
         scored = sorted(((len(grams & trigrams(n.lower())), n) for n in self.names),
                         key=lambda pair: -pair[0])
         return [name for _, name in scored[:limit]]
@@ -295,6 +297,7 @@ class ToolIndex:
     def lexical_scores(self, query: str) -> np.ndarray:
         """BM25 on the query's words (plus weaker synonyms), normalised to the best document,
         plus name coverage and the exact-name bonus."""
+        query = bounded(query)
         terms = self.query_terms(query)
         scores = self._bm25.get_scores(terms).astype(np.float64) if terms else np.zeros(len(self))
         extra = expansions(terms)
@@ -396,7 +399,7 @@ def _name_index(names: list[frozenset[str]]) -> tuple[dict[str, np.ndarray], np.
 def task_words(text: str) -> list[str]:
     """The words of a request with its values read as their kinds and other values (paths,
     slugs) left out: "star kubernetes/kubernetes" is a star for a repository, not Kubernetes."""
-    return split_words(_VALUE.sub(" ", _kinds_of_values(text)))
+    return split_words(_VALUE.sub(" ", _kinds_of_values(bounded(text))))
 
 
 def _kinds_of_values(text: str) -> str:
@@ -410,6 +413,6 @@ def _kinds_of_values(text: str) -> str:
 def _embedder_text(query: str) -> str:
     """What the English embedder reads of a query: its values as their kinds, followed by the
     English reading of its foreign task words: "crea una rama" -> "crea una rama (create branch)"."""
-    text = _kinds_of_values(query)
+    text = _kinds_of_values(bounded(query))
     gloss = english_gloss(split_words(text))
     return f"{text} ({' '.join(gloss)})" if gloss else text

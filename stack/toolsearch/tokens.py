@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import re
 
+from ..text_bounds import bounded
 from .wordlists import entries
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -86,5 +87,5 @@ def expansions(terms: list[str]) -> list[str]:
 def clauses(text: str) -> list[str]:
     """The tasks of a request that holds more than one, each with at least two content words;
     [] for a single task."""
-    parts = [part for part in _CLAUSE_BREAK.split(text) if part and len(tokens(part)) >= 2]
+    parts = [part for part in _CLAUSE_BREAK.split(bounded(text)) if part and len(tokens(part)) >= 2]
     return parts if len(parts) >= 2 else []

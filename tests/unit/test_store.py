@@ -93,3 +93,50 @@ def test_unknown_role_is_rejected_by_the_schema(tmp_path):
     session = store.create_session()
     with pytest.raises(sqlite3.IntegrityError):
         store.add_message(session, "wizard", "x")
+
+
+def test_many_messages_are_one_transaction(tmp_path):
+    """add_messages writes every row or none: a bad row anywhere leaves nothing behind."""
+    store = Store(tmp_path / "s.db")
+    session = store.create_session()
+    many = [{"role": "user", "content": f"message {i}"} for i in range(5000)]
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add_messages(session, [*many, {"role": "narrator", "content": "bad"}])
+    assert store.messages(session) == []
+    store.add_messages(session, many)
+    assert [m["content"] for m in store.messages(session)] == [m["content"] for m in many]
+
+
+def test_the_store_and_its_wal_files_are_private(tmp_path):
+    store = Store(tmp_path / "lane" / "s.db")
+    store.add_message(store.create_session(), "user", "secret")
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "lane").iterdir()}
+    assert modes == {"s.db": 0o600, "s.db-wal": 0o600, "s.db-shm": 0o600}
+    assert (tmp_path / "lane").stat().st_mode & 0o777 == 0o700
+
+
+def test_an_older_store_is_made_private_when_opened(tmp_path):
+    path = tmp_path / "s.db"
+    Store(path).close()
+    path.chmod(0o644)
+    Store(path).close()
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_executions_of_an_older_store_keep_their_rows_and_may_now_be_running(tmp_path):
+    """The migration that admits 'running' and 'abandoned' rebuilds tool_executions with its rows."""
+    from stack.store.schema import MIGRATIONS
+    db = sqlite3.connect(tmp_path / "s.db")
+    for number, script in enumerate(MIGRATIONS[:6], start=1):
+        db.executescript(f"BEGIN; {script}; PRAGMA user_version = {number}; COMMIT;")
+    db.execute("INSERT INTO sessions(id, created_at) VALUES ('s', 'now')")
+    db.execute("INSERT INTO tool_executions(id, session_id, tool_name, origin, status, started_at)"
+               " VALUES (7, 's', 'terminal', 'native', 'ok', 'then')")
+    db.commit()
+    db.close()
+    store = Store(tmp_path / "s.db")
+    assert [(e["id"], e["status"]) for e in store.executions("s")] == [(7, "ok")]
+    asked = store.add_message("s", "assistant", "", tool_calls=[{"id": "c"}])
+    store.start_execution("s", asked, tool_call_id="c", tool_name="terminal", via_bridge=False,
+                          origin="native", arguments="{}")
+    assert [e["status"] for e in store.executions("s")] == ["ok", "running"]

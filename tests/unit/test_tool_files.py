@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -334,6 +336,42 @@ def test_search_does_not_follow_links_out_of_the_workspace(ctx, ws, outside):
     (ws / "leak.txt").symlink_to(outside / "secret.txt")
     (ws / "door").symlink_to(outside, target_is_directory=True)
     assert call("search_files", {"pattern": "secret"}, ctx).output.startswith("no files match")
+
+
+def test_a_pattern_that_backtracks_forever_is_stopped_at_the_time_limit_and_freezes_nothing(tmp_path):
+    """`(a+)+$` over one 31-character line takes Python's `re` minutes and holds the GIL: run in
+    this process it froze every thread, so the shim stopped answering. It runs in a process of
+    its own now, killed at the limit (LANE_TOOL_TIMEOUT, here 2 s), while other threads go on."""
+    with tool_context(tmp_path / "home", tool_timeout_s=2.0) as context:
+        (files.workspace_root(context.settings) / "a.txt").write_text("a" * 30 + "!\n")
+        ticks = []
+        done = threading.Event()
+
+        def tick() -> None:
+            while not done.is_set():
+                ticks.append(time.monotonic())
+                time.sleep(0.01)
+
+        ticker = threading.Thread(target=tick)
+        ticker.start()
+        started = time.monotonic()
+        try:
+            outcome = call("search_files", {"pattern": "(a+)+$"}, context)
+        finally:
+            done.set()
+            ticker.join()
+        assert outcome.status == "error" and "took longer than 2 s" in outcome.output
+        assert time.monotonic() - started < 6
+        assert max(b - a for a, b in zip(ticks, ticks[1:], strict=False)) < 0.5  # no thread was held
+
+
+def test_a_stopped_search_ends_at_once(ctx, ws):
+    (ws / "a.txt").write_text("a" * 30 + "!\n")
+    threading.Timer(0.3, ctx.stop.set).start()
+    started = time.monotonic()
+    outcome = call("search_files", {"pattern": "(a+)+$"}, ctx)
+    assert outcome.status == "error" and "stopped" in outcome.output
+    assert time.monotonic() - started < 3
 
 
 # patch

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from stack.tools import terminal
+from stack.tools import confine, terminal
 from stack.tools.base import ToolContext
 from stack.tools.execute import Outcome, run_tool
 from tests.fakes.tool_context import make_tool_context, tool_context
@@ -156,3 +157,68 @@ def test_a_process_that_leaves_the_group_cannot_hold_the_call_open(ctx):
         assert time.monotonic() - started < terminal._READER_GRACE_S + 2
     finally:
         os.kill(int(outcome.output.splitlines()[1]), 9)
+
+
+@pytest.mark.parametrize("given", [{}, {"timeout": 500}])
+def test_the_tool_time_limit_caps_the_default_and_any_asked_timeout(tmp_path, given):
+    """LANE_TOOL_TIMEOUT=1: `sleep 20` without a timeout, or asking for 500 s, stops at 1 s."""
+    context = make_tool_context(tmp_path / "home", tool_timeout_s=1.0)
+    started = time.monotonic()
+    outcome = run("sleep 20", context, **given)
+    assert outcome.status == "error" and "timed out after 1 s" in outcome.output
+    assert time.monotonic() - started < 5
+    context.store.close()
+
+
+def test_a_stopped_call_kills_its_command_group_at_once(ctx):
+    """ToolContext.stop is what a turn whose client left sets: the command and its children end."""
+    ws = ctx.settings.workspace
+    threading.Timer(0.5, ctx.stop.set).start()
+    started = time.monotonic()
+    outcome = run("sleep 30 & echo $! > child.pid; sleep 30", ctx, timeout=60)
+    assert outcome.status == "error" and "stopped" in outcome.output
+    assert time.monotonic() - started < 5
+    assert gone_within(int((ws / "child.pid").read_text()), 2)
+    assert not ctx.stop.is_set()  # the next call starts unstopped
+
+
+def test_where_the_lane_keeps_its_key_and_store_is_not_in_the_environment(ctx, monkeypatch):
+    for name in ("LANE_HOME", "LANE_DB", "LANE_CONFIG"):
+        monkeypatch.setenv(name, "/somewhere")
+    outcome = run('echo "[$LANE_HOME][$LANE_DB][$LANE_CONFIG]"', ctx)
+    assert outcome.output == "exit code: 0\n[][][]\n"
+
+
+needs_landlock = pytest.mark.skipif(not confine.available(), reason="this kernel offers no Landlock")
+
+
+@needs_landlock
+def test_commands_cannot_read_or_write_the_lanes_own_files(tmp_path):
+    home = tmp_path / "home"
+    with tool_context(home) as context:
+        context.store.add_message("s1", "user", "my secret codename")
+        (home / "api_key").write_text("sk-secret\n")
+        (home / "workspace").mkdir(exist_ok=True)
+        outcome = run("cat ../api_key; grep -c codename ../state.db ../state.db-wal; echo x >> ../state.db; "
+                      "cd .. && cat api_key; echo mine > workspace/note.txt && cat workspace/note.txt", context)
+    assert outcome.status == "ok"
+    assert "sk-secret" not in outcome.output and "codename" not in outcome.output
+    assert outcome.output.count("Permission denied") == 5
+    assert outcome.output.rstrip().endswith("mine")
+    assert (home / "api_key").read_text() == "sk-secret\n"
+
+
+@needs_landlock
+def test_a_store_outside_the_home_is_out_of_reach_too(tmp_path):
+    elsewhere = tmp_path / "data" / "lane.db"
+    with tool_context(tmp_path / "home", db=elsewhere) as context:
+        context.store.add_message("s1", "user", "my secret codename")
+        (tmp_path / "data" / "notes.txt").write_text("readable\n")
+        outcome = run(f"cat {elsewhere} {elsewhere}-wal | grep -c codename; cat {tmp_path}/data/notes.txt", context)
+    assert outcome.output.count("Permission denied") == 2 and "readable" in outcome.output
+
+
+def test_confinement_can_be_turned_off(tmp_path):
+    with tool_context(tmp_path / "home", terminal_confine=False) as context:
+        (tmp_path / "home" / "api_key").write_text("sk-secret\n")
+        assert "sk-secret" in run("cat ../api_key", context).output

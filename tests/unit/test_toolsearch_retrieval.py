@@ -342,3 +342,21 @@ def test_urls_addresses_files_issue_keys_and_channels_are_read_as_their_kind_by_
     embedder.seen.clear()
     index.search("screenshot example.com/pricing", 1)
     assert embedder.seen == ["screenshot the web page"]
+
+
+@pytest.mark.parametrize("hostile", [
+    "a" * 40_000,                  # an email pattern tried from each of 40,000 starts
+    "a" * (1 << 20),               # 1 MiB
+    "a." * 20_000 + "b",           # a domain of 20,000 labels, no known ending
+    "x/" * 20_000,                 # a path with no end
+    " " * 40_000 + "x",            # blanks before the clause breaks' words
+])
+def test_an_unbroken_word_is_read_in_linear_time(hostile):
+    """One 40,000-character word took the value patterns (`[\\w.+-]+@...`, the file and domain
+    kinds) time in the square of its length; bounded (stack/text_bounds.py) it is linear."""
+    index = ToolIndex.from_openai(CATALOG)
+    started = time.perf_counter()
+    index.search(f"post {hostile} to slack", 3)
+    index.query_coverage(f"post {hostile}", "slack_post_message")
+    assert retrieval.task_words(f"read {hostile} now")[0] == "read"
+    assert time.perf_counter() - started < 1.0
