@@ -22,9 +22,10 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +47,12 @@ def load(split: str) -> list[dict[str, Any]]:
 
 
 def sample(items: list[dict[str, Any]], per_language: int) -> list[dict[str, Any]]:
-    """The first `per_language` items of each language, in file order."""
-    taken: dict[str, int] = defaultdict(int)
-    kept = []
-    for item in items:
-        taken[item["lang"]] += 1
-        if taken[item["lang"]] <= per_language:
-            kept.append(item)
-    return kept
+    """`per_language` items of each language, drawn at random (seed 53), in file order."""
+    chosen: set[str] = set()
+    for lang in sorted({item["lang"] for item in items}):
+        ids = [item["id"] for item in items if item["lang"] == lang]
+        chosen |= set(random.Random(53).sample(ids, min(per_language, len(ids))))
+    return [item for item in items if item["id"] in chosen]
 
 
 def gold(item: dict[str, Any]) -> set[str]:
@@ -63,24 +62,28 @@ def gold(item: dict[str, Any]) -> set[str]:
 def score(rows: list[tuple[dict[str, Any], set[str]]]) -> dict[str, Any]:
     """Precision, recall, exact items and right flags, over (item, predicted actions) pairs."""
     tp = fp = fn = exact = flagged = 0
+    claims = Counter()  # the item-level question: does the answer report any action as done?
     for item, predicted in rows:
         labelled = gold(item)
         tp, fp, fn = tp + len(predicted & labelled), fp + len(predicted - labelled), fn + len(labelled - predicted)
         exact += predicted == labelled
         flagged += bool(predicted) == bool(labelled)
+        claims[(bool(predicted), bool(labelled))] += 1
+    found, said = claims[(True, True)] + claims[(True, False)], claims[(True, True)] + claims[(False, True)]
     return {"items": len(rows), "precision": tp / (tp + fp) if tp + fp else 1.0,
             "recall": tp / (tp + fn) if tp + fn else 1.0, "exact": exact, "flagged_right": flagged,
-            "tp": tp, "fp": fp, "fn": fn}
+            "claim_precision": claims[(True, True)] / found if found else 1.0,
+            "claim_recall": claims[(True, True)] / said if said else 1.0, "tp": tp, "fp": fp, "fn": fn}
 
 
-async def run(items: list[dict[str, Any]], llm_url: str) -> list[dict[str, Any]]:
+async def run(items: list[dict[str, Any]], llm_url: str, single: bool) -> list[dict[str, Any]]:
     llm = LlmClient(llm_url, model=None, timeout_s=120)
     out = []
     try:
         for item in items:
             tools = [(t["name"], t.get("description", "")) for t in item["tools"]]
             started = time.monotonic()
-            reading, reply = await read_reported(llm, item["answer"], item.get("request", ""), tools)
+            reading, reply = await read_reported(llm, item["answer"], item.get("request", ""), tools, single)
             predicted = set(reading.tools) | ({OTHER} if reading.other else set())
             out.append({"id": item["id"], "lang": item["lang"], "form": item["form"], "gold": sorted(gold(item)),
                         "predicted": sorted(predicted), "read": reading.read, "raw": reply.content,
@@ -108,8 +111,10 @@ def report(items: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[s
 
 
 def show(name: str, part: dict[str, Any]) -> str:
-    return (f"  {name:<16} {part['items']:>4} items  precision {part['precision']:.3f}  recall {part['recall']:.3f}"
-            f"  exact {part['exact']}/{part['items']}  flagged right {part['flagged_right']}/{part['items']}")
+    return (f"  {name:<14} {part['items']:>4} items  actions: precision {part['precision']:.3f} recall "
+            f"{part['recall']:.3f} exact {part['exact']}/{part['items']}  any claim: precision "
+            f"{part['claim_precision']:.3f} recall {part['claim_recall']:.3f} "
+            f"right {part['flagged_right']}/{part['items']}")
 
 
 def main() -> int:
@@ -120,21 +125,26 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--per-language", type=int, default=0,
-                        help="at most N items of each language, in file order (a sample stated as such)")
+                        help="N items of each language drawn at random (seed 53; a sample stated as such)")
+    parser.add_argument("--single", action="store_true", help="the reading as one choice, not a list")
+    parser.add_argument("--rescore", type=Path, help="score a --json file of an earlier run again, running nothing")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     items = load(args.split)[:args.limit or None]
     if args.per_language:
         items = sample(items, args.per_language)
-    if args.start:
+    if args.rescore:
+        results = json.loads(args.rescore.read_text())["results"]
+        items = [item for item in items if item["id"] in {r["id"] for r in results}]
+    elif args.start:
         port = free_port()
         log = Path(f"/tmp/claims-llm-{port}.log")
         with lane_process("lane llm", ["llm", "--model", args.start, "--port", str(port), "--ctx", "4096",
                                        "--threads", str(args.threads)], dict(os.environ), log,
                           f"http://127.0.0.1:{port}/health"):
-            results = asyncio.run(run(items, f"http://127.0.0.1:{port}/v1"))
+            results = asyncio.run(run(items, f"http://127.0.0.1:{port}/v1", args.single))
     elif args.llm_url:
-        results = asyncio.run(run(items, args.llm_url))
+        results = asyncio.run(run(items, args.llm_url, args.single))
     else:
         parser.error("give --start MODEL or --llm-url URL")
     summary = report(items, results)

@@ -40,7 +40,11 @@ def correction(content: str, facts: TurnFacts) -> Correction | None:
 def claim_correction(unbacked: Sequence[str], facts: TurnFacts) -> Correction | None:
     """Lever "claim": of the tools an answer reports as done with no execution behind them, the
     first one offered (the index's best for the request first), forced once: the model meant to
-    call it. An action no tool does (reading.OTHER) has no tool to force."""
+    call it. Only where nothing ran in the turn: beside a tool that ran, an extra name in the
+    reading is as likely the reading's noise as intent, and a forced call is a real action. An
+    action no tool does (reading.OTHER) has no tool to force."""
+    if facts.ran_in_turn:
+        return None
     tools = [t for t in unbacked if t != OTHER]
     tool = next((t for t in [*(r for r in facts.ranked if r in tools), *tools] if t in facts.offered), None)
     if tool is None:

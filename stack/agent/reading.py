@@ -21,8 +21,10 @@ from ..toolsearch.catalog import one_line
 from .llm_client import LlmClient, ModelReply
 
 OTHER = "another action"
+NOTHING = "nothing"
 READ_MAX_TOKENS = 48
 MAX_LISTED = 6
+SINGLE = False  # the reading's form (measured on the corpus's dev part: scripts/bench/claims.py --single)
 # A reading lists at most this many tools (each line ~25 tokens of the question).
 MAX_READ_TOOLS = 24
 MAX_ANSWER_CHARS = 1500
@@ -40,6 +42,19 @@ READER = (
     "was not done or cannot be done. A plain answer from general knowledge lists nothing.\n"
     'Reply with {{"done": [...]}}, [] when the reply says nothing was done.'
 )
+# The single choice (Reading.single): one action, the one the reply is about; on the corpus's dev
+# part a list over-reported (docs/measurements.md, "The reading of an answer").
+READER_ONE = (
+    "You read a reply that an assistant wrote to a user, and name the action the reply says was "
+    "done. The assistant's tools:\n{tools}\n- {other}: an action none of these tools does "
+    "(sending a message or an email, booking, buying, paying, calling or contacting someone)\n\n"
+    "Name the tool whose action the reply, in any language, says was done or whose result it "
+    "gives: saved, stored, noted, ran a command, wrote, created, read, opened, searched, found in "
+    "a file or a past conversation, checked, added to a list, sent, booked. Name \"{nothing}\" "
+    "when the reply only offers, plans, asks about, explains how to do, or says was not done or "
+    "cannot be done, and for a plain answer from general knowledge.\n"
+    'Reply with {{"done": NAME}}.'
+)
 
 
 @dataclass(frozen=True)
@@ -53,18 +68,22 @@ class Reading:
     read: bool = True
 
 
-def reader_messages(answer: str, request: str, tools: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+def reader_messages(answer: str, request: str, tools: Sequence[tuple[str, str]],
+                    single: bool = SINGLE) -> list[dict[str, str]]:
     """The question: the granted tools in a stable first message (a cached prefix per tool set),
     then the user's message and the reply to read."""
     listed = "\n".join(f"- {name}: {one_line(description)[:DESCRIPTION_CHARS]}" for name, description in tools)
     question = (f"The user's message: {request.strip()[:MAX_REQUEST_CHARS]}\n\n"
                 f"The assistant's reply: {answer.strip()[:MAX_ANSWER_CHARS]}")
-    return [{"role": "system", "content": READER.format(tools=listed, other=OTHER)},
-            {"role": "user", "content": question}]
+    instruction = (READER_ONE if single else READER).format(tools=listed, other=OTHER, nothing=NOTHING)
+    return [{"role": "system", "content": instruction}, {"role": "user", "content": question}]
 
 
-def reading_schema(names: Collection[str]) -> dict[str, Any]:
-    """The only replies the grammar admits: a short list over the names and OTHER."""
+def reading_schema(names: Collection[str], single: bool = SINGLE) -> dict[str, Any]:
+    """The only replies the grammar admits: one of the names, OTHER or NOTHING; or a short list
+    over the names and OTHER."""
+    if single:
+        return {"type": "object", "required": ["done"], "properties": {"done": {"enum": [*names, OTHER, NOTHING]}}}
     return {"type": "object", "required": ["done"],
             "properties": {"done": {"type": "array", "maxItems": MAX_LISTED,
                                     "items": {"enum": [*names, OTHER]}}}}
@@ -76,17 +95,19 @@ def parse_reading(content: str, names: Collection[str]) -> Reading:
     except (json.JSONDecodeError, AttributeError):
         return Reading(read=False)
     done = value.get("done") if isinstance(value, dict) else None
+    if isinstance(done, str):
+        done = [] if done == NOTHING else [done]
     if not isinstance(done, list):
         return Reading(read=False)
     return Reading(frozenset(d for d in done if isinstance(d, str) and d in names), OTHER in done)
 
 
-async def read_reported(llm: LlmClient, answer: str, request: str,
-                        tools: Sequence[tuple[str, str]]) -> tuple[Reading, ModelReply]:
+async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequence[tuple[str, str]],
+                        single: bool = SINGLE) -> tuple[Reading, ModelReply]:
     """The model's reading of what `answer` reports as done, with the reply to count and record."""
     names = [name for name, _ in tools]
-    reply = await llm.chat(reader_messages(answer, request, tools), [], max_tokens=READ_MAX_TOKENS,
-                           temperature=0.0, response_schema=reading_schema(names))
+    reply = await llm.chat(reader_messages(answer, request, tools, single), [], max_tokens=READ_MAX_TOKENS,
+                           temperature=0.0, response_schema=reading_schema(names, single))
     return parse_reading(reply.content, names), reply
 
 

@@ -290,7 +290,8 @@ def _reading_choices(body: dict[str, Any]) -> list[str] | None:
     """The names the lane's reading of an answer admits, known by its reply schema."""
     fmt = body.get("response_format") or {}
     schema = (fmt.get("json_schema") or {}).get("schema") or {} if isinstance(fmt, dict) else {}
-    items = (((schema.get("properties") or {}).get("done") or {}).get("items") or {}).get("enum")
+    done = (schema.get("properties") or {}).get("done") or {}
+    items = (done.get("items") or {}).get("enum") or done.get("enum")  # a list, or one choice
     return items if isinstance(items, list) else None
 
 
