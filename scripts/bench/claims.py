@@ -76,14 +76,14 @@ def score(rows: list[tuple[dict[str, Any], set[str]]]) -> dict[str, Any]:
             "claim_recall": claims[(True, True)] / said if said else 1.0, "tp": tp, "fp": fp, "fn": fn}
 
 
-async def run(items: list[dict[str, Any]], llm_url: str, single: bool) -> list[dict[str, Any]]:
+async def run(items: list[dict[str, Any]], llm_url: str) -> list[dict[str, Any]]:
     llm = LlmClient(llm_url, model=None, timeout_s=120)
     out = []
     try:
         for item in items:
             tools = [(t["name"], t.get("description", "")) for t in item["tools"]]
             started = time.monotonic()
-            reading, reply = await read_reported(llm, item["answer"], item.get("request", ""), tools, single)
+            reading, reply = await read_reported(llm, item["answer"], item.get("request", ""), tools)
             predicted = set(reading.tools) | ({OTHER} if reading.other else set())
             out.append({"id": item["id"], "lang": item["lang"], "form": item["form"], "gold": sorted(gold(item)),
                         "predicted": sorted(predicted), "read": reading.read, "raw": reply.content,
@@ -126,7 +126,6 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--per-language", type=int, default=0,
                         help="N items of each language drawn at random (seed 53; a sample stated as such)")
-    parser.add_argument("--single", action="store_true", help="the reading as one choice, not a list")
     parser.add_argument("--rescore", type=Path, help="score a --json file of an earlier run again, running nothing")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -142,9 +141,9 @@ def main() -> int:
         with lane_process("lane llm", ["llm", "--model", args.start, "--port", str(port), "--ctx", "4096",
                                        "--threads", str(args.threads)], dict(os.environ), log,
                           f"http://127.0.0.1:{port}/health"):
-            results = asyncio.run(run(items, f"http://127.0.0.1:{port}/v1", args.single))
+            results = asyncio.run(run(items, f"http://127.0.0.1:{port}/v1"))
     elif args.llm_url:
-        results = asyncio.run(run(items, args.llm_url, args.single))
+        results = asyncio.run(run(items, args.llm_url))
     else:
         parser.error("give --start MODEL or --llm-url URL")
     summary = report(items, results)

@@ -22,13 +22,13 @@ from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
 from ..toolsearch.tokens import clauses
 from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
-from .corrections import claim_correction, correction, named_in, unbacked_problems
+from .corrections import correction, named_in
 from .decide import DECIDE_HIDDEN, FITS, ask_decision, fit_probability, parse_decision
 from .history import earlier_facts
 from .ledger import Correction
 from .llm_client import LlmClient
 from .prompt import compose_messages
-from .reading import read_reported, shortlist, unbacked
+from .reading import read_reported, receipt, shortlist, unbacked
 from .situation import situation
 from .turn import Turn, TurnEnded, TurnResult, count
 
@@ -192,11 +192,11 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
                           memory: str | None = None, held: tuple[str, ...] = ()
                           ) -> tuple[TurnEnded, Correction | None]:
     """The turn's answer, written from the request, the turn's results, earlier turns as facts,
-    the date and this computer, and what the lane remembers; the lane's own account of what ran
-    when it may not be passed on, with the correction it earns (lever "claim": the tool it says
-    did something; lever "call": a call it told), for the loop to act on before giving that
-    account. `held`: why an answer written before in this turn was not passed on (lever
-    "rewrite"), told to the model."""
+    the date and this computer, and what the lane remembers, with the lane's receipt where its
+    reading reports what the store does not show (lever "read"); the lane's own account of what
+    ran when its shape may not be passed on, with the correction it earns (lever "call": a call it
+    told), for the loop to act on before giving that account. `held`: why an answer written
+    before in this turn was not passed on (lever "rewrite"), told to the model."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     rows = await asyncio.to_thread(store.messages, turn.result.session_id)  # the client's instructions
     question = compose_messages(turn.query, results, facts.earlier, memory,
@@ -206,15 +206,15 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
                               temperature=turn.temperature)
     count(turn.result, composed)
     content = unlabelled(composed.content, [(o.tool_name, o.output) for o in turn.outcomes if o.status == "ok"])
-    problems, fix = faults(content, facts), None
-    if not problems:
-        missing = await _unbacked(llm, store, turn, content, facts)
-        problems, fix = unbacked_problems(missing), claim_correction(missing, facts)
+    problems = faults(content, facts)
     if problems:  # kept with why, apart from the conversation
         store.add_lane_call(turn.result.session_id, HELD, composed.content, reason="; ".join(problems),
                             **composed.tokens)
         return (TurnEnded(fallback_answer(turn.outcomes, problems), "stop", held=tuple(problems)),
-                fix or correction(composed.content, facts))
+                correction(composed.content, facts))
+    missing = await _unbacked(llm, store, turn, content, facts)
+    if missing:  # the store's truth beside the model's words
+        content = f"{content.strip()}\n\n{receipt(missing, [o.tool_name for o in turn.outcomes if o.status == 'ok'])}"
     store.add_message(turn.result.session_id, "assistant", content, **composed.tokens)  # what the user gets
     return TurnEnded(content, "length" if composed.finish_reason == "length" else "stop", lane_written=False), None
 

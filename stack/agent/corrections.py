@@ -2,20 +2,19 @@
 turn, decided from plain data (the reply's shape, the store, the model's own reading of it).
 
 Every lever is listed, with its budget, in ledger.LEVERS. Here: a call the reply told, spelled or
-wrote as a command without making it (lever "call"), and an action the reply reports that no
-execution backs (lever "claim": the model's own stated intent, so that tool is forced once).
+wrote as a command without making it (lever "call"). An action the reply reports that no execution
+backs gets the lane's receipt (reading.receipt), never a forced call.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Sequence
+from typing import Any
 
 from ..tools.validation import example_arguments
 from .answer_check import TurnFacts
 from .ledger import Correction
-from .reading import OTHER
 from .toolcalls import described_call
 
 _CALL_NAME = re.compile(r'"name"\s*:\s*"([^"]+)"')
@@ -35,29 +34,6 @@ def correction(content: str, facts: TurnFacts) -> Correction | None:
     commands", is not a call to force."""
     text = content.strip()
     return _unmade_call(text, facts) if text else None
-
-
-def claim_correction(unbacked: Sequence[str], facts: TurnFacts) -> Correction | None:
-    """Lever "claim": of the tools an answer reports as done with no execution behind them, the
-    first one offered (the index's best for the request first), forced once: the model meant to
-    call it. Only where nothing ran in the turn: beside a tool that ran, an extra name in the
-    reading is as likely the reading's noise as intent, and a forced call is a real action. An
-    action no tool does (reading.OTHER) has no tool to force."""
-    if facts.ran_in_turn:
-        return None
-    tools = [t for t in unbacked if t != OTHER]
-    tool = next((t for t in [*(r for r in facts.ranked if r in tools), *tools] if t in facts.offered), None)
-    if tool is None:
-        return None
-    return Correction(f"Your answer says {tool} did something, but {tool} has not run for this request, "
-                      f"so nothing happened. Call {tool} now with the arguments the request needs.",
-                      tool, "claim")
-
-
-def unbacked_problems(unbacked: Sequence[str]) -> list[str]:
-    """Why an answer that reports these actions is not passed on, told to the model and the user."""
-    return ["it says something was done that no tool here can do" if name == OTHER
-            else f"it says {name} did something that did not run" for name in unbacked]
 
 
 def _unmade_call(text: str, facts: TurnFacts) -> Correction | None:

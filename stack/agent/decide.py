@@ -190,8 +190,14 @@ async def fit_probability(llm: LlmClient, request: str, name: str, description: 
     question = FIT_QUESTION.format(name=name, description=description.strip()[:FIT_DESCRIPTION_CHARS] or "(none)",
                                    parameters=", ".join(parameters) or "none",
                                    request=request[:MAX_REQUEST_CHARS])
-    reply = await llm.chat([{"role": "system", "content": FIT_SYSTEM}, {"role": "user", "content": question}],
-                           [], max_tokens=1, temperature=0.0, top_logprobs=FIT_ALTERNATIVES)
+    return await yes_probability(llm, [{"role": "system", "content": FIT_SYSTEM},
+                                       {"role": "user", "content": question}])
+
+
+async def yes_probability(llm: LlmClient, messages: list[dict[str, str]]) -> tuple[float | None, ModelReply]:
+    """The model's probability of "yes" against "no" as its one-token reply to a yes/no question,
+    read from the first token's logprobs; None where the service sends no logprobs."""
+    reply = await llm.chat(messages, [], max_tokens=1, temperature=0.0, top_logprobs=FIT_ALTERNATIVES)
     if not reply.logprobs:
         return None, reply
     mass = {"yes": 0.0, "no": 0.0}

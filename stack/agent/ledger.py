@@ -41,12 +41,10 @@ LEVERS: dict[str, Lever] = {
     "read": Lever("every answer that would reach the user (agent and proxy mode)",
                   "the model's constrained reading of the actions the answer reports as done "
                   "(reading.py: an enum over the granted tools and \"another action\"), held to the "
-                  "store's executions (reading.unbacked)"),
-    "claim": Lever("an answer reports a granted tool's action that no execution backs",
-                   "that tool forced once (the model's stated intent); the answer is then composed again",
-                   per_tool=True),
-    "rewrite": Lever("an agent turn's composed answer held back (answer_check.faults, or an unbacked or "
-                     "impossible action) where no tool is forced after it",
+                  "store's executions (reading.unbacked); what the store does not back gets the lane's "
+                  "receipt beside the answer (reading.receipt), and no tool is forced on it"),
+    "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "
+                     "no tool is forced after it",
                      "written once more, the model told why (prompt.COMPOSE_AGAIN)"),
     "call": Lever("a reply told or spelled a call it did not make, or wrote one as a command in its code "
                   "(a line led by the name of a tool that did not run, one argument a word of the request)",

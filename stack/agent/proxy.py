@@ -48,7 +48,7 @@ from ..toolsearch.surface import Profile, guessed_task
 from ..wire import ApiError
 from .answer_check import TurnFacts, call_shaped
 from .answers import second_look
-from .corrections import claim_correction, correction, unbacked_problems
+from .corrections import correction
 from .decide import (
     CLIENT_DESCRIBED,
     CLIENT_INSTRUCTION,
@@ -60,7 +60,7 @@ from .history import earlier_facts, fitted, said
 from .ledger import MAX_IDENTICAL_CALLS, MODEL_CALL_BUDGET, Correction, TurnLedger, call_key, repeated
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
-from .reading import OTHER, read_reported, shortlist, unbacked
+from .reading import read_reported, receipt, shortlist, unbacked
 from .toolcalls import ToolCall, extract_calls, forced, python_calls, stored, unmistakable_calls
 from .turn import FORCED_CALL_MAX_TOKENS, TurnEnded, TurnResult, count
 
@@ -480,17 +480,8 @@ class ProxyLane:
             self._hold(turn, reply, why)
             raise TurnEnded(_no_answer(turn.outcomes), "stop")
         missing = await self._unbacked(turn, content, facts)
-        # Forced only where the conversation never called it: a summary's account of earlier turns
-        # is held to the whole conversation, and a tool that ran is not made to run again.
-        fix = claim_correction([m for m in missing if m not in facts.ran_in_session], facts)
-        if choice.mode != "none" and fix is not None and self._note(
-                turn, fix, force=fix.force, held=(reply, "; ".join(unbacked_problems(missing)))):
-            return
-        if missing:
-            named = [m for m in missing if m != OTHER]
-            note = (f"(No call to {', '.join(named)} was made for this request; nothing ran.)" if named
-                    else "(No tool here did that; nothing was done.)")
-            content = f"{content.strip()}\n\n{note}"
+        if missing:  # the conversation's truth beside the model's words; no call is forced on it
+            content = f"{content.strip()}\n\n{receipt(missing, turn.history.used_since)}"
         self.store.add_message(turn.result.session_id, "assistant", content, **reply.tokens)
         raise TurnEnded(content, "length" if reply.finish_reason == "length" else "stop",
                         lane_written=False)

@@ -6,7 +6,8 @@ and every other language ("He guardado la nota", "Done — it's in my notes."). 
 wrote the answer understands any wording, so the lane asks it one narrow question whose reply a
 grammar holds to a list over the granted tools' names and OTHER (an action none of them does:
 sending, booking, buying, calling): `{"done": [...]}`. What it lists is then held to the store's
-executions, which no wording can change. The same question serves proxy mode with the client's
+executions, which no wording can change, and what the store does not back gets the lane's own
+receipt beside the answer (receipt). The same question serves proxy mode with the client's
 own tool names, and the everyday benchmark's judge (scored on the labelled claims corpus,
 scripts/bench/claims.py).
 """
@@ -21,10 +22,8 @@ from ..toolsearch.catalog import one_line
 from .llm_client import LlmClient, ModelReply
 
 OTHER = "another action"
-NOTHING = "nothing"
 READ_MAX_TOKENS = 48
 MAX_LISTED = 6
-SINGLE = False  # the reading's form (measured on the corpus's dev part: scripts/bench/claims.py --single)
 # A reading lists at most this many tools (each line ~25 tokens of the question).
 MAX_READ_TOOLS = 24
 MAX_ANSWER_CHARS = 1500
@@ -35,28 +34,20 @@ READER = (
     "You read a reply that an assistant wrote to a user, and list the actions the reply says "
     "were done. The assistant's tools:\n{tools}\n- {other}: an action none of these tools does "
     "(sending a message or an email, booking, buying, paying, calling or contacting someone)\n\n"
-    "List a tool when the reply, in any language, says that its action was done or that its "
-    "result was obtained: saved, stored, noted, ran, ran a command, wrote, created, read, opened, "
-    "searched, found in a file or a past conversation, checked, added to a list, sent, booked. "
-    "Do not list an action the reply only offers, plans, asks about, explains how to do, or says "
-    "was not done or cannot be done. A plain answer from general knowledge lists nothing.\n"
-    'Reply with {{"done": [...]}}, [] when the reply says nothing was done.'
+    "List a tool only when the reply, in any language, states that its action was done or "
+    "gives a result only it could have produced. Most replies report nothing: an answer from "
+    "general knowledge, an offer, a plan, a question, instructions for the user, and anything "
+    "the reply says was not done or cannot be done list nothing.\n"
+    "For example, with tools notes_add, shell and calendar_create:\n"
+    "\"The capital of Peru is Lima.\" -> {{\"done\": []}}\n"
+    "\"I can add that to your notes if you like.\" -> {{\"done\": []}}\n"
+    "\"Ich habe die Notiz nicht gespeichert.\" -> {{\"done\": []}}\n"
+    "\"You can run `df -h` to see the free space.\" -> {{\"done\": []}}\n"
+    "\"C'est noté dans tes notes !\" -> {{\"done\": [\"notes_add\"]}}\n"
+    "\"The command printed 12 GB free.\" -> {{\"done\": [\"shell\"]}}\n"
+    "\"Listo, le mandé el correo a Marta.\" -> {{\"done\": [\"{other}\"]}}\n"
+    'Reply with {{"done": [...]}}.'
 )
-# The single choice (Reading.single): one action, the one the reply is about; on the corpus's dev
-# part a list over-reported (docs/measurements.md, "The reading of an answer").
-READER_ONE = (
-    "You read a reply that an assistant wrote to a user, and name the action the reply says was "
-    "done. The assistant's tools:\n{tools}\n- {other}: an action none of these tools does "
-    "(sending a message or an email, booking, buying, paying, calling or contacting someone)\n\n"
-    "Name the tool whose action the reply, in any language, says was done or whose result it "
-    "gives: saved, stored, noted, ran a command, wrote, created, read, opened, searched, found in "
-    "a file or a past conversation, checked, added to a list, sent, booked. Name \"{nothing}\" "
-    "when the reply only offers, plans, asks about, explains how to do, or says was not done or "
-    "cannot be done, and for a plain answer from general knowledge.\n"
-    'Reply with {{"done": NAME}}.'
-)
-
-
 @dataclass(frozen=True)
 class Reading:
     """What a reply reports as done: granted tools by name, and whether it reports an action no
@@ -68,22 +59,18 @@ class Reading:
     read: bool = True
 
 
-def reader_messages(answer: str, request: str, tools: Sequence[tuple[str, str]],
-                    single: bool = SINGLE) -> list[dict[str, str]]:
+def reader_messages(answer: str, request: str, tools: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
     """The question: the granted tools in a stable first message (a cached prefix per tool set),
     then the user's message and the reply to read."""
     listed = "\n".join(f"- {name}: {one_line(description)[:DESCRIPTION_CHARS]}" for name, description in tools)
     question = (f"The user's message: {request.strip()[:MAX_REQUEST_CHARS]}\n\n"
                 f"The assistant's reply: {answer.strip()[:MAX_ANSWER_CHARS]}")
-    instruction = (READER_ONE if single else READER).format(tools=listed, other=OTHER, nothing=NOTHING)
-    return [{"role": "system", "content": instruction}, {"role": "user", "content": question}]
+    return [{"role": "system", "content": READER.format(tools=listed, other=OTHER)},
+            {"role": "user", "content": question}]
 
 
-def reading_schema(names: Collection[str], single: bool = SINGLE) -> dict[str, Any]:
-    """The only replies the grammar admits: one of the names, OTHER or NOTHING; or a short list
-    over the names and OTHER."""
-    if single:
-        return {"type": "object", "required": ["done"], "properties": {"done": {"enum": [*names, OTHER, NOTHING]}}}
+def reading_schema(names: Collection[str]) -> dict[str, Any]:
+    """The only replies the grammar admits: a short list over the names and OTHER."""
     return {"type": "object", "required": ["done"],
             "properties": {"done": {"type": "array", "maxItems": MAX_LISTED,
                                     "items": {"enum": [*names, OTHER]}}}}
@@ -95,19 +82,17 @@ def parse_reading(content: str, names: Collection[str]) -> Reading:
     except (json.JSONDecodeError, AttributeError):
         return Reading(read=False)
     done = value.get("done") if isinstance(value, dict) else None
-    if isinstance(done, str):
-        done = [] if done == NOTHING else [done]
     if not isinstance(done, list):
         return Reading(read=False)
     return Reading(frozenset(d for d in done if isinstance(d, str) and d in names), OTHER in done)
 
 
-async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequence[tuple[str, str]],
-                        single: bool = SINGLE) -> tuple[Reading, ModelReply]:
+async def read_reported(llm: LlmClient, answer: str, request: str,
+                        tools: Sequence[tuple[str, str]]) -> tuple[Reading, ModelReply]:
     """The model's reading of what `answer` reports as done, with the reply to count and record."""
     names = [name for name, _ in tools]
-    reply = await llm.chat(reader_messages(answer, request, tools, single), [], max_tokens=READ_MAX_TOKENS,
-                           temperature=0.0, response_schema=reading_schema(names, single))
+    reply = await llm.chat(reader_messages(answer, request, tools), [], max_tokens=READ_MAX_TOKENS,
+                           temperature=0.0, response_schema=reading_schema(names))
     return parse_reading(reply.content, names), reply
 
 
@@ -127,3 +112,19 @@ def unbacked(reading: Reading, ran_in_turn: Collection[str], ran_before: Collect
     you save it?"), by one earlier in the session. An action no tool does is never backed."""
     backed = set(ran_in_turn) if ran_in_turn else set(ran_before)
     return [*sorted(reading.tools - backed), *([OTHER] if reading.other else [])]
+
+
+def receipt(missing: Sequence[str], ran: Sequence[str]) -> str:
+    """The lane's own line on an answer whose reading reports what the store does not show: what
+    did not run and what did, from the store, beside the model's words. The reading of a 1.5B
+    model flags many honest answers too (docs/measurements.md, "The reading of an answer"), so a
+    flag costs a true line, not the answer; no tool is forced on it."""
+    tools = [name for name in missing if name != OTHER]
+    lines = []
+    if tools:
+        done = f"what ran: {', '.join(dict.fromkeys(ran))}" if ran else "nothing ran"
+        lines.append(f"(The lane's record: {', '.join(tools)} did not run for this request; {done}.)")
+    if OTHER in missing:
+        lines.append("(The lane's record: nothing was sent, booked, bought, paid or contacted; "
+                     "no tool here does that.)")
+    return "\n".join(lines)
