@@ -631,35 +631,17 @@ def test_an_empty_answer_is_the_lane_s_account_of_what_ran(lane):
     assert last == ("assistant", result.content, 1)
 
 
-def test_an_answer_that_claims_a_tool_that_did_not_run_never_reaches_the_user(lane):
-    """The claim is held back and acted on: the tool it names is forced once, then the answer is
-    composed again from what ran."""
+def test_an_answer_that_claims_a_tool_that_did_not_run_carries_the_lanes_receipt(lane):
+    """The reading (a literal reader here) finds add named as done, and add did not run: the user
+    gets the answer with the store's truth beside it; no call is forced on a reading."""
     settings, store = lane
-    script = [text("I used add for that: 5."), call("add", {"a": 2, "b": 3}), text("It is 5.")]
-    result, model = run(settings, store, script, user="2 plus 3?", decision='{"next": "answer"}',
-                        reading=literal_reading)
-    assert result.content == "It is 5." and result.tools_executed == ["add"]
-    assert [r.get("tool_choice") for r in model.requests] == [None, FORCED_ADD, None]
-    assert held_back(settings) == ["it says add did something that did not run"]
-    assert rows(settings, "SELECT tool_name, status FROM tool_executions") == [("add", "ok")]
-
-
-def test_a_claim_still_unbacked_after_its_tool_was_forced_is_never_passed_on(lane):
-    settings, store = lane
-    script = [text("I used add for that: 5."), text("no call"), text("no call again"), text("I used add: 5."),
-              text("I used add: 5, really.")]
-    result, model = run(settings, store, script, user="2 plus 3?", decision='{"next": "answer"}',
-                        reading=literal_reading)
-    assert "I used add" not in result.content
-    assert "No tool ran for this request" in result.content
-    assert [r.get("tool_choice") for r in model.requests] == [None, FORCED_ADD, FORCED_ADD, None, None]
+    result, model = run(settings, store, [text("I used add for that: 5.")], user="2 plus 3?",
+                        decision='{"next": "answer"}', reading=literal_reading)
+    assert result.content == ("I used add for that: 5.\n\n"
+                              "(The lane's record: add did not run for this request; nothing ran.)")
+    assert [r.get("tool_choice") for r in model.requests] == [None] and result.tools_executed == []
     assert rows(settings, "SELECT * FROM tool_executions") == []
-
-
-
-
-
-
+    assert rows(settings, "SELECT content FROM messages WHERE role = 'assistant'") == [(result.content,)]
 
 
 WEATHER = Tool("weather", "Current weather for a city.", object_schema({"city": {"type": "string"}}, ["city"]),

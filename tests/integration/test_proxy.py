@@ -181,13 +181,13 @@ def test_no_call_shaped_text_reaches_the_client(tmp_path):
         assert ("weather_lookup", "refused") in lane.rows("SELECT tool_name, status FROM tool_executions")
 
 
-def test_an_answer_claiming_a_call_never_made_is_corrected(tmp_path):
+def test_an_answer_claiming_a_call_never_made_carries_the_lanes_receipt(tmp_path):
     script = [text("I called get_weather and it is sunny."), call("get_weather", {"city": "Paris"})]
     with running_lane(tmp_path, script, reading=literal_reading) as lane:
-        reply = lane.chat(messages=ASK, tools=[WEATHER]).json()
-        assert only_call(reply)[0] == "get_weather"
-        note = lane.model.requests[1]["messages"][-1]
-        assert note["role"] == "system" and "get_weather" in note["content"]
+        reply = lane.chat(messages=ASK, tools=[WEATHER]).json()["choices"][0]
+        assert "tool_calls" not in reply["message"]  # no call forced on a reading: a real action
+        assert reply["message"]["content"] == ("I called get_weather and it is sunny.\n\n(The lane's record: "
+                                               "get_weather did not run for this request; nothing ran.)")
 
 
 CP = {"type": "function", "function": {
@@ -554,7 +554,8 @@ def test_a_reply_reporting_what_no_call_did_is_stored_as_the_client_got_it(tmp_p
                       reading=text('{"done": ["get_weather", "another action"]}')) as lane:
         response = lane.chat(messages=ASK + _answered("c0"), tools=[WEATHER, TIME])
         got = response.json()["choices"][0]["message"]["content"]
-        assert got == f"{named}\n\n(No tool here did that; nothing was done.)"
+        assert got == (f"{named}\n\n(The lane's record: nothing was sent, booked, bought, paid or contacted; "
+                       "no tool here does that.)")
         session = response.headers["x-session-id"]
         assert lane.rows("SELECT content, prompt_tokens > 0 FROM messages WHERE session_id = ?"
                          " AND role = 'assistant' AND tool_calls IS NULL", session) == [(got, 1)]

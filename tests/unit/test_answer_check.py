@@ -237,32 +237,30 @@ def test_a_long_result_is_not_passed_on_whole_for_a_copy_of_its_start():
 
 def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_path):
     """The repeat breaker's results (which the composed answer reads as what ran), the lane's own
-    account given for an answer held back, and the corrections' notes."""
+    account given for an answer held back, its receipt beside an answer, and the corrections'
+    notes."""
     from stack.agent.answers import composed_answer
-    from stack.agent.corrections import claim_correction, correction
+    from stack.agent.corrections import correction
     from stack.agent.ledger import repeated
     from stack.agent.llm_client import ModelReply
+    from stack.agent.reading import OTHER, receipt
     from stack.agent.turn import Turn, TurnResult
     from stack.config import Settings
     from stack.store import Store
     from stack.tools.base import ToolContext
     from stack.tools.execute import Outcome
 
-    f = dataclasses.replace(facts("2 plus 3?", offered=("memory", "calculate")),
-                            descriptions=(("memory", "Save a note."), ("calculate", "Do arithmetic.")))
-    notes = [claim_correction(["memory"], f).note,
+    f = facts("2 plus 3?", offered=("memory", "calculate"))
+    notes = [receipt(["memory", OTHER], ["calculate"]),
              correction('I called the calculate function with {"expression": "2+3"}.', f).note,
              correction('{"name": "calculate", "expression": "2+3"}', f).note]
     for status in ("ok", "error"):
         earlier = Outcome("calculate", status, "5", "{\"expression\": \"2+3\"}", "2026-11-26T00:00:00", 1.0)
         notes.append(repeated("calculate", {"expression": "2+3"}, earlier).output)
 
-    class Claiming:
-        """Writes an answer that says memory saved something, then reads it so."""
-
+    class Silent:
         async def chat(self, messages, tools, **options):
-            content = '{"done": ["memory"]}' if options.get("response_schema") else "Ich habe es gespeichert."
-            return ModelReply(content=content, tool_calls=[], finish_reason="stop", prompt_tokens=1,
+            return ModelReply(content="", tool_calls=[], finish_reason="stop", prompt_tokens=1,
                               completion_tokens=1, cached_tokens=0)
 
     settings = Settings(home=tmp_path)
@@ -271,18 +269,46 @@ def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_pa
     store.add_message(session, "user", "2 plus 3?")
     turn = Turn(TurnResult(session, "", "stop"), "2 plus 3?", "search", 64, 0.0,
                 ToolContext(settings, store, session))
-    ended, fix = asyncio.run(composed_answer(Claiming(), store, turn, f))
+    ended, _ = asyncio.run(composed_answer(Silent(), store, turn, f))
     assert ended.content.startswith("No tool ran for this request")  # the lane's own account
-    assert fix is not None and fix.force == "memory"  # lever "claim"
     # held back with why, kept with the lane's own model calls: no note of it in the conversation
-    assert [(c["purpose"], c["reason"]) for c in store.lane_calls(session)] == [
-        ("read", None), ("held", "it says memory did something that did not run")]
+    assert [(c["purpose"], c["reason"]) for c in store.lane_calls(session)] == [("held", "the model gave no answer")]
     assert not [m for m in store.messages(session) if m.get("lane_note")]
     notes.append(ended.content)
     store.close()
     assert all(notes)
     for note in notes:
         assert "the lane's own note copied" in faults(note, f), note
+
+
+def test_an_unbacked_report_gets_the_lanes_receipt_not_a_forced_call(tmp_path):
+    """The reading (here scripted) says the answer reports memory, which did not run: the answer
+    reaches the user with the store's truth beside it, and nothing is forced."""
+    from stack.agent.answers import composed_answer
+    from stack.agent.llm_client import ModelReply
+    from stack.agent.turn import Turn, TurnResult
+    from stack.config import Settings
+    from stack.store import Store
+    from stack.tools.base import ToolContext
+
+    f = dataclasses.replace(facts("Merk dir: Zahnarzt am 3. März", offered=("memory", "calculate")),
+                            descriptions=(("memory", "Save a note."), ("calculate", "Do arithmetic.")))
+
+    class Claiming:
+        async def chat(self, messages, tools, **options):
+            content = '{"done": ["memory"]}' if options.get("response_schema") else "Ich habe es gespeichert."
+            return ModelReply(content=content, tool_calls=[], finish_reason="stop", prompt_tokens=1,
+                              completion_tokens=1, cached_tokens=0)
+
+    settings = Settings(home=tmp_path)
+    store = Store(settings.db_path)
+    session = store.create_session("s")
+    turn = Turn(TurnResult(session, "", "stop"), f.request, "search", 64, 0.0, ToolContext(settings, store, session))
+    ended, fix = asyncio.run(composed_answer(Claiming(), store, turn, f))
+    store.close()
+    assert ended.content == ("Ich habe es gespeichert.\n\n(The lane's record: memory did not run for this "
+                             "request; nothing ran.)")
+    assert fix is None and not ended.lane_written
 
 
 def test_a_repeat_is_the_same_text_under_another_mode_but_numbers_keep_their_places():
