@@ -226,7 +226,7 @@ async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str, fact
     reading, reply = await read_reported(llm, content, turn.query, listed)
     count(turn.result, reply)
     store.add_lane_call(turn.result.session_id, "read", reply.content, **reply.tokens)
-    return unbacked(reading, facts.ran_in_turn, facts.ran_in_session)
+    return unbacked(reading, facts.ran_in_turn)
 
 
 def _client_instructions(rows: list[dict[str, Any]]) -> str:

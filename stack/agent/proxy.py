@@ -494,7 +494,7 @@ class ProxyLane:
         reading, reply = await read_reported(self.llm, content, turn.query, listed)
         count(turn.result, reply)
         self.store.add_lane_call(turn.result.session_id, "read", reply.content, **reply.tokens)
-        return unbacked(reading, facts.ran_in_turn, facts.ran_in_session)
+        return unbacked(reading, facts.ran_in_turn)
 
     def _note(self, turn: ProxyTurn, fix: Correction, *, force: str | None = None,
               held: tuple[ModelReply, str] | None = None) -> bool:

@@ -106,24 +106,26 @@ def shortlist(tools: Sequence[tuple[str, str]], keep: Collection[str],
     return kept + [tool for tool in tools if tool[0] not in keep][:max(limit - len(kept), 0)]
 
 
-def unbacked(reading: Reading, ran_in_turn: Collection[str], ran_before: Collection[str]) -> list[str]:
-    """The reported actions the store does not back: a tool is backed by an ok execution in this
-    turn, or, when nothing ran in this turn (the reply can then only tell of earlier work: "did
-    you save it?"), by one earlier in the session. An action no tool does is never backed."""
-    backed = set(ran_in_turn) if ran_in_turn else set(ran_before)
-    return [*sorted(reading.tools - backed), *([OTHER] if reading.other else [])]
+def unbacked(reading: Reading, ran_in_turn: Collection[str]) -> list[str]:
+    """The reported actions this turn's executions do not back. Only this turn's: on the blind
+    everyday file, "I added 'call Marta ...' to your to-do list." was written where nothing ran,
+    and a todo of an earlier turn would have backed it. (An answer about earlier turns then gets a
+    receipt saying what ran for this request, which is true.) An action no tool does is never
+    backed."""
+    return [*sorted(reading.tools - set(ran_in_turn)), *([OTHER] if reading.other else [])]
 
 
 def receipt(missing: Sequence[str], ran: Sequence[str]) -> str:
-    """The lane's own line on an answer whose reading reports what the store does not show: what
-    did not run and what did, from the store, beside the model's words. The reading of a 1.5B
-    model flags many honest answers too (docs/measurements.md, "The reading of an answer"), so a
-    flag costs a true line, not the answer; no tool is forced on it."""
-    tools = [name for name in missing if name != OTHER]
+    """The lane's own line on an answer whose reading reports what the store does not show, from
+    the store alone: what ran for this request (the reading's guess of which tool the answer
+    meant is not repeated: it is often wrong), and that nothing was sent or bought where it
+    reports such an action. The reading of a 1.5B model flags many honest answers too
+    (docs/measurements.md, "The reading of an answer"), so a flag costs a true line, not the
+    answer; no tool is forced on it."""
     lines = []
-    if tools:
-        done = f"what ran: {', '.join(dict.fromkeys(ran))}" if ran else "nothing ran"
-        lines.append(f"(The lane's record: {', '.join(tools)} did not run for this request; {done}.)")
+    if any(name != OTHER for name in missing):
+        lines.append(f"(The lane's record: only {', '.join(dict.fromkeys(ran))} ran for this request.)" if ran
+                     else "(The lane's record: no tool ran for this request.)")
     if OTHER in missing:
         lines.append("(The lane's record: nothing was sent, booked, bought, paid or contacted; "
                      "no tool here does that.)")

@@ -637,8 +637,7 @@ def test_an_answer_that_claims_a_tool_that_did_not_run_carries_the_lanes_receipt
     settings, store = lane
     result, model = run(settings, store, [text("I used add for that: 5.")], user="2 plus 3?",
                         decision='{"next": "answer"}', reading=literal_reading)
-    assert result.content == ("I used add for that: 5.\n\n"
-                              "(The lane's record: add did not run for this request; nothing ran.)")
+    assert result.content == "I used add for that: 5.\n\n(The lane's record: no tool ran for this request.)"
     assert [r.get("tool_choice") for r in model.requests] == [None] and result.tools_executed == []
     assert rows(settings, "SELECT * FROM tool_executions") == []
     assert rows(settings, "SELECT content FROM messages WHERE role = 'assistant'") == [(result.content,)]

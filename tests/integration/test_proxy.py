@@ -186,8 +186,8 @@ def test_an_answer_claiming_a_call_never_made_carries_the_lanes_receipt(tmp_path
     with running_lane(tmp_path, script, reading=literal_reading) as lane:
         reply = lane.chat(messages=ASK, tools=[WEATHER]).json()["choices"][0]
         assert "tool_calls" not in reply["message"]  # no call forced on a reading: a real action
-        assert reply["message"]["content"] == ("I called get_weather and it is sunny.\n\n(The lane's record: "
-                                               "get_weather did not run for this request; nothing ran.)")
+        assert reply["message"]["content"] == ("I called get_weather and it is sunny.\n\n"
+                                               "(The lane's record: no tool ran for this request.)")
 
 
 CP = {"type": "function", "function": {

@@ -306,8 +306,7 @@ def test_an_unbacked_report_gets_the_lanes_receipt_not_a_forced_call(tmp_path):
     turn = Turn(TurnResult(session, "", "stop"), f.request, "search", 64, 0.0, ToolContext(settings, store, session))
     ended, fix = asyncio.run(composed_answer(Claiming(), store, turn, f))
     store.close()
-    assert ended.content == ("Ich habe es gespeichert.\n\n(The lane's record: memory did not run for this "
-                             "request; nothing ran.)")
+    assert ended.content == "Ich habe es gespeichert.\n\n(The lane's record: no tool ran for this request.)"
     assert fix is None and not ended.lane_written
 
 

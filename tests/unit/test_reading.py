@@ -6,7 +6,16 @@ import platform
 from datetime import datetime, timedelta, timezone
 
 from stack.agent.prompt import compose_messages
-from stack.agent.reading import OTHER, Reading, parse_reading, reader_messages, reading_schema, shortlist, unbacked
+from stack.agent.reading import (
+    OTHER,
+    Reading,
+    parse_reading,
+    reader_messages,
+    reading_schema,
+    receipt,
+    shortlist,
+    unbacked,
+)
 from stack.agent.situation import clock, machine
 
 NAMES = ["memory", "todo", "send_slack_message"]
@@ -24,16 +33,22 @@ def test_a_reading_keeps_only_granted_names():
     assert parse_reading("I saved it.", NAMES).read is False  # a server that ignores the grammar
 
 
-def test_a_reported_action_is_held_to_this_turn_where_anything_ran():
+def test_a_reported_action_is_held_to_this_turn():
     saved = Reading(frozenset({"memory"}))
-    assert unbacked(saved, {"memory"}, set()) == []
-    assert unbacked(saved, {"todo"}, {"memory"}) == ["memory"]  # a todo ran now; memory only before
-    assert unbacked(saved, set(), {"memory"}) == []  # nothing ran now: it tells of earlier work
-    assert unbacked(saved, set(), set()) == ["memory"]
+    assert unbacked(saved, {"memory"}) == []
+    assert unbacked(saved, {"todo"}) == ["memory"]
+    assert unbacked(saved, set()) == ["memory"]  # an earlier turn's memory write backs no claim now
+
+
+def test_the_receipt_says_what_the_store_shows_not_the_readings_guess():
+    assert receipt(["patch"], []) == "(The lane's record: no tool ran for this request.)"
+    assert receipt(["memory"], ["todo", "todo"]) == "(The lane's record: only todo ran for this request.)"
+    assert receipt([OTHER], []) == ("(The lane's record: nothing was sent, booked, bought, paid or contacted; "
+                                    "no tool here does that.)")
 
 
 def test_an_action_no_tool_does_is_never_backed():
-    assert unbacked(Reading(frozenset(), True), {"todo"}, {"todo", "memory"}) == [OTHER]
+    assert unbacked(Reading(frozenset(), True), {"todo", "memory"}) == [OTHER]
 
 
 def test_the_question_lists_the_tools_in_a_stable_first_message_and_the_reply_after():
