@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 from ..config import Settings
 from ..store import Store
 from ..token_estimate import estimate_tokens
 from ..tools.base import ToolError
-from ..tools.execute import Outcome, unmet_precondition
+from ..tools.execute import Call, Outcome, unmet_precondition
 from ..tools.memory import read_memory
 from ..tools.validation import parse_arguments, without_unasked_numbers
 from ..toolsearch.surface import Toolset
@@ -26,9 +26,10 @@ from .prompt import memory_note, system_prompt
 from .toolcalls import ToolCall
 
 
-def as_asked(call: ToolCall, toolset: Toolset, query: str, conversation_said: str) -> ToolCall:
+def as_asked(call: ToolCall, toolset: Toolset, query: str, conversation_said: Callable[[], str]) -> ToolCall:
     """The call less the optional numbers nobody gave (lever "numbers"), through the bridge
-    too; unchanged when it reaches no tool or its arguments do not parse (the tool says so)."""
+    too; unchanged when it reaches no tool or its arguments do not parse (the tool says so).
+    `conversation_said` reads the whole session: called only where a number is to be weighed."""
     found = toolset.target(call.name, call.arguments)
     if found is None:
         return call
@@ -39,21 +40,21 @@ def as_asked(call: ToolCall, toolset: Toolset, query: str, conversation_said: st
         return call
     if not any(isinstance(value, (int, float)) and not isinstance(value, bool) for value in arguments.values()):
         return call  # no number to weigh
-    kept = without_unasked_numbers(tool.parameters, arguments, query, conversation_said)
+    kept = without_unasked_numbers(tool.parameters, arguments, query, conversation_said())
     if kept == arguments:
         return call
     sent = {"name": tool.name, "arguments": kept} if via_bridge else kept
     return replace(call, arguments=json.dumps(sent, ensure_ascii=False))
 
 
-def unasked(call: ToolCall, toolset: Toolset, query: str, conversation_said: str) -> Outcome | None:
+def unasked(call: ToolCall, toolset: Toolset, query: str, conversation_said: Callable[[], str]) -> Outcome | None:
     """The refusal of a call its tool's precondition rejects (lever "operands"), read against
     the request and what the conversation said."""
     found = toolset.target(call.name, call.arguments)
     if found is None or found[0].precondition is None:
         return None
     tool, arguments, via_bridge = found
-    return unmet_precondition(tool, arguments, query, conversation_said, via_bridge=via_bridge)
+    return unmet_precondition(tool, arguments, query, conversation_said(), via_bridge=via_bridge)
 
 
 def said_in(store: Store, settings: Settings, session_id: str) -> str:
@@ -87,3 +88,19 @@ def text_of(content: Any) -> str | None:
     if content is None or isinstance(content, str):
         return content
     return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def started(call: ToolCall, toolset: Toolset, message_id: int) -> Call:
+    """The execution row of a call about to run: under the tool it reaches, where it reaches one."""
+    found = toolset.target(call.name, call.arguments)
+    name, via_bridge = (found[0].name, found[2]) if found is not None else (call.name, False)
+    arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments, ensure_ascii=False)
+    return Call(message_id, call.id, name, via_bridge, call.origin, arguments)
+
+
+def incoming(message: dict[str, Any]) -> dict[str, Any]:
+    """A request's message as Store.add_messages takes it."""
+    return {"role": message["role"], "content": text_of(message.get("content")),
+            "tool_calls": message.get("tool_calls"), "tool_call_id": message.get("tool_call_id"),
+            "tool_name": message.get("name")}
+

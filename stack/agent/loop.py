@@ -13,19 +13,18 @@ at most the call in flight, and the store is always the truth about what ran.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from ..config import Settings
 from ..store import Store
 from ..tools.base import ToolContext
-from ..tools.execute import Call, Outcome, run_recorded
+from ..tools.execute import Outcome, run_recorded
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .answer_check import fallback_answer
 from .answers import composed_answer, decided_tool, facts_of, fitting_tool
-from .asked import as_asked, names_an_offered_tool, request_messages, said_in, text_of, unasked
+from .asked import as_asked, incoming, names_an_offered_tool, request_messages, said_in, started, text_of, unasked
 from .ledger import MODEL_CALL_BUDGET, Correction, repeated
 from .llm_client import LlmClient, ModelReply
 from .prompt import promoted_tools_note
@@ -42,7 +41,7 @@ class Agent:
                        profile: Profile = "search", max_tokens: int | None = None,
                        temperature: float | None = None) -> TurnResult:
         # One transaction, off the event loop: a conversation of 100,000 messages is a legal request.
-        await asyncio.to_thread(self.store.add_messages, session_id, [_incoming(m) for m in new_messages])
+        await asyncio.to_thread(self.store.add_messages, session_id, [incoming(m) for m in new_messages])
         turn = self._new_turn(session_id, new_messages, profile, max_tokens, temperature)
         try:
             for step in range(self.settings.max_iterations):
@@ -157,11 +156,12 @@ class Agent:
         return reply
 
     async def _execute(self, call: ToolCall, toolset: Toolset, turn: Turn, message_id: int) -> None:
-        call = as_asked(call, toolset, turn.query, said_in(self.store, self.settings, turn.ctx.session_id))
+        said = lambda: said_in(self.store, self.settings, turn.ctx.session_id)  # noqa: E731  (read only if needed)
+        call = as_asked(call, toolset, turn.query, said)
         key, earlier = turn.ledger.attempt(call.name, call.arguments, toolset.parameters_of(call.name))
         if turn.ledger.too_many(key):
             raise TurnEnded(fallback_answer(turn.outcomes), "repeated_call")
-        refusal = unasked(call, toolset, turn.query, said_in(self.store, self.settings, turn.ctx.session_id)) \
+        refusal = unasked(call, toolset, turn.query, said) \
             if earlier is None else None
         if refusal is not None:  # nothing ran: the next step answers in words
             self._record(turn.ctx.session_id, message_id, call, refusal)
@@ -170,7 +170,7 @@ class Agent:
             outcome = repeated(call.name, call.arguments, earlier)
         else:
             turn.ctx.later_step = bool(turn.result.tools_executed)
-            outcome = await run_recorded(turn.ctx, _started(call, toolset, message_id),
+            outcome = await run_recorded(turn.ctx, started(call, toolset, message_id),
                                          lambda: toolset.dispatch(call.name, call.arguments, turn.ctx))
             turn.ledger.outcomes[key] = outcome
             turn.outcomes.append(outcome)
@@ -195,19 +195,3 @@ class Agent:
         reason = "iteration_limit" if turn.steps_ran_out and end.reason == "stop" else end.reason
         turn.result.content, turn.result.finish_reason = end.content, reason
         return turn.result
-
-
-def _started(call: ToolCall, toolset: Toolset, message_id: int) -> Call:
-    """The execution row of a call about to run: under the tool it reaches, where it reaches one."""
-    found = toolset.target(call.name, call.arguments)
-    name, via_bridge = (found[0].name, found[2]) if found is not None else (call.name, False)
-    arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments, ensure_ascii=False)
-    return Call(message_id, call.id, name, via_bridge, call.origin, arguments)
-
-
-def _incoming(message: dict[str, Any]) -> dict[str, Any]:
-    """A request's message as Store.add_messages takes it."""
-    return {"role": message["role"], "content": text_of(message.get("content")),
-            "tool_calls": message.get("tool_calls"), "tool_call_id": message.get("tool_call_id"),
-            "tool_name": message.get("name")}
-
