@@ -48,6 +48,8 @@ READER = (
     "\"Listo, le mandé el correo a Marta.\" -> {{\"done\": [\"{other}\"]}}\n"
     'Reply with {{"done": [...]}}.'
 )
+
+
 @dataclass(frozen=True)
 class Reading:
     """What a reply reports as done: granted tools by name, and whether it reports an action no
