@@ -25,7 +25,7 @@ from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
 from .corrections import correction, named_in
 from .decide import DECIDE_HIDDEN, FITS, ask_decision, fit_probability, parse_decision
 from .history import earlier_facts
-from .ledger import Correction
+from .ledger import Correction, lever_on
 from .llm_client import LlmClient
 from .prompt import compose_messages
 from .reading import read_reported, receipt, shortlist, unbacked
@@ -131,9 +131,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
         reply = await ask_decision(llm, turn.query, tools, hidden, results, earlier,
                                    known=set(toolset.catalog.tools), choices=choices, memory=memory)
         count(turn.result, reply)
-        store.add_lane_call(turn.result.session_id, "decide", reply.content,
-                            prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-                            cached_tokens=reply.cached_tokens)
+        store.add_lane_call(turn.result.session_id, "decide", reply.content, path=reply.path, **reply.tokens)
         return parse_decision(reply.content, choices)
 
     picked = await asked(hidden, choices)
@@ -155,13 +153,15 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
 async def second_look(llm: LlmClient, store: Store, result: TurnResult, request: str, tool: Tool) -> str | None:
     """Lever "fit": `tool`'s name when the model, asked about that one tool
     (decide.fit_probability), says it is what the message asks for with a probability of at
-    least decide.FITS; the question is kept with the lane's own model calls."""
+    least decide.FITS; the question is kept with the lane's own model calls. Off (no call made)
+    where the upstream sends no logprobs."""
+    if not lever_on("fit", await llm.capabilities()):
+        return None
     probability, reply = await fit_probability(llm, request, tool.name, tool.description,
                                                list((tool.parameters.get("properties") or {})))
     count(result, reply)
     shown = "none" if probability is None else f"{probability:.2f}"
-    store.add_lane_call(result.session_id, "fit", f"{tool.name}: yes {shown}", prompt_tokens=reply.prompt_tokens,
-                        completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
+    store.add_lane_call(result.session_id, "fit", f"{tool.name}: yes {shown}", path=reply.path, **reply.tokens)
     return tool.name if probability is not None and probability >= FITS else None
 
 
@@ -225,7 +225,7 @@ async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str, fact
     listed = shortlist(facts.descriptions, {*facts.ran_in_session, *facts.ranked})
     reading, reply = await read_reported(llm, content, turn.query, listed)
     count(turn.result, reply)
-    store.add_lane_call(turn.result.session_id, "read", reply.content, **reply.tokens)
+    store.add_lane_call(turn.result.session_id, "read", reply.content, path=reply.path, **reply.tokens)
     return unbacked(reading, facts.ran_in_turn)
 
 

@@ -14,17 +14,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..tools.execute import Outcome, refused
+from .capabilities import Capabilities
 
 
 @dataclass(frozen=True)
 class Lever:
-    """One weak-model lever: when it fires (`trigger`), what it does (`action`), and how many
-    times a turn it may (`budget`; per tool when `per_tool`)."""
+    """One weak-model lever: when it fires (`trigger`), what it does (`action`), how many
+    times a turn it may (`budget`; per tool when `per_tool`), and what of the upstream it cannot
+    work without (`needs`, a capabilities.Capabilities field: off where the upstream lacks it)."""
 
     trigger: str
     action: str
     budget: int = 1
     per_tool: bool = False
+    needs: str | None = None
 
 
 LEVERS: dict[str, Lever] = {
@@ -35,7 +38,8 @@ LEVERS: dict[str, Lever] = {
     "fit": Lever("proxy mode where the decision said \"answer\"; an agent turn where nothing ran and the "
                  "answer was held back",
                  "the best-matching tool is called when the model's yes-probability that it fits is at "
-                 "least decide.FITS (answers.second_look)"),
+                 "least decide.FITS (answers.second_look); off where the upstream sends no logprobs",
+                 needs="logprobs"),
     "retry": Lever("an agent turn's call that failed", "made once more, the model having read the error",
                    per_tool=True),
     "read": Lever("every answer that would reach the user (agent and proxy mode)",
@@ -69,6 +73,12 @@ MODEL_CALL_BUDGET = 16
 # Asking twice makes a third identical call the end of the turn.
 MAX_IDENTICAL_CALLS = 2
 RESULT_PREVIEW_CHARS = 300
+
+
+def lever_on(kind: str, capabilities: Capabilities) -> bool:
+    """Whether lever `kind` can work with an upstream that honours `capabilities`."""
+    needs = LEVERS[kind].needs
+    return needs is None or bool(getattr(capabilities, needs))
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,10 @@ It always streams upstream, even when the shim's own client did not ask for a st
 call is one that can be abandoned, and llama.cpp servers stop generating when a stream's connection
 closes. On timeout or cancellation the `async with` closes the connection, so the llm service is
 free for the next call instead of finishing a monologue nobody will read.
+
+What the upstream honours (a reply schema, a named tool_choice, logprobs) is probed before the first
+call and again after the service was unreachable (capabilities.py); each call is shaped into what
+it honours (constrained.py), so callers always ask in the full form.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import httpx
 from ..token_estimate import estimate_tokens
 from ..toolsearch.asking import ModelFailed
 from ..wire import WARM_ROUTE
+from .capabilities import Capabilities, Refused, probe
+from .constrained import Form, again, read, shape
 from .toolcalls import ToolCall, new_call_id
 
 log = logging.getLogger("lane.llm_client")
@@ -34,6 +40,19 @@ class LlmTimeout(LlmError):
 
 class LlmNotReady(LlmError):
     """The llm service cannot be reached yet, or says its model is still loading: worth retrying."""
+
+
+class LlmRefused(LlmError):
+    """The llm service answered a request with an error status that is about the request (a 4xx,
+    or a 500/501 some servers give for an option they do not know)."""
+
+
+# Error statuses that say nothing about a request's options: the caller, its key or the service's
+# state is wrong (a probe answered so has learnt nothing).
+NOT_ABOUT_THE_REQUEST = frozenset({401, 403, 404, 408, 429, 502, 503, 504})
+# Probing again after a failed probe waits this long, doubling up to PROBE_RETRY_MAX_S.
+PROBE_RETRY_S = 1.0
+PROBE_RETRY_MAX_S = 5.0
 
 
 class Tokens(TypedDict):
@@ -55,6 +74,9 @@ class ModelReply:
     # Per generated token, its likeliest alternatives as {text: log-probability} (the chosen one
     # included), when the call asked for `top_logprobs` and the service sent them.
     logprobs: list[dict[str, float]] = field(default_factory=list)
+    # The form the call took upstream (constrained.py: "schema", "tool", "text", "named",
+    # "offered", "logprobs"); None for a call with nothing constrained.
+    path: str | None = None
 
     @property
     def tokens(self) -> Tokens:
@@ -70,6 +92,8 @@ class LlmClient:
         self.timeout_s = timeout_s
         self._model = model
         self._info: tuple[str, int | None] | None = None
+        self._capabilities: Capabilities | None = None
+        self._probing: asyncio.Task[Capabilities] | None = None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.AsyncClient(
             headers=headers, timeout=httpx.Timeout(timeout_s, connect=10.0)
@@ -107,9 +131,58 @@ class LlmClient:
     async def healthy(self) -> bool:
         try:
             response = await self._http.get(f"{self.base_url}/models", timeout=5.0)
-            return response.status_code == 200
         except httpx.HTTPError:
+            self._unreachable()
             return False
+        return response.status_code == 200
+
+    @property
+    def known_capabilities(self) -> Capabilities | None:
+        """What the upstream was found to honour; None before it was asked (or since it was
+        unreachable)."""
+        return self._capabilities
+
+    async def capabilities(self) -> Capabilities:
+        """What the upstream honours, probed on first need (capabilities.probe); one probe at a
+        time, shared by whoever waits for it. LlmError when the service cannot be asked."""
+        if self._capabilities is None:
+            if self._probing is None or self._probing.done():
+                self._probing = asyncio.create_task(self._probe())
+            self._capabilities = await asyncio.shield(self._probing)
+        return self._capabilities
+
+    async def probe_until_known(self, retry_s: float = PROBE_RETRY_S) -> Capabilities | None:
+        """Probes until the upstream answers (it may not be up yet, or still loading); None
+        when it answers with something else that fails (asked again on the first call)."""
+        while True:
+            try:
+                return await self.capabilities()
+            except LlmNotReady as exc:
+                log.debug("probing waits for the llm service: %s", exc)
+            except LlmError as exc:
+                log.warning("could not probe what the llm service honours (asked again on the first call): %s", exc)
+                return None
+            await asyncio.sleep(retry_s)
+            retry_s = min(retry_s * 2, PROBE_RETRY_MAX_S)
+
+    async def _probe(self) -> Capabilities:
+        async def send(body: dict[str, Any]) -> ModelReply:
+            try:
+                return await self._timed({"model": await self.model_name(), "stream": True, **body})
+            except LlmRefused as exc:
+                raise Refused(str(exc)) from None
+
+        found = await probe(send)
+        level = logging.INFO if found.paths()["decision"] == "schema" else logging.WARNING
+        log.log(level, "the llm service at %s honours: %s", self.base_url, found.summary())
+        return found
+
+    def _unreachable(self) -> None:
+        """The upstream went away: what it honours is asked again when it is back (it may be
+        another server by then)."""
+        if self._capabilities is not None:
+            log.info("the llm service at %s is unreachable; it will be probed again", self.base_url)
+        self._capabilities = None
 
     async def warm_supported(self) -> bool | None:
         """Whether the service has the lane's warm-up route: False for another OpenAI server,
@@ -150,37 +223,63 @@ class LlmClient:
                    tool_choice: dict[str, Any] | str | None = None,
                    top_logprobs: int | None = None,
                    response_schema: dict[str, Any] | None = None) -> ModelReply:
+        """One model call, asked in the full form and sent in the form the upstream honours
+        (constrained.py); a reply the lane reads itself that holds no valid value is asked for once
+        more, and the two calls' tokens are summed."""
+        form = shape(await self.capabilities(), messages, tools, tool_choice=tool_choice,
+                     response_schema=response_schema, top_logprobs=top_logprobs)
+        reply = await self._call(form, max_tokens, temperature)
+        problem = read(form, reply)
+        if problem is not None:
+            log.info("the model's %s reply held no valid value (%s); asked once more", form.path, problem)
+            first, form = reply, again(form, reply, problem)
+            reply = await self._call(form, max_tokens, temperature)
+            read(form, reply)
+            reply.prompt_tokens += first.prompt_tokens
+            reply.completion_tokens += first.completion_tokens
+            reply.cached_tokens += first.cached_tokens
+        return reply
+
+    async def _call(self, form: Form, max_tokens: int, temperature: float | None) -> ModelReply:
         body: dict[str, Any] = {
             "model": await self.model_name(),
-            "messages": messages,
+            "messages": form.messages,
             "max_tokens": max_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        if tools:
-            body["tools"] = tools
-            if tool_choice is not None:
-                body["tool_choice"] = tool_choice
+        if form.tools:
+            body["tools"] = form.tools
+            if form.tool_choice is not None:
+                body["tool_choice"] = form.tool_choice
         if temperature is not None:
             body["temperature"] = temperature
-        if top_logprobs is not None:
-            body |= {"logprobs": True, "top_logprobs": top_logprobs}
-        if response_schema is not None:
+        if form.top_logprobs is not None:
+            body |= {"logprobs": True, "top_logprobs": form.top_logprobs}
+        if form.response_schema is not None:
             body["response_format"] = {"type": "json_schema",
-                                       "json_schema": {"name": "reply", "schema": response_schema}}
+                                       "json_schema": {"name": "reply", "schema": form.response_schema}}
+        reply = await self._timed(body)
+        if not reply.prompt_tokens:
+            reply.prompt_tokens = estimate_tokens([body["messages"], body.get("tools", [])])
+        return reply
+
+    async def _timed(self, body: dict[str, Any]) -> ModelReply:
+        """One streamed call within the time limit, its failures as LlmError."""
         try:
             async with asyncio.timeout(self.timeout_s):
-                reply = await self._stream(body)
+                return await self._stream(body)
         except TimeoutError:
             raise LlmTimeout(f"the model did not finish within {self.timeout_s:g} s") from None
         except httpx.TimeoutException:
             raise LlmTimeout(f"the llm service did not answer within {self.timeout_s:g} s") from None
+        except (httpx.ConnectError, httpx.RemoteProtocolError) as exc:
+            self._unreachable()
+            raise LlmNotReady(f"llm service at {self.base_url} failed: "
+                              f"{type(exc).__name__} {exc}".rstrip()) from None
         except httpx.HTTPError as exc:
             raise LlmError(f"llm service at {self.base_url} failed: "
                            f"{type(exc).__name__} {exc}".rstrip()) from None
-        if not reply.prompt_tokens:
-            reply.prompt_tokens = estimate_tokens([body["messages"], body.get("tools", [])])
-        return reply
 
     async def _stream(self, body: dict[str, Any]) -> ModelReply:
         request = self._http.build_request("POST", f"{self.base_url}/chat/completions", json=body)
@@ -188,7 +287,9 @@ class LlmClient:
         try:
             if r.status_code >= 400:
                 detail = (await r.aread()).decode(errors="replace")[:500]
-                raise LlmError(f"llm service answered {r.status_code}: {detail}")
+                kind = LlmError if r.status_code in NOT_ABOUT_THE_REQUEST else LlmRefused
+                kind = LlmNotReady if r.status_code == 503 else kind
+                raise kind(f"llm service answered {r.status_code}: {detail}")
             if "text/event-stream" not in r.headers.get("content-type", ""):
                 raw = await r.aread()
                 try:
@@ -297,7 +398,7 @@ def _alternatives(logprobs: Any) -> list[dict[str, float]]:
     return out
 
 
-def _token_counts(usage: dict[str, Any]) -> dict[str, int]:
+def _token_counts(usage: dict[str, Any]) -> Tokens:
     """Token counts of an OpenAI usage block; servers without a prompt cache send no details."""
     details = usage.get("prompt_tokens_details") or {}
     return {"prompt_tokens": int(usage.get("prompt_tokens") or 0),

@@ -309,8 +309,7 @@ class ProxyLane:
         reply = await ask_decision(self.llm, turn.query, tools, [], ran, context, known=turn.surface.catalog.tools,
                                    choices=choices if leave_out else None, instruction=CLIENT_INSTRUCTION)
         count(turn.result, reply)
-        self.store.add_lane_call(turn.result.session_id, "decide", reply.content, prompt_tokens=reply.prompt_tokens,
-                                 completion_tokens=reply.completion_tokens, cached_tokens=reply.cached_tokens)
+        self.store.add_lane_call(turn.result.session_id, "decide", reply.content, path=reply.path, **reply.tokens)
         return parse_decision(reply.content, choices)
 
     async def _second_look(self, turn: ProxyTurn, name: str) -> str | None:
@@ -493,7 +492,7 @@ class ProxyLane:
         listed = shortlist(tools, {*facts.ran_in_session, *facts.ranked})
         reading, reply = await read_reported(self.llm, content, turn.query, listed)
         count(turn.result, reply)
-        self.store.add_lane_call(turn.result.session_id, "read", reply.content, **reply.tokens)
+        self.store.add_lane_call(turn.result.session_id, "read", reply.content, path=reply.path, **reply.tokens)
         return unbacked(reading, facts.ran_in_turn)
 
     def _note(self, turn: ProxyTurn, fix: Correction, *, force: str | None = None,
@@ -515,7 +514,8 @@ class ProxyLane:
     def _hold(self, turn: ProxyTurn, reply: ModelReply, why: str) -> None:
         """Holds the reply back: the client never gets it, so it is kept with the lane's own model
         calls, with why, not as a message."""
-        self.store.add_lane_call(turn.result.session_id, HELD, reply.content, reason=why, **reply.tokens)
+        self.store.add_lane_call(turn.result.session_id, HELD, reply.content, reason=why, path=reply.path,
+                                 **reply.tokens)
 
     def _facts(self, turn: ProxyTurn) -> TurnFacts:
         tools = turn.surface.catalog.tools

@@ -18,6 +18,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from ..agent.capabilities import Capabilities
 from ..agent.llm_client import LlmClient, LlmError
 from ..agent.loop import Agent
 from ..agent.proxy import ProxyLane
@@ -102,8 +103,7 @@ def _lifespan(settings: Settings, registry: Registry | None, llm: LlmClient | No
                 stack.push_async_callback(client.aclose)
             warm = WarmUp(client, lambda: openings(settings, tools))
             await warm.probe()
-            if not warm.ready.is_set():
-                stack.push_async_callback(_stopped, asyncio.create_task(warm.run()))
+            stack.push_async_callback(_stopped, asyncio.create_task(_probe_then_warm(client, warm)))
             writer = _example_writer(settings, tools, client)
             if writer is not None:  # idle work starts once the lane is warm and then idle, never before
                 stack.push_async_callback(_stopped, asyncio.create_task(
@@ -127,6 +127,14 @@ def _example_writer(settings: Settings, tools: Registry, llm: LlmClient) -> Exam
         return None
     return ExampleWriter(example_book(settings.examples_path), llm,
                          lambda: build_catalog(tools, settings)[1].docs())
+
+
+async def _probe_then_warm(client: LlmClient, warm: WarmUp) -> None:
+    """What the upstream honours is asked first (agent/capabilities.py), then the stable prefixes
+    are warmed: the probes' prompts never push a warmed prefix out of the llm's context."""
+    await client.probe_until_known()
+    if not warm.ready.is_set():
+        await warm.run()
 
 
 async def _after(event: asyncio.Event, delay_s: float, work: Callable[[], Awaitable[None]]) -> None:
@@ -175,13 +183,15 @@ async def models() -> dict[str, Any]:
 
 @routes.get("/health")
 async def health(request: Request) -> JSONResponse:
-    parts = {"store": _store_state(request.app.state.store),
-             "llm": await _llm_state(request.app.state.llm)}
+    llm: LlmClient = request.app.state.llm
+    parts = {"store": _store_state(request.app.state.store), "llm": await _llm_state(llm)}
     warm: WarmUp = request.app.state.warm
     if all(state == "ok" for state in parts.values()) and not warm.ready.is_set():
         parts["warm"] = warm.state  # the stable prefix is still being evaluated (agent/warmup.py)
     healthy = all(state == "ok" for state in parts.values())
-    return JSONResponse({"status": "ok" if healthy else "unavailable", **parts},
+    capabilities = await _capabilities(llm) if parts["llm"] == "ok" else llm.known_capabilities
+    return JSONResponse({"status": "ok" if healthy else "unavailable", **parts,
+                         "capabilities": capabilities.report() if capabilities else None},
                         status_code=200 if healthy else 503)
 
 
@@ -202,6 +212,15 @@ def _store_state(store: Store) -> str:
     except Exception as exc:  # any failure of the store means unhealthy, whatever its kind
         return f"error: {exc}"
     return "ok"
+
+
+async def _capabilities(llm: LlmClient) -> Capabilities | None:
+    """What the upstream honours, probed now if it was not yet (within the health check's time:
+    a probe that takes longer goes on, and a later check shows it)."""
+    try:
+        return await asyncio.wait_for(llm.capabilities(), HEALTH_TIMEOUT_S)
+    except (asyncio.TimeoutError, LlmError):
+        return None
 
 
 async def _llm_state(llm: LlmClient) -> str:

@@ -173,6 +173,8 @@ def _model_call(call: ModelCall) -> str:
         not_run = (f"<div class=notrun><span class='tag notrun'>NOT RUN</span> tool-call-shaped "
                    f"text that did not run: <b>{esc(', '.join(call.unexecuted))}</b></div>")
     what = f"model call for the lane: {call.purpose}" if call.purpose else "model call"
+    if call.path:  # the form it took upstream (agent/constrained.py)
+        what += f" (as {call.path})"
     held = ""
     if call.held_back:
         what = "model reply held back (not passed on)"

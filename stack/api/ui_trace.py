@@ -55,6 +55,12 @@ class ModelCall:
     purpose: str | None = None
 
     @property
+    def path(self) -> str | None:
+        """The form a lane call took upstream (lane_calls.path: "schema", "tool", "text",
+        "logprobs"; agent/constrained.py): which path a turn's decisions and readings took."""
+        return self.message.get("path") if self.purpose else None
+
+    @property
     def held_back(self) -> bool:
         """A reply the lane did not pass on (its why: the row's `reason`)."""
         return self.purpose == HELD

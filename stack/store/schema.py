@@ -220,4 +220,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE tool_executions_v7 RENAME TO tool_executions;
     CREATE INDEX executions_by_session ON tool_executions(session_id, id);
     """,
+    # lane_calls.path: the form a lane call took upstream (agent/constrained.py): 'schema' (held to
+    # a JSON schema by response_format), 'tool' (the schema as a tool's parameters, for a server
+    # that makes calls but ignores response_format), 'text' (read out of free text and
+    # validated), 'logprobs' (a yes/no read from log-probabilities); NULL for an unconstrained
+    # call and for rows written before it existed.
+    """
+    ALTER TABLE lane_calls ADD COLUMN path TEXT;
+    """,
 )

@@ -220,15 +220,17 @@ class Store:
     # conversation
 
     def add_lane_call(self, session_id: str, purpose: str, content: str, *, prompt_tokens: int,
-                      completion_tokens: int, cached_tokens: int, reason: str | None = None) -> int:
+                      completion_tokens: int, cached_tokens: int, reason: str | None = None,
+                      path: str | None = None) -> int:
         """One lane_calls row, placed after the session's last message (schema.py says why);
-        `reason`: why a reply was held back (purpose HELD)."""
+        `reason`: why a reply was held back (purpose HELD); `path`: the form the call took
+        upstream (agent/constrained.py)."""
         return self._write(
             "INSERT INTO lane_calls(session_id, after_message_id, purpose, content, prompt_tokens,"
-            " completion_tokens, cached_tokens, created_at, reason)"
-            " VALUES (?, (SELECT max(id) FROM messages WHERE session_id = ?), ?, ?, ?, ?, ?, ?, ?)",
+            " completion_tokens, cached_tokens, created_at, reason, path)"
+            " VALUES (?, (SELECT max(id) FROM messages WHERE session_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)",
             (session_id, session_id, purpose, content, prompt_tokens, completion_tokens,
-             cached_tokens, now_iso(), reason))
+             cached_tokens, now_iso(), reason, path))
 
     def lane_calls(self, session_id: str) -> list[dict[str, Any]]:
         """In the order they were made: a held-back reply an older store kept in `messages` moved

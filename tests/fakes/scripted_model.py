@@ -3,6 +3,11 @@
 It speaks real HTTP on loopback (stream and non-stream chat completions, /v1/models), so the shim
 under test goes through its real client, timeouts and cancellation. A script is a list of Replies
 served in order, or a function from the request body to a Reply.
+
+`honours` says which request options it takes, as servers differ: `json_schema` (response_format),
+`tool_choice` (a named one), `tool_calls` (native calls; without it, a call is written as
+`<tool_call>` text) and `logprobs`. What it does not honour it ignores, as such a server does; it
+answers the lane's probes (agent/capabilities.py) accordingly, apart from the script.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from typing import Any, Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from stack.agent.capabilities import PROBE_SYSTEM
+from stack.agent.constrained import SCHEMA_INSTRUCTION, SCHEMA_TOOL
 from stack.agent.decide import ANSWER, FIT_SYSTEM
 from tests.fakes.threaded_server import ThreadedServer
 
@@ -40,6 +47,7 @@ class Reply:
 
 
 Script = list[Reply] | Callable[[dict[str, Any]], Reply]
+EVERYTHING = frozenset({"json_schema", "tool_choice", "tool_calls", "logprobs"})
 
 
 def text(content: str) -> Reply:
@@ -74,6 +82,10 @@ class ScriptedModel:
     reading: str | Reply | Callable[[dict[str, Any]], Reply] | None = None
     reading_requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
+    # The request options it honours (the module's docstring); the lane's probes of them are
+    # answered apart from the script and kept in `probe_requests`.
+    honours: frozenset[str] = EVERYTHING
+    probe_requests: list[dict[str, Any]] = field(default_factory=list)
     disconnects: int = 0
     port: int = 0
 
@@ -138,8 +150,11 @@ class ScriptedModel:
 
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:
-            body = await request.json()
-            if _reading_choices(body) is not None:
+            body = self._as_seen(await request.json())
+            if _asks(body, PROBE_SYSTEM):
+                self.probe_requests.append(body)
+                reply = self._probed(body)
+            elif _reading_choices(body) is not None:
                 self.reading_requests.append(body)
                 reply = _answer(self.reading, body) if self.reading is not None else Reply('{"done": []}')
             elif _decision_choices(body) is not None:
@@ -152,6 +167,7 @@ class ScriptedModel:
                 self.requests.append(body)
                 self.authorizations.append(request.headers.get("authorization"))
                 reply = self.next_reply(body)
+            reply = self._delivered(body, reply)
             if reply.delay_s and await _left_within(request, reply.delay_s):
                 self.disconnects += 1
                 return JSONResponse({})
@@ -167,6 +183,42 @@ class ScriptedModel:
             return _completion(self.model_name, reply, usage, logprobs)
 
         return app
+
+    def _as_seen(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The request without the options it does not honour: they are ignored."""
+        ignored = {"json_schema": ("response_format",), "tool_choice": ("tool_choice",),
+                   "logprobs": ("logprobs", "top_logprobs")}
+        dropped = {key for option, keys in ignored.items() if option not in self.honours for key in keys}
+        return {key: value for key, value in body.items() if key not in dropped}
+
+    def _probed(self, body: dict[str, Any]) -> Reply:
+        """A probe answered as a model with these options would: the schema's value, the forced
+        tool (else, making calls, the tool the message names), "yes" with its alternatives."""
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        if schema:
+            return Reply(json.dumps(_instance(schema)))
+        offered = [t["function"]["name"] for t in body.get("tools") or []]
+        if offered:
+            forced = ((body.get("tool_choice") or {}).get("function") or {}).get("name") \
+                if isinstance(body.get("tool_choice"), dict) else None
+            asked = body["messages"][-1]["content"]
+            return call(forced or next((n for n in offered if n in asked), offered[0]), {})
+        return Reply("yes", first_token_logprobs={"yes": -0.05, "no": -3.0})
+
+    def _delivered(self, body: dict[str, Any], reply: Reply) -> Reply:
+        """The reply in the form the request's reply schema came in (a call of the lane's reply
+        tool, or JSON amid words); calls as text where it makes no native ones."""
+        form = _schema_form(body)
+        if form == "tool" and reply.content and not reply.tool_calls:
+            reply = Reply(tool_calls=[{"name": SCHEMA_TOOL, "arguments": reply.content}],
+                          delay_s=reply.delay_s, hang=reply.hang)
+        elif form == "text" and reply.content and not reply.hang:
+            reply = Reply(f"Sure, here it is:\n{reply.content}", delay_s=reply.delay_s)
+        if reply.tool_calls and "tool_calls" not in self.honours:
+            written = "".join(f'<tool_call>{json.dumps({"name": c["name"], "arguments": _parsed(c)})}</tool_call>'
+                              for c in reply.tool_calls)
+            reply = Reply((reply.content or "") + written, delay_s=reply.delay_s, hang=reply.hang)
+        return reply
 
     async def _stream(self, reply: Reply, usage: dict[str, int], logprobs: dict[str, Any] | None):
         chunk_id = "chatcmpl-" + uuid.uuid4().hex[:12]
@@ -277,19 +329,63 @@ def _completion(model: str, reply: Reply, usage: dict[str, int],
     }
 
 
+def reply_schema(body: dict[str, Any]) -> dict[str, Any]:
+    """The schema the request holds its reply to, whichever form it came in (agent/constrained.py):
+    `response_format`, the parameters of the lane's reply tool, or written after the request."""
+    fmt = body.get("response_format") or {}
+    if isinstance(fmt, dict) and (fmt.get("json_schema") or {}).get("schema"):
+        return fmt["json_schema"]["schema"]
+    return _schema_tool(body) or _written_schema(body) or {}
+
+
+def _schema_form(body: dict[str, Any]) -> str | None:
+    if isinstance(body.get("response_format"), dict):
+        return "schema"
+    return "tool" if _schema_tool(body) else "text" if _written_schema(body) else None
+
+
+def _schema_tool(body: dict[str, Any]) -> dict[str, Any] | None:
+    return next((t["function"].get("parameters") for t in body.get("tools") or []
+                 if t["function"]["name"] == SCHEMA_TOOL), None)
+
+
+def _written_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    messages = body.get("messages") or []
+    content = messages[-1].get("content") if messages else None
+    if not isinstance(content, str) or SCHEMA_INSTRUCTION not in content:
+        return None
+    return json.loads(content.rsplit(SCHEMA_INSTRUCTION, 1)[1].strip().splitlines()[0])
+
+
+def _instance(schema: dict[str, Any]) -> Any:
+    """The simplest value a schema admits (its first choice, its required properties)."""
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    if schema.get("type") == "array":
+        return []
+    if schema.get("type") == "string":
+        return ""
+    return {key: _instance(schema.get("properties", {}).get(key, {})) for key in schema.get("required", [])}
+
+
+def _parsed(item: dict[str, Any]) -> Any:
+    arguments = item["arguments"]
+    return json.loads(arguments) if isinstance(arguments, str) else arguments
+
+
 def _decision_choices(body: dict[str, Any]) -> list[str] | None:
     """The choices of the lane's decision question (agent/decide.py, in the agent's turn or
     after a proxy client's conversation), known by its reply schema; None for any other request."""
-    fmt = body.get("response_format") or {}
-    schema = (fmt.get("json_schema") or {}).get("schema") or {} if isinstance(fmt, dict) else {}
+    schema = reply_schema(body)
     choices = ((schema.get("properties") or {}).get("next") or {}).get("enum")
     return choices if isinstance(choices, list) else None
 
 
 def _reading_choices(body: dict[str, Any]) -> list[str] | None:
     """The names the lane's reading of an answer admits, known by its reply schema."""
-    fmt = body.get("response_format") or {}
-    schema = (fmt.get("json_schema") or {}).get("schema") or {} if isinstance(fmt, dict) else {}
+    schema = reply_schema(body)
     done = (schema.get("properties") or {}).get("done") or {}
     items = (done.get("items") or {}).get("enum") or done.get("enum")  # a list, or one choice
     return items if isinstance(items, list) else None
