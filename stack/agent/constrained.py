@@ -8,12 +8,12 @@ turns the request into what this upstream does, and `read` turns the reply back 
 caller asked for, so decide.py, reading.py, loop.py and proxy.py never branch on the server:
 
 * a reply schema: `response_format` json_schema ("schema"); else a tool whose parameters are the
-  schema, forced by name where that is honoured and asked for otherwise ("tool"); else the schema
-  in words after the request, the JSON read out of free text and validated ("text"). A reply that
+  schema, forced by name where that is honoured, else offered alone ("tool"); else the schema in
+  words after the request, the JSON read out of free text and validated ("text"). A reply that
   holds no valid value on the "tool" or "text" path is asked for once more, the model told why.
 * a named `tool_choice`: as it is ("named"); else a reply schema of that one call, the call then
-  handed back as a native call ("schema"); else the tools offered with the request to call that
-  one ("offered": the caller salvages a call written as text, as for any reply); else "text".
+  handed back as a native call ("schema"); else that one tool offered alone ("offered": the
+  caller salvages a call written as text, as for any reply); else "text".
 * `logprobs`: sent where honoured; elsewhere not asked (the yes/no lever is off: ledger.LEVERS).
 
 `path` says which form a call took; the store keeps it with the lane's own calls (lane_calls.path)
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 SCHEMA_TOOL = "lane_reply"
 SCHEMA_INSTRUCTION = "Reply with only a JSON object that matches this JSON schema, and nothing else:"
 TOOL_INSTRUCTION = f"Reply by calling the tool {SCHEMA_TOOL}; its arguments are your reply."
-CALL_INSTRUCTION = "Call the tool {name} now."
 AGAIN = "That reply was not usable: {problem}\n"
 
 
@@ -63,7 +62,8 @@ class Form:
 def shape(caps: Capabilities, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
           tool_choice: dict[str, Any] | str | None, response_schema: dict[str, Any] | None,
           top_logprobs: int | None) -> Form:
-    """The request in the form `caps` honours (the module's docstring lists the paths)."""
+    """The request in the form `caps` honours (the module's docstring lists the paths). Where a
+    named tool_choice is not honoured, the one tool the call must be is the only one offered."""
     logprobs = top_logprobs if caps.logprobs else None
     named = _named(tool_choice) if tools else None
     if named is not None and response_schema is None and not caps.tool_choice:
@@ -71,8 +71,7 @@ def shape(caps: Capabilities, messages: list[dict[str, Any]], tools: list[dict[s
         if caps.json_schema:
             return Form("schema", messages, tools, None, call_schema, logprobs, call=named)
         if caps.tool_calls:
-            instruction = CALL_INSTRUCTION.format(name=named)
-            return Form("offered", _told(messages, instruction), tools, None, None, logprobs, instruction=instruction)
+            return Form("offered", messages, [t for t in tools if t["function"]["name"] == named], None, None, logprobs)
         return _text(messages, tools, call_schema, logprobs, call=named)
     if response_schema is None:
         path = "named" if named is not None else "logprobs" if top_logprobs is not None else None
@@ -85,8 +84,8 @@ def shape(caps: Capabilities, messages: list[dict[str, Any]], tools: list[dict[s
         if caps.tool_choice:
             return Form("tool", messages, [*tools, reply_tool], _forced(SCHEMA_TOOL), None, logprobs,
                         expect=response_schema)
-        return Form("tool", _told(messages, TOOL_INSTRUCTION), [*tools, reply_tool], None, None, logprobs,
-                    expect=response_schema, instruction=TOOL_INSTRUCTION)
+        return Form("tool", messages, [reply_tool], None, None, logprobs, expect=response_schema,
+                    instruction=TOOL_INSTRUCTION)
     return _text(messages, tools, response_schema, logprobs)
 
 

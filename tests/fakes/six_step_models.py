@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+from stack.agent.constrained import AGAIN, SCHEMA_INSTRUCTION
 from tests.fakes.scripted_model import Reply, call, text
 
 SEED_ANSWER = "Noted."
@@ -120,9 +121,13 @@ def never_answers(body: dict[str, Any]) -> Reply:
 
 
 def _split_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """(the latest user message, the messages of this turn after it)."""
+    """(the latest user message, the messages of this turn after it). A message of the lane's
+    that only says how to reply (agent/constrained.py, for a server that ignores response_format)
+    is read as such, not as the user's request."""
     for index in range(len(messages) - 1, -1, -1):
-        if messages[index]["role"] == "user":
+        content = messages[index].get("content") or ""
+        if messages[index]["role"] == "user" and not content.startswith(
+                (SCHEMA_INSTRUCTION, AGAIN.split(":")[0])):
             return messages[index].get("content") or "", messages[index + 1:]
     return "", []
 

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+import httpx
 import pytest
 
 from stack.agent.prompt import COMPOSE
 from stack.check.commands import register
 from stack.config import Settings
 from stack.store import Store
-from tests.fakes.scripted_model import Reply, ScriptedModel, call, text
+from tests.fakes.scripted_model import EVERYTHING, Reply, ScriptedModel, call, reply_schema, text
 from tests.fakes.six_step_models import competent, never_answers, text_only_liar
 from tests.integration.shim_server import ShimServer
 
@@ -42,7 +43,7 @@ _CODE = re.compile(r"codename(?: is|:)\s*([A-Z]+-\d+)")
 def competent_decision(body: dict[str, Any]) -> Reply:
     """The tool the request still needs among the decision's choices, or "answer"."""
     question = "\n".join(m["content"] for m in body["messages"])
-    choices = body["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
+    choices = reply_schema(body)["properties"]["next"]["enum"]
     found = _REQUEST.search(question)
     ask = found[1] if found else ""
     ran = {name for name, status in _RAN.findall(question.split("What ran for it:")[-1]) if status == "ok"}
@@ -62,7 +63,7 @@ def competent_decision(body: dict[str, Any]) -> Reply:
 
 
 def _forced_through_bridge(body: dict[str, Any]) -> str | None:
-    schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
+    schema = reply_schema(body)
     return schema.get("properties", {}).get("arguments", {}).get("properties", {}).get("name", {}).get("const")
 
 
@@ -140,8 +141,9 @@ def run_check(*args: str) -> tuple[int, str, str]:
 
 
 @contextmanager
-def lane_with(tmp_path: Path, policy: Any, decision: Any = None, **overrides: Any) -> Iterator[Lane]:
-    with ScriptedModel(policy, decision=decision) as model:
+def lane_with(tmp_path: Path, policy: Any, decision: Any = None, honours: frozenset[str] = EVERYTHING,
+              **overrides: Any) -> Iterator[Lane]:
+    with ScriptedModel(policy, decision=decision, honours=honours) as model:
         settings = Settings(home=tmp_path / "lane", llm_url=model.url, **overrides)
         with ShimServer(settings, keepalive_s=1.0) as shim:
             yield Lane(shim.url, settings.db_path, tmp_path)
@@ -172,6 +174,59 @@ def test_competent_model_passes_all_six(tmp_path: Path) -> None:
     assert held_back == 0  # every answer the model composed was passed on
     assert not any(s["held_back"] for s in run.report["steps"])
     assert run.step(1)["model_calls"] == 3  # the decision ("answer"), the answer and its reading
+
+
+@pytest.mark.parametrize(("honours", "decision", "forced"), [
+    # The measured problem: a server that makes native calls but ignores response_format. The
+    # decision goes as a forced call of the lane's reply tool.
+    (EVERYTHING - {"json_schema"}, "tool", "named"),
+    # Nor a named tool_choice, nor logprobs: the reply tool, and each forced tool, offered alone.
+    (frozenset({"tool_calls"}), "tool", "offered"),
+    # No native calls either: every decision and call read out of free text and validated.
+    (frozenset(), "text", "text"),
+])
+def test_six_steps_pass_where_the_upstream_ignores_response_format(
+        tmp_path: Path, honours: frozenset[str], decision: str, forced: str) -> None:
+    with lane_with(tmp_path, competent_turn, competent_decision, honours=honours) as lane:
+        health = httpx.get(f"{lane.url}/health", timeout=10).json()
+        run = lane.check()
+        with sqlite3.connect(lane.db) as db:
+            paths = db.execute("SELECT purpose, path FROM lane_calls WHERE session_id = ?",
+                               (run.report["session_id"],)).fetchall()
+    assert health["capabilities"] == {
+        "json_schema": False, "tool_choice": "tool_choice" in honours, "tool_calls": "tool_calls" in honours,
+        "logprobs": "logprobs" in honours,
+        "paths": {"decision": decision, "forced_call": forced,
+                  "yes_no": "logprobs" if "logprobs" in honours else "off"}}
+    assert run.code == 0, run.out + run.err
+    assert (run.report["passed"], run.report["total"]) == (6, 6)
+    executed = [s["executed"] for s in run.report["steps"]]
+    assert executed == [[], ["memory"], [], ["terminal", "memory"], ["session_search", "memory"], []]
+    # every decision and reading took the path the probe chose, and the store says so
+    assert {path for purpose, path in paths if purpose in ("decide", "read")} == {decision}
+
+
+def test_a_full_upstream_is_asked_as_before(tmp_path: Path) -> None:
+    """With a server that honours everything, nothing changes: decisions go under
+    response_format, forced calls under a named tool_choice, no reply tool is offered."""
+    with ScriptedModel(competent_turn, decision=competent_decision) as model:
+        settings = Settings(home=tmp_path / "lane", llm_url=model.url)
+        with ShimServer(settings, keepalive_s=1.0) as shim:
+            health = httpx.get(f"{shim.url}/health", timeout=10).json()
+            run = Lane(shim.url, settings.db_path, tmp_path).check()
+            with sqlite3.connect(settings.db_path) as db:
+                paths = {p for (p,) in db.execute("SELECT path FROM lane_calls WHERE purpose IN ('decide', 'read')")}
+    assert run.code == 0, run.out + run.err
+    assert health["capabilities"]["paths"] == {"decision": "schema", "forced_call": "named", "yes_no": "logprobs"}
+    assert paths == {"schema"}
+    assert model.decide_requests and all("response_format" in body and "tools" not in body
+                                         for body in model.decide_requests)
+    forced = [body for body in model.requests if body.get("tool_choice")]
+    assert forced and all(isinstance(body["tool_choice"], dict) and "response_format" not in body
+                          for body in forced)
+    assert not any(t["function"]["name"] == "lane_reply" for body in model.requests for t in body.get("tools", []))
+    # asked once, at start: the schema, the named choice (a call came: no plain-call probe), logprobs
+    assert len(model.probe_requests) == 3
 
 
 def test_deferred_step_runs_the_clock_through_the_bridge(tmp_path: Path) -> None:
