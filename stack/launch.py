@@ -1,7 +1,9 @@
 """`lane up`: the whole lane on this machine without Docker.
 
 Starts `lane llm`, waits until its model is loaded, starts `lane shim` pointed at it, waits for the
-shim's health check, prints where to point a client, then supervises both. Ctrl-C or SIGTERM stops
+shim's health check, prints where to point a client, then supervises both. With `--llm-url` it
+starts no model: the shim alone, in front of an OpenAI-compatible server already running there
+(what that server honours is probed by the shim: agent/capabilities.py). Ctrl-C or SIGTERM stops
 both; if either dies, the other is stopped too. Children also get SIGTERM from the kernel if this
 process is killed outright (Linux), so no service outlives the launcher.
 """
@@ -43,7 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--model", help="GGUF file for the llm (default: LANE_LLM_MODEL, else the default model "
                         "in models/, fetched when missing)")
-    parser.add_argument("--llm-port", type=int, default=DEFAULT_LLM_PORT, help=f"llm port (default {DEFAULT_LLM_PORT})")
+    parser.add_argument("--llm-url", help="serve the shim in front of this OpenAI-compatible base URL (e.g. "
+                        "http://127.0.0.1:8000/v1) and start no local model")
+    parser.add_argument("--llm-port", type=int, help=f"llm port (default {DEFAULT_LLM_PORT})")
     parser.add_argument("--port", type=int, help="shim port (default LANE_PORT or 8642)")
     parser.add_argument("--host", help="shim address (default 127.0.0.1; off loopback a key is created: `lane key`)")
     parser.add_argument("--home", type=Path,
@@ -63,25 +67,26 @@ def handle(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"lane up: {exc}", file=sys.stderr)
         return 2
+    local_only = [flag for flag, value in (("--model", args.model), ("--llm-port", args.llm_port),
+                                           ("--ctx", args.ctx), ("--threads", args.threads)) if value is not None]
+    if args.llm_url and local_only:
+        print(f"lane up: {', '.join(local_only)} configure the local model, which --llm-url does not start",
+              file=sys.stderr)
+        return 2
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    llm_url = f"http://127.0.0.1:{args.llm_port}"
     shim_url = f"http://{_reachable(settings.host)}:{settings.port}"
     children: list[tuple[str, subprocess.Popen[bytes]]] = []
     try:
-        model = choose_model(args.model or settings.llm_model)
-        llm_args = ["llm", "--port", str(args.llm_port), "--max-tokens", str(settings.max_tokens),
-                    "--state-dir", str(settings.home / STATE_FOLDER)]
-        llm_args += _flag("--model", model) + _flag("--ctx", args.ctx) + _flag("--threads", args.threads)
-        children.append(("llm", _spawn(llm_args)))
-        wait_healthy("llm", f"{llm_url}/health", children[-1][1], stop, args.startup_timeout)
-        shim_args = ["shim", "--llm-url", f"{llm_url}/v1", "--host", settings.host,
+        upstream, served = (args.llm_url, "whatever it serves") if args.llm_url \
+            else _start_llm(args, settings, children, stop)
+        shim_args = ["shim", "--llm-url", upstream, "--host", settings.host,
                      "--port", str(settings.port), "--home", str(settings.home)]
         children.append(("shim", _spawn(shim_args)))
         wait_healthy("shim", f"{shim_url}/health", children[-1][1], stop, args.startup_timeout)
         if stop.is_set():
             return 0
-        _print_banner(settings, shim_url, llm_url, model)
+        _print_banner(settings, shim_url, upstream, served, local=not args.llm_url)
         return _supervise(children, stop)
     except LaunchFailed as exc:
         print(f"lane up: {exc}", file=sys.stderr)
@@ -90,6 +95,20 @@ def handle(args: argparse.Namespace) -> int:
         _stop_all(children)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _start_llm(args: argparse.Namespace, settings: Settings, children: list[tuple[str, subprocess.Popen[bytes]]],
+               stop: threading.Event) -> tuple[str, str]:
+    """`lane llm` on this machine with the chosen model, healthy: its OpenAI base URL, and what
+    it serves."""
+    port = args.llm_port or DEFAULT_LLM_PORT
+    model = choose_model(args.model or settings.llm_model)
+    llm_args = ["llm", "--port", str(port), "--max-tokens", str(settings.max_tokens),
+                "--state-dir", str(settings.home / STATE_FOLDER)]
+    llm_args += _flag("--model", model) + _flag("--ctx", args.ctx) + _flag("--threads", args.threads)
+    children.append(("llm", _spawn(llm_args)))
+    wait_healthy("llm", f"http://127.0.0.1:{port}/health", children[-1][1], stop, args.startup_timeout)
+    return f"http://127.0.0.1:{port}/v1", model or "the embedded SmolLM2-135M"
 
 
 def choose_model(configured: str | None) -> str | None:
@@ -167,14 +186,14 @@ def _stop_all(children: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
                 proc.wait()
 
 
-def _print_banner(settings: Settings, shim_url: str, llm_url: str, model: str | None) -> None:
+def _print_banner(settings: Settings, shim_url: str, llm_url: str, served: str, *, local: bool) -> None:
     key = settings.key_in_use()
     key_expr = "$LANE_API_KEY" if settings.api_key else f"$(lane key --home {settings.home})"
     lines = [
         "",
         "fallback-lane is up",
         f"  shim (agent endpoint)  {shim_url}/v1    model name: fallback-lane",
-        f"  llm  (raw model)       {llm_url}/v1    serving: {model or 'the embedded SmolLM2-135M'}",
+        f"  llm  ({'raw model' if local else 'upstream '})       {llm_url}    serving: {served}",
         f"  session store          {settings.db_path}",
         "",
         "Point any OpenAI client at the shim:",
@@ -184,7 +203,7 @@ def _print_banner(settings: Settings, shim_url: str, llm_url: str, model: str | 
         + (f" -H \"Authorization: Bearer {key_expr}\"" if key else "")
         + " -d '{\"model\": \"fallback-lane\", \"messages\": [{\"role\": \"user\", \"content\": \"hello\"}]}'",
         "",
-        "Ctrl-C stops both services.",
+        "Ctrl-C stops both services." if local else "Ctrl-C stops the shim (the upstream server is not ours).",
     ]
     print("\n".join(lines), flush=True)
 

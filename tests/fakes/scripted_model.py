@@ -151,23 +151,7 @@ class ScriptedModel:
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:
             body = self._as_seen(await request.json())
-            if _asks(body, PROBE_SYSTEM):
-                self.probe_requests.append(body)
-                reply = self._probed(body)
-            elif _reading_choices(body) is not None:
-                self.reading_requests.append(body)
-                reply = _answer(self.reading, body) if self.reading is not None else Reply('{"done": []}')
-            elif _decision_choices(body) is not None:
-                self.decide_requests.append(body)
-                reply = _answer(self.decision, body) if self.decision is not None else self._follow(body)
-            elif _asks(body, FIT_SYSTEM):
-                self.fit_requests.append(body)
-                reply = self._fit(body)
-            else:
-                self.requests.append(body)
-                self.authorizations.append(request.headers.get("authorization"))
-                reply = self.next_reply(body)
-            reply = self._delivered(body, reply)
+            reply = self._delivered(body, self._reply_to(body, request.headers.get("authorization")))
             if reply.delay_s and await _left_within(request, reply.delay_s):
                 self.disconnects += 1
                 return JSONResponse({})
@@ -183,6 +167,25 @@ class ScriptedModel:
             return _completion(self.model_name, reply, usage, logprobs)
 
         return app
+
+    def _reply_to(self, body: dict[str, Any], authorization: str | None) -> Reply:
+        """The lane's own questions (probes, readings, decisions, second looks) answered apart
+        from the script, each kept in its own list; anything else from the script."""
+        if _asks(body, PROBE_SYSTEM):
+            self.probe_requests.append(body)
+            return self._probed(body)
+        if _reading_choices(body) is not None:
+            self.reading_requests.append(body)
+            return _answer(self.reading, body) if self.reading is not None else Reply('{"done": []}')
+        if _decision_choices(body) is not None:
+            self.decide_requests.append(body)
+            return _answer(self.decision, body) if self.decision is not None else self._follow(body)
+        if _asks(body, FIT_SYSTEM):
+            self.fit_requests.append(body)
+            return self._fit(body)
+        self.requests.append(body)
+        self.authorizations.append(authorization)
+        return self.next_reply(body)
 
     def _as_seen(self, body: dict[str, Any]) -> dict[str, Any]:
         """The request without the options it does not honour: they are ignored."""

@@ -21,6 +21,8 @@ class ThreadedServer:
         # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets it recognises as TCP, and
         # without it keep-alive requests stall ~40 ms on delayed ACKs.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        # a server restarted on its port (an upstream that comes back) binds past TIME_WAIT
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", self.port))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", lifespan=self.lifespan)
