@@ -24,9 +24,9 @@ from typing import Any, Awaitable, Callable, Protocol
 PROBE_SYSTEM = "You are being checked for which request options you honour."
 PROBE_TOOLS = ("lane_probe_a", "lane_probe_b")
 PROBE_VALUE = "lane-probe-ok"
-# Enough for `{"probe": "lane-probe-ok"}` or an argument-less call in any template seen; the
+# Enough for `{"probe": "lane-probe-ok"}` or an argument-less call written as `<tool_call>` text; the
 # probes ask for nothing longer.
-PROBE_MAX_TOKENS = 24
+PROBE_MAX_TOKENS = 32
 
 
 class ProbeReply(Protocol):

@@ -254,7 +254,7 @@ def test_upstream_down_is_502_and_health_is_503(shim):
     assert response.headers["x-session-id"] == "down-1"
     health = client.get("/health")
     assert health.status_code == 503
-    assert health.json() == {"status": "unavailable", "store": "ok", "llm": "unreachable"}
+    assert health.json() == {"status": "unavailable", "store": "ok", "llm": "unreachable", "capabilities": None}
 
 
 def test_models_lists_the_lane(shim):

@@ -42,7 +42,7 @@ def test_health_reports_what_the_upstream_honours(tmp_path: Path, honours: froze
     assert report["capabilities"] == expected
     # tiny requests, apart from any turn: nothing of the script was spent on them
     assert 3 <= len(model.probe_requests) <= 4 and not model.requests
-    assert all(body["max_tokens"] <= 24 for body in model.probe_requests)
+    assert all(body["max_tokens"] <= 32 for body in model.probe_requests)
 
 
 def test_an_upstream_without_logprobs_gets_no_yes_no_question(tmp_path: Path) -> None:
