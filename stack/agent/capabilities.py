@@ -20,6 +20,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, Awaitable, Callable, Protocol
 
+from .toolcalls import extract_calls
+
 # The first message of every probe: how a test's scripted server tells a probe from a turn.
 PROBE_SYSTEM = "You are being checked for which request options you honour."
 PROBE_TOOLS = ("lane_probe_a", "lane_probe_b")
@@ -51,8 +53,10 @@ Send = Callable[[dict[str, Any]], Awaitable[ProbeReply]]
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What the upstream honours. `tool_calls`: it answers with native tool calls when tools are
-    offered (whether or not it honours a named `tool_choice`)."""
+    """What the upstream honours. `tool_calls`: it calls an offered tool when asked to, natively
+    or as a call written in text that the lane reads (toolcalls.extract_calls: the lane's own llm
+    writes a forced call as `{"name": ..., "arguments": ...}`), whether or not it honours a
+    named `tool_choice`; `tool_choice`: a call of the named tool comes back, in either form."""
 
     json_schema: bool = True
     tool_choice: bool = True
@@ -119,12 +123,16 @@ async def _honoured(send: Send, body: dict[str, Any], shows: Callable[[ProbeRepl
 
 
 async def _called(send: Send, body: dict[str, Any]) -> str | None:
-    """The name of the first native call in the reply; None without one (or for a 4xx)."""
+    """The name of the reply's first call, native or written as text; None without one (or for
+    a 4xx)."""
     try:
         reply = await send(body)
     except Refused:
         return None
-    return next((str(call.name) for call in reply.tool_calls or []), None)
+    offered = {tool["function"]["name"] for tool in body["tools"]}
+    calls = [*(reply.tool_calls or []), *extract_calls(
+        reply.content, lambda name: {"type": "object"} if name in offered else None)]
+    return next((str(call.name) for call in calls), None)
 
 
 def _holds_schema(reply: ProbeReply) -> bool:

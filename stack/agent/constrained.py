@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..tools.base import ToolError
 from ..tools.validation import validate_arguments
 from .capabilities import Capabilities
-from .toolcalls import ToolCall, json_values, new_call_id
+from .toolcalls import ToolCall, extract_calls, json_values, new_call_id
 
 if TYPE_CHECKING:
     from .llm_client import ModelReply
@@ -128,9 +128,11 @@ def _text(messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: d
 
 
 def _value(schema: dict[str, Any], reply: ModelReply) -> tuple[dict[str, Any] | None, str]:
-    """The reply's value: the reply tool's arguments, else the first valid JSON in its text."""
+    """The reply's value: the reply tool's arguments (a native call, or one written as text),
+    else the first valid JSON in its text."""
+    written = extract_calls(reply.content, lambda name: schema if name == SCHEMA_TOOL else None)
     texts = [call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
-             for call in reply.tool_calls if call.name == SCHEMA_TOOL]
+             for call in [*reply.tool_calls, *written] if call.name == SCHEMA_TOOL]
     return _first_valid(schema, [*texts, reply.content])
 
 

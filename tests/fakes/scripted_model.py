@@ -6,7 +6,8 @@ served in order, or a function from the request body to a Reply.
 
 `honours` says which request options it takes, as servers differ: `json_schema` (response_format),
 `tool_choice` (a named one), `tool_calls` (native calls; without it, a call is written as
-`<tool_call>` text) and `logprobs`. What it does not honour it ignores, as such a server does; it
+`<tool_call>` text with `text_calls`, as the lane's own llm does, else as bare JSON amid words, and
+asked to call a tool it declines) and `logprobs`. What it does not honour it ignores, as such a server does; it
 answers the lane's probes (agent/capabilities.py) accordingly, apart from the script.
 """
 
@@ -205,6 +206,8 @@ class ScriptedModel:
             forced = ((body.get("tool_choice") or {}).get("function") or {}).get("name") \
                 if isinstance(body.get("tool_choice"), dict) else None
             asked = body["messages"][-1]["content"]
+            if not {"tool_calls", "text_calls"} & self.honours:
+                return Reply("I cannot call tools.")
             return call(forced or next((n for n in offered if n in asked), offered[0]), {})
         return Reply("yes", first_token_logprobs={"yes": -0.05, "no": -3.0})
 
@@ -218,8 +221,9 @@ class ScriptedModel:
         elif form == "text" and reply.content and not reply.hang:
             reply = Reply(f"Sure, here it is:\n{reply.content}", delay_s=reply.delay_s)
         if reply.tool_calls and "tool_calls" not in self.honours:
-            written = "".join(f'<tool_call>{json.dumps({"name": c["name"], "arguments": _parsed(c)})}</tool_call>'
-                              for c in reply.tool_calls)
+            calls = [json.dumps({"name": c["name"], "arguments": _parsed(c)}) for c in reply.tool_calls]
+            written = "".join(f"<tool_call>{c}</tool_call>" for c in calls) if "text_calls" in self.honours \
+                else "I would do this: " + " ".join(calls)
             reply = Reply((reply.content or "") + written, delay_s=reply.delay_s, hang=reply.hang)
         return reply
 

@@ -182,7 +182,9 @@ def test_competent_model_passes_all_six(tmp_path: Path) -> None:
     (EVERYTHING - {"json_schema"}, "tool", "named"),
     # Nor a named tool_choice, nor logprobs: the reply tool, and each forced tool, offered alone.
     (frozenset({"tool_calls"}), "tool", "offered"),
-    # No native calls either: every decision and call read out of free text and validated.
+    # Calls only written as text: the reply tool's call read out of it.
+    (frozenset({"text_calls"}), "tool", "offered"),
+    # No calls at all: every decision and call read out of free text and validated.
     (frozenset(), "text", "text"),
 ])
 def test_six_steps_pass_where_the_upstream_ignores_response_format(
@@ -194,7 +196,8 @@ def test_six_steps_pass_where_the_upstream_ignores_response_format(
             paths = db.execute("SELECT purpose, path FROM lane_calls WHERE session_id = ?",
                                (run.report["session_id"],)).fetchall()
     assert health["capabilities"] == {
-        "json_schema": False, "tool_choice": "tool_choice" in honours, "tool_calls": "tool_calls" in honours,
+        "json_schema": False, "tool_choice": "tool_choice" in honours,
+        "tool_calls": bool({"tool_calls", "text_calls"} & honours),
         "logprobs": "logprobs" in honours,
         "paths": {"decision": decision, "forced_call": forced,
                   "yes_no": "logprobs" if "logprobs" in honours else "off"}}

@@ -32,6 +32,12 @@ def health(url: str) -> dict[str, Any]:
                                  "paths": {"decision": "tool", "forced_call": "offered", "yes_no": "off"}}),
     (frozenset({"json_schema"}), {"json_schema": True, "tool_choice": False, "tool_calls": False, "logprobs": False,
                                   "paths": {"decision": "schema", "forced_call": "schema", "yes_no": "off"}}),
+    # as the lane's own llm: a forced call comes back as text the lane reads, not as tool_calls
+    (EVERYTHING - {"tool_calls"} | {"text_calls"},
+     {"json_schema": True, "tool_choice": True, "tool_calls": True, "logprobs": True,
+      "paths": {"decision": "schema", "forced_call": "named", "yes_no": "logprobs"}}),
+    (frozenset({"text_calls"}), {"json_schema": False, "tool_choice": False, "tool_calls": True, "logprobs": False,
+                                 "paths": {"decision": "tool", "forced_call": "offered", "yes_no": "off"}}),
 ])
 def test_health_reports_what_the_upstream_honours(tmp_path: Path, honours: frozenset[str],
                                                    expected: dict[str, Any]) -> None:
