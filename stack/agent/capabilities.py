@@ -25,8 +25,8 @@ from .toolcalls import extract_calls
 # The first message of every probe: how a test's scripted server tells a probe from a turn.
 PROBE_SYSTEM = "You are being checked for which request options you honour."
 PROBE_TOOLS = ("lane_probe_a", "lane_probe_b")
-PROBE_VALUE = "lane-probe-ok"
-# Enough for `{"probe": "lane-probe-ok"}` or an argument-less call written as `<tool_call>` text; the
+PROBE_VALUE = "ok"
+# Enough for `{"probe": "ok"}` or an argument-less call written as `<tool_call>` text; the
 # probes ask for nothing longer.
 PROBE_MAX_TOKENS = 32
 
