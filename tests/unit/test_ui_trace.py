@@ -66,7 +66,7 @@ def lane(tmp_path):
                       completion_tokens=12)
     store.add_message(s, "user", "and now?")
     store.add_lane_call(s, "decide", "say what comes next", prompt_tokens=90, completion_tokens=4,
-                        cached_tokens=0)
+                        cached_tokens=0, path="tool")
     store.add_message(s, "assistant", "Nothing else.", prompt_tokens=160, completion_tokens=3)
     yield settings, store
     store.close()
@@ -98,8 +98,8 @@ def test_session_trace_sorts_every_row_into_its_turn(lane):
     assert [(n["role"], n["lane_note"]) for n in notes] == [("system", 1)]
     assert first.wall_s is not None and first.wall_s >= 0
     assert second.user["content"] == "and now?"
-    assert [(c.message["content"], c.purpose) for c in second.model_calls] == [
-        ("say what comes next", "decide"), ("Nothing else.", None)]
+    assert [(c.message["content"], c.purpose, c.path) for c in second.model_calls] == [
+        ("say what comes next", "decide", "tool"), ("Nothing else.", None, None)]
 
 
 def test_session_page_shows_evidence_and_escapes_model_output(lane):
@@ -132,7 +132,8 @@ def test_session_page_shows_evidence_and_escapes_model_output(lane):
     assert "the lane's prompt" not in html
     assert html.index("Before the first user message") < html.index("Turn 1") < html.index("Turn 2")
     assert "2 turns · 8 model calls" in html
-    assert html.count("model call for the lane: decide") == 1  # the lane's own call, labelled
+    # the lane's own call, labelled with the form it took upstream (agent/constrained.py)
+    assert html.count("model call for the lane: decide (as tool)") == 1
 
     assert overview.status_code == 200
     assert "<a href='/ui/sessions/trace-unit'>trace-unit</a>" in overview.text
