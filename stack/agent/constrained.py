@@ -57,6 +57,9 @@ class Form:
     expect: dict[str, Any] | None = None
     call: str | None = None
     instruction: str = ""
+    # The caller offered tools: a call of one of them (or of a tool it told the model of in words)
+    # instead of the reply tool is read as the call it is.
+    calls_welcome: bool = False
 
 
 def shape(caps: Capabilities, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *,
@@ -83,9 +86,9 @@ def shape(caps: Capabilities, messages: list[dict[str, Any]], tools: list[dict[s
             "name": SCHEMA_TOOL, "description": "Give your reply.", "parameters": response_schema}}
         if caps.tool_choice:
             return Form("tool", messages, [*tools, reply_tool], _forced(SCHEMA_TOOL), None, logprobs,
-                        expect=response_schema)
+                        expect=response_schema, calls_welcome=bool(tools))
         return Form("tool", messages, [reply_tool], None, None, logprobs, expect=response_schema,
-                    instruction=TOOL_INSTRUCTION)
+                    instruction=TOOL_INSTRUCTION, calls_welcome=bool(tools))
     return _text(messages, tools, response_schema, logprobs)
 
 
@@ -95,11 +98,13 @@ def read(form: Form, reply: ModelReply) -> str | None:
     worth asking once more), else None."""
     reply.path = form.path
     if form.expect is not None:
-        offered = {tool["function"]["name"] for tool in form.tools} - {SCHEMA_TOOL}
-        if any(call.name in offered for call in reply.tool_calls):
+        if form.calls_welcome and any(call.name != SCHEMA_TOOL for call in reply.tool_calls):
             return None  # a real call instead of the reply: the caller reads it as any call
         value, problem = _value(form.expect, reply)
-        if value is None:
+        if value is None:  # the reply tool is no tool: its call never reaches the caller as one
+            words = [c.arguments for c in reply.tool_calls if c.name == SCHEMA_TOOL and isinstance(c.arguments, str)]
+            reply.tool_calls = [c for c in reply.tool_calls if c.name != SCHEMA_TOOL]
+            reply.content = reply.content or " ".join(words)
             return problem
         reply.content, reply.tool_calls = json.dumps(value, ensure_ascii=False), []
     if form.call is not None and not reply.tool_calls:

@@ -45,6 +45,9 @@ from .ui import ui_router
 log = logging.getLogger("lane.api")
 
 HEALTH_TIMEOUT_S = 5.0
+# How long a health check waits for a probe of the upstream in flight (agent/capabilities.py) before
+# it reports `capabilities: null`: a client polling /health is not held for a slow model's probes.
+HEALTH_PROBE_WAIT_S = 1.0
 
 
 def create_app(settings: Settings, *, registry: Registry | None = None,
@@ -215,10 +218,10 @@ def _store_state(store: Store) -> str:
 
 
 async def _capabilities(llm: LlmClient) -> Capabilities | None:
-    """What the upstream honours, probed now if it was not yet (within the health check's time:
-    a probe that takes longer goes on, and a later check shows it)."""
+    """What the upstream honours, probed now if it was not yet (a probe that takes longer than
+    HEALTH_PROBE_WAIT_S goes on, and a later check shows it)."""
     try:
-        return await asyncio.wait_for(llm.capabilities(), HEALTH_TIMEOUT_S)
+        return await asyncio.wait_for(llm.capabilities(), HEALTH_PROBE_WAIT_S)
     except (asyncio.TimeoutError, LlmError):
         return None
 

@@ -150,3 +150,13 @@ def test_a_model_writing_a_forced_call_as_text_honours_tool_choice() -> None:
                           logprobs=[{"yes": -0.1}] if body.get("logprobs") else [])
 
     assert asyncio.run(probe(send)) == FULL
+
+
+def test_a_reply_tool_call_without_a_valid_value_never_reaches_the_caller_as_a_call() -> None:
+    form = ask(Capabilities(json_schema=False), tools=[TERMINAL], response_schema=SCHEMA)
+    reply = ModelReply("", [ToolCall("c1", SCHEMA_TOOL, "I could not decide.", "native")])
+    assert read(form, reply) == "it holds no JSON object"
+    assert (reply.tool_calls, reply.content) == ([], "I could not decide.")
+    # a call of an offered tool instead of the reply tool is the caller's to read
+    real = ModelReply("", [ToolCall("c2", "terminal", "{}", "native")])
+    assert read(form, real) is None and [c.name for c in real.tool_calls] == ["terminal"]
