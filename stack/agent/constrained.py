@@ -56,7 +56,7 @@ class Form:
     top_logprobs: int | None = None
     expect: dict[str, Any] | None = None
     call: str | None = None
-    instruction: str = ""
+    instruction: str = ""  # how to reply, told again with what was wrong when the reply held no value
     # The caller offered tools: a call of one of them (or of a tool it told the model of in words)
     # instead of the reply tool is read as the call it is.
     calls_welcome: bool = False
@@ -86,7 +86,7 @@ def shape(caps: Capabilities, messages: list[dict[str, Any]], tools: list[dict[s
             "name": SCHEMA_TOOL, "description": "Give your reply.", "parameters": response_schema}}
         if caps.tool_choice:
             return Form("tool", messages, [*tools, reply_tool], _forced(SCHEMA_TOOL), None, logprobs,
-                        expect=response_schema, calls_welcome=bool(tools))
+                        expect=response_schema, instruction=TOOL_INSTRUCTION, calls_welcome=bool(tools))
         return Form("tool", messages, [reply_tool], None, None, logprobs, expect=response_schema,
                     instruction=TOOL_INSTRUCTION, calls_welcome=bool(tools))
     return _text(messages, tools, response_schema, logprobs)

@@ -160,3 +160,12 @@ def test_a_reply_tool_call_without_a_valid_value_never_reaches_the_caller_as_a_c
     # a call of an offered tool instead of the reply tool is the caller's to read
     real = ModelReply("", [ToolCall("c2", "terminal", "{}", "native")])
     assert read(form, real) is None and [c.name for c in real.tool_calls] == ["terminal"]
+
+
+def test_asked_once_more_the_model_is_told_how_to_reply_on_its_path() -> None:
+    for caps in (Capabilities(json_schema=False), Capabilities(json_schema=False, tool_choice=False)):
+        form = ask(caps, response_schema=SCHEMA)
+        retry = again(form, ModelReply("memory"), "it holds no JSON object")
+        told = retry.messages[-1]["content"]
+        assert told.startswith("That reply was not usable: it holds no JSON object")
+        assert told.endswith(f"Reply by calling the tool {SCHEMA_TOOL}; its arguments are your reply.")
