@@ -118,9 +118,14 @@ class LlmClient:
         if self._info is None:
             try:
                 response = await self._http.get(f"{self.base_url}/models", timeout=10.0)
+                if response.status_code == 503:
+                    raise LlmNotReady(f"llm service at {self.base_url} is not ready: {response.text[:200]}")
                 response.raise_for_status()
                 first = response.json()["data"][0]
                 model_id = str(first["id"])
+            except (httpx.ConnectError, httpx.RemoteProtocolError) as exc:
+                self._unreachable()
+                raise LlmNotReady(f"cannot read the model name from {self.base_url}/models: {exc}") from None
             except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as exc:
                 raise LlmError(
                     f"cannot read the model name from {self.base_url}/models: {exc}") from None
@@ -182,7 +187,7 @@ class LlmClient:
         another server by then)."""
         if self._capabilities is not None:
             log.info("the llm service at %s is unreachable; it will be probed again", self.base_url)
-        self._capabilities = None
+        self._capabilities = self._info = None
 
     async def warm_supported(self) -> bool | None:
         """Whether the service has the lane's warm-up route: False for another OpenAI server,

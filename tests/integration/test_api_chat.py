@@ -62,8 +62,9 @@ class Lane:
 
 
 @contextmanager
-def running_lane(tmp_path, script, *, registry=None, keepalive_s=10.0, decision=None, reading=None, **overrides):
-    with ScriptedModel(script, decision=decision, reading=reading) as model:
+def running_lane(tmp_path, script, *, registry=None, keepalive_s=10.0, decision=None, reading=None, n_ctx=None,
+                 **overrides):
+    with ScriptedModel(script, decision=decision, reading=reading, n_ctx=n_ctx) as model:
         options = {"tool_search": "off", "core_tools": ("add", "ask_user"), **overrides}
         settings = Settings(home=tmp_path, llm_url=model.url, **options)
         with ShimServer(settings, registry=registry or Registry(TOOLS),

@@ -14,8 +14,8 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 
 @pytest.mark.parametrize(("n_ctx", "window"), [(2048, 2048), (None, 16384)], ids=["llm-smaller", "llm-silent"])
 def test_every_probe_reports_the_lanes_window(tmp_path, n_ctx, window):
-    with running_lane(tmp_path, [text("unused")], api_key=KEY) as lane:
-        lane.model.n_ctx = n_ctx  # read by the shim on its first look at /v1/models
+    # read by the shim on its first look at /v1/models (its probe of the upstream, at start)
+    with running_lane(tmp_path, [text("unused")], api_key=KEY, n_ctx=n_ctx) as lane:
         props = lane.client.get("/props", headers=AUTH).json()
         assert props == lane.client.get("/v1/props", headers=AUTH).json()
         lmstudio = lane.client.get("/api/v1/models", headers=AUTH).json()
