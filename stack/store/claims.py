@@ -36,8 +36,10 @@ _CALL_EXPR = re.compile(r"\b(?P<name>[A-Za-z_][\w.]*)\(\s*(?:[A-Za-z_]\w*\s*=|[\
 _BACKTICKED = re.compile(r"`(?P<name>[a-z][a-z0-9_]*)`")
 # A snake_case word that is a file's name ("shop_nov.csv", "/tmp/lane_home") is no tool's: seen, "I
 # ran the Python script to sum the amount column in shop_nov.csv" held back as a claim that
-# "shop_nov" ran.
-_SNAKE = re.compile(r"(?<![\w/.-])(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w/-]|\.\w)")
+# "shop_nov" ran. Each part of a name begins with a letter: a part that begins with a digit makes a
+# token of another kind (an architecture, "x86_64", copied from the facts the lane gives each turn;
+# an encoding, "utf_8"; a version).
+_SNAKE = re.compile(r"(?<![\w/.-])(?P<name>[a-z][a-z0-9]*(?:_[a-z][a-z0-9]*)+)(?![\w/-]|\.\w)")
 
 
 def text_tool_calls(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> list[str]:
