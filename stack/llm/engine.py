@@ -17,12 +17,13 @@ import ctypes
 import logging
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from stack.llm.prefix_state import Warmed, hold, stable_prefix
-from stack.llm.prefix_store import PrefixStore, model_key
+from stack.llm.prefix_store import PrefixStore, model_key, tokens_key
 from stack.llm.prompt_cache import PromptCache, common_prefix, context_tokens, load_state, save_state
 from stack.llm.protocol import ChatRequest
 from stack.llm.template_quirks import single_braces, wants_object_arguments, with_object_arguments
@@ -38,11 +39,12 @@ log = logging.getLogger("lane.llm")
 LOCK_POLL_S = 0.1
 WARMED_KEPT = 16
 # A request whose opening (its first system messages and its tools) renders to at least this many
-# tokens has that opening's KV state saved on disk the first time it is evaluated. An agent that
+# tokens, and was seen before, has that opening's KV state saved on disk. An agent that
 # brings its own tools sends the same system prompt and tools (8-15k tokens) on every request, and
 # on two laptop cores evaluating them costs minutes: saved, a restarted lane reads only what
 # follows them. The lane's own openings (about 1,700 tokens) are warmed and saved at start anyway.
 OPENING_MIN_TOKENS = 1024
+OPENINGS_REMEMBERED = 256
 
 
 class PromptTooLong(ValueError):
@@ -98,6 +100,8 @@ class Engine:
         self.opening_min_tokens = opening_min_tokens
         # An opening's state evaluated by the running job, written to disk once the model is free.
         self._unsaved: tuple[list[int], bytes] | None = None
+        # Openings evaluated in this run (tokens_key), oldest first: the second sighting saves one.
+        self._openings_seen: OrderedDict[str, None] = OrderedDict()
         # The prefixes warmed since the start, newest last (GET /v1/lane/warm reports them).
         self.warmed: list[Warmed] = []
         self._llm: Llama | None = None
@@ -279,17 +283,14 @@ class Engine:
         return prompt, tuple(dict.fromkeys(request.stop + tuple(s for s in template_stops if s)))
 
     def _hold_opening(self, llm: Llama, job: Job, prompt: list[int]) -> int:
-        """Put a long opening that is not saved yet into the context by itself and keep its state
-        (pinned in RAM; on disk once the model is free), so that a restart restores it instead of
-        evaluating it, and read a saved one from disk where neither the context nor the RAM cache
-        holds it; the number of its tokens evaluated now, which the reply does not count as
-        cached. A short prompt or one without a system message costs nothing; a held opening, a
-        render."""
-        opening = _opening(job.request.messages)
-        if self._prefix_store is None or not opening or len(prompt) < self.opening_min_tokens:
-            return 0
-        prefix = stable_prefix(replace(job.request, messages=opening), lambda request: self._prompt(llm, request)[0])
-        if len(prefix) < self.opening_min_tokens or common_prefix(prefix, prompt) < len(prefix):
+        """Put a long opening that repeats but is not saved yet into the context by itself and
+        keep its state (pinned in RAM; on disk once the model is free), so that a restart
+        restores it instead of evaluating it, and read a saved one from disk where neither the
+        context nor the RAM cache holds it; the number of its tokens evaluated now, which the
+        reply does not count as cached. A short prompt or one without a system message costs
+        nothing; any other, a few renders of its opening."""
+        prefix = self._repeated_opening(llm, job.request, prompt)
+        if prefix is None or self._prefix_store is None:
             return 0
         before = common_prefix(context_tokens(llm), prefix)
         saved = self._prefix_store.has(prefix)
@@ -305,6 +306,30 @@ class Engine:
             self.prompt_cache.put(prefix, state, pinned=True)
             self._unsaved = None if saved else (prefix, state)
         return len(prefix) - before if source == "evaluated" else 0
+
+    def _repeated_opening(self, llm: Llama, request: ChatRequest, prompt: list[int]) -> list[int] | None:
+        """The tokens of the longest opening of `request` (its first k system messages, and its
+        tools) that is long enough and either saved or seen before: what repeats is what an agent
+        sends every time. Openings seen once are remembered; a system message the caller writes
+        anew each time (the lane's own facts of the turn) thus never makes one."""
+        leading = _opening(request.messages)
+        if self._prefix_store is None or not leading or len(prompt) < self.opening_min_tokens:
+            return None
+        for count in range(len(leading), 0, -1):
+            prefix = stable_prefix(replace(request, messages=leading[:count]), lambda r: self._prompt(llm, r)[0])
+            if len(prefix) < self.opening_min_tokens:
+                return None  # fewer messages only make it shorter
+            if common_prefix(prefix, prompt) < len(prefix):
+                continue
+            key = tokens_key(prefix)
+            if key in self._openings_seen or self._prefix_store.has(prefix):
+                self._openings_seen[key] = None
+                self._openings_seen.move_to_end(key)
+                return prefix
+            self._openings_seen[key] = None
+            while len(self._openings_seen) > OPENINGS_REMEMBERED:
+                self._openings_seen.popitem(last=False)
+        return None
 
     def _restore_longest_prefix(self, llm: Llama, prompt: list[int]) -> int:
         """Load the saved state sharing the longest prefix with `prompt` when it beats what the

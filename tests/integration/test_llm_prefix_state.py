@@ -120,13 +120,14 @@ def ask_agent(url: str, question: str) -> dict[str, Any]:
 
 def test_a_clients_long_opening_is_saved_unasked_and_restored_after_a_restart(tmp_path: Path) -> None:
     """An agent never calls the lane's warm-up route: the llm keeps its opening (system prompt and
-    tools) itself the first time it evaluates it, so its first request after a restart evaluates
-    only its new messages."""
+    tools) itself once it has seen it twice, so its first request after a restart evaluates only
+    its new messages."""
     state = tmp_path / "state"
     with serve(tmp_path, state) as url:
         first = ask_agent(url, "hello")
         assert first["prompt_tokens"] > 1100
-        assert first["prompt_tokens_details"]["cached_tokens"] == 0  # evaluated now, not counted as cached
+        assert list(state.glob("*.kv")) == []  # seen once: it may be a one-off
+        ask_agent(url, "and then?")
     saved = list(state.glob("*.kv"))
     assert len(saved) == 1
     with serve(tmp_path, state, cache_mb=0) as url:  # restarted, no RAM cache: the file itself
@@ -141,4 +142,20 @@ def test_a_short_opening_is_not_saved(tmp_path: Path) -> None:
     state = tmp_path / "state"
     with serve(tmp_path, state) as url:
         ask(url, "hello")
+        ask(url, "hello again")
     assert list(state.glob("*.kv")) == []
+
+
+def test_a_system_message_written_anew_each_time_is_not_saved_but_the_stable_one_before_it_is(tmp_path: Path) -> None:
+    """The lane's own answer question: a long stable instruction, then the turn's facts (new every
+    turn) as a second system message. The stable part is kept; each turn's facts are not."""
+    state = tmp_path / "state"
+    with serve(tmp_path, state) as url:
+        for turn in range(3):
+            reply = httpx.post(f"{url}/v1/chat/completions", timeout=180, json={
+                "messages": [{"role": "system", "content": AGENT_SYSTEM},
+                             {"role": "system", "content": f"Facts of turn {turn}: " + "it is late. " * 40},
+                             {"role": "user", "content": "hello"}],
+                "temperature": 0, "max_tokens": 4})
+            assert reply.status_code == 200, reply.text
+    assert len(list(state.glob("*.kv"))) == 1
