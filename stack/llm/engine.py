@@ -39,11 +39,13 @@ log = logging.getLogger("lane.llm")
 LOCK_POLL_S = 0.1
 WARMED_KEPT = 16
 # A request whose opening (its first system messages and its tools) renders to at least this many
-# tokens, and was seen before, has that opening's KV state saved on disk. An agent that
-# brings its own tools sends the same system prompt and tools (8-15k tokens) on every request, and
-# on two laptop cores evaluating them costs minutes: saved, a restarted lane reads only what
-# follows them. The lane's own openings (about 1,700 tokens) are warmed and saved at start anyway.
-OPENING_MIN_TOKENS = 1024
+# tokens, and was seen before, has that opening's KV state saved on disk. An agent that brings its
+# own tools sends the same system prompt and tools (8-15k tokens) on every request, and on two
+# laptop cores evaluating them costs minutes: saved, a restarted lane reads only what follows them.
+# In proxy mode the lane's own questions about a client's tools (the decision's list of them, the
+# answer's instruction) open with 400-900 tokens per client, each evaluated again after a restart
+# unless saved (scripts/bench/client_prefix.py); a state costs about 30 KB a token on disk.
+OPENING_MIN_TOKENS = 256
 OPENINGS_REMEMBERED = 256
 
 
