@@ -61,7 +61,16 @@ from .ledger import MAX_IDENTICAL_CALLS, MODEL_CALL_BUDGET, Correction, TurnLedg
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
 from .reading import read_reported, receipt, shortlist, unbacked
-from .toolcalls import ToolCall, extract_calls, forced, python_calls, stored, unmistakable_calls
+from .toolcalls import (
+    ToolCall,
+    distinct,
+    extract_calls,
+    forced,
+    python_calls,
+    several_calls_schema,
+    stored,
+    unmistakable_calls,
+)
 from .turn import FORCED_CALL_MAX_TOKENS, TurnEnded, TurnResult, count
 
 ChoiceMode = Literal["auto", "none", "required", "function"]
@@ -72,6 +81,9 @@ DECIDE_LIST_TOKENS = 1500
 # even ids (multi-turn, 2 cores), a reply in words ran 2,695 tokens and an open reply after a bridge
 # step past 4,000 until the 300 s timeout, three times over as the client retried.
 REPLY_MAX_TOKENS = 1024
+# A reply of several calls (toolcalls.several_calls_schema) gets the room of an open reply: a
+# forced call's 512 tokens cut a list of calls short (the complete ones are still read).
+SEVERAL_CALLS_MAX_TOKENS = REPLY_MAX_TOKENS
 # Kept free beside the conversation for the lane's notes and the bridge steps of a request.
 NOTES_ROOM = 400
 # Measured on Qwen2.5-Coder-1.5B through proxy mode: after two tool results it replied with
@@ -342,9 +354,12 @@ class ProxyLane:
             tool_choice = forced(choice.name)
         else:
             tool_choice = "required" if choice.mode == "required" else None
-        max_tokens = min(turn.request.max_tokens, FORCED_CALL_MAX_TOKENS if in_tools else REPLY_MAX_TOKENS)
+        several = _several(turn, tools, tool_choice)
+        max_tokens = min(turn.request.max_tokens, SEVERAL_CALLS_MAX_TOKENS if several else
+                         FORCED_CALL_MAX_TOKENS if in_tools else REPLY_MAX_TOKENS)
         reply = await self.llm.chat(turn.opening + turn.scratch, tools, max_tokens=max_tokens,
-                                    temperature=turn.request.temperature, tool_choice=tool_choice)
+                                    temperature=turn.request.temperature,
+                                    tool_choice=None if several else tool_choice, response_schema=several)
         turn.force, turn.answer_next = None, False
         count(turn.result, reply)
         return reply
@@ -606,14 +621,31 @@ def _as_validated(arguments: dict[str, Any], ctx: ToolContext) -> str:
     return json.dumps(arguments, ensure_ascii=False)
 
 
+def _several(turn: ProxyTurn, tools: list[dict[str, Any]], tool_choice: dict[str, Any] | str | None
+             ) -> dict[str, Any] | None:
+    """Where a call is forced (`tool_choice`) and the client allows parallel calls, the schema of
+    a reply of one or more calls (toolcalls.several_calls_schema) that replaces the forced one:
+    asked for the same function on several inputs, or for several functions, the model writes
+    every call, each under its tool's schema. The decision's (or the client's) tool leads the
+    list of variants; a named tool_choice admits that tool alone."""
+    if tool_choice is None or not turn.request.parallel_tool_calls:
+        return None
+    if isinstance(tool_choice, dict):
+        first = tool_choice["function"]["name"]
+        if turn.request.tool_choice.mode == "function":
+            tools = [t for t in tools if t["function"]["name"] == first]
+        return several_calls_schema(tools, first)
+    return several_calls_schema(tools)
+
+
 def _calls_of(reply: ModelReply, surface: ClientSurface) -> list[ToolCall]:
     """Native calls, else calls written as text (JSON, or Python-style); else calls made unmistakably (tagged, fenced or
     the whole reply) whose arguments do not fit, or to a tool no one has: each is answered with
     what is wrong (the arguments' error, or the tools that fit the guess) and corrected."""
     if reply.tool_calls:
-        return reply.tool_calls
-    return (extract_calls(reply.content, surface.parameters_of) or python_calls(reply.content, surface.parameters_of)
-            or unmistakable_calls(reply.content))
+        return distinct(reply.tool_calls)
+    return distinct(extract_calls(reply.content, surface.parameters_of)
+                    or python_calls(reply.content, surface.parameters_of) or unmistakable_calls(reply.content))
 
 
 def _history(messages: list[dict[str, Any]]) -> History:

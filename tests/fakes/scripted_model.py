@@ -322,3 +322,47 @@ def _logprobs(reply: Reply) -> dict[str, Any] | None:
     first = {"token": ranked[0][0], "logprob": ranked[0][1], "bytes": list(ranked[0][0].encode())}
     top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in ranked]
     return {"content": [{**first, "top_logprobs": top}]}
+
+
+def several_allowed(body: dict[str, Any]) -> list[str] | None:
+    """The tools a reply of several calls may call, where the request's reply schema is a list of
+    calls (the lane's toolcalls.several_calls_schema); None where the reply is at most one call."""
+    fmt = body.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or {} if isinstance(fmt, dict) else {}
+    if schema.get("type") != "array":
+        return None
+    items = schema.get("items") or {}
+    return [variant["properties"]["name"]["const"] for variant in items.get("anyOf", [items])]
+
+
+def calls_as_held(*calls: tuple[str, dict[str, Any]]) -> Callable[[dict[str, Any]], Reply]:
+    """A model that would make every one of `calls` but, as decoding under the request's
+    constraint does, writes what that admits: all of them (those the schema names) as the JSON list
+    of a reply of several calls; else one call, to the tool a named tool_choice forces (or the
+    first); never more than one call where no list is asked for."""
+    def reply(body: dict[str, Any]) -> Reply:
+        allowed = several_allowed(body)
+        if allowed is not None:
+            return Reply(content=json.dumps([{"name": name, "arguments": arguments}
+                                             for name, arguments in calls if name in allowed]))
+        choice = body.get("tool_choice")
+        named = choice["function"]["name"] if isinstance(choice, dict) else None
+        name, arguments = next(((n, a) for n, a in calls if n == named), calls[0])
+        return Reply(tool_calls=[{"name": name, "arguments": arguments}])
+    return reply
+
+
+def demanded(body: dict[str, Any]) -> Any:
+    """What a request holds its reply to: `{"several": names}` for a list of calls to those tools
+    (several_allowed), else its tool_choice (None where the reply is free)."""
+    allowed = several_allowed(body)
+    return {"several": allowed} if allowed is not None else body.get("tool_choice")
+
+
+def forced_name(body: dict[str, Any]) -> str | None:
+    """The tool a forced reply leads with: a named tool_choice's, or the first of a list of calls'."""
+    allowed = several_allowed(body)
+    if allowed:
+        return allowed[0]
+    choice = body.get("tool_choice")
+    return choice["function"]["name"] if isinstance(choice, dict) else None
