@@ -19,7 +19,7 @@ from typing import Any, Callable
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from stack.agent.decide import ANSWER, FIT_SYSTEM
+from stack.agent.decide import ANSWER, DECLINE_SYSTEM, FIT_SYSTEM
 from tests.fakes.threaded_server import ThreadedServer
 
 
@@ -68,6 +68,11 @@ class ScriptedModel:
     # next scripted reply calls that tool, low otherwise. Kept apart in `fit_requests`.
     fit: float | None = None
     fit_requests: list[dict[str, Any]] = field(default_factory=list)
+    # Proxy mode asks whether a reply in words declines the request or tells the user how
+    # (decide.decline_probability): answered with this yes-probability, by default that it does
+    # not. Kept apart in `decline_requests`.
+    declines: float = 0.05
+    decline_requests: list[dict[str, Any]] = field(default_factory=list)
     # The lane's reading of which actions an answer reports as done (agent/reading.py): answered
     # with this (literal_reading: the granted tools the reply names), by default that the reply
     # reports nothing. Kept apart in `reading_requests`.
@@ -148,6 +153,9 @@ class ScriptedModel:
             elif _asks(body, FIT_SYSTEM):
                 self.fit_requests.append(body)
                 reply = self._fit(body)
+            elif _asks(body, DECLINE_SYSTEM):
+                self.decline_requests.append(body)
+                reply = _yes(self.declines)
             else:
                 self.requests.append(body)
                 self.authorizations.append(request.headers.get("authorization"))
@@ -302,6 +310,13 @@ def literal_reading(body: dict[str, Any]) -> Reply:
     words = set(re.findall(r"[\w-]+(?:\.[\w-]+)*", reply))
     named = [name for name in _reading_choices(body) or [] if name in words]
     return Reply(content=json.dumps({"done": named}))
+
+
+def _yes(probability: float) -> Reply:
+    """A one-token yes/no answer, its yes-probability in the first token's logprobs."""
+    return Reply(content="yes" if probability >= 0.5 else "no",
+                 first_token_logprobs={"yes": math.log(max(probability, 1e-9)),
+                                       "no": math.log(max(1 - probability, 1e-9))})
 
 
 def _asks(body: dict[str, Any], instruction: str, *, prefix: bool = False) -> bool:
