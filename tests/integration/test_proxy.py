@@ -588,7 +588,8 @@ def test_a_request_no_client_tool_fits_is_answered_in_words(tmp_path):
         assert lane.model.requests[0].get("tools") in (None, [])
         assert lane.model.requests[0]["max_tokens"] == 1024  # a reply in words is capped
         assert lane.rows("SELECT purpose, content FROM lane_calls") == [
-            ("decide", '{"next": "answer"}'), ("fit", "get_weather: yes 0.05"), ("read", '{"done": []}')]
+            ("decide", '{"next": "answer"}'), ("fit", "get_weather: yes 0.05"), ("declined", "yes 0.05"),
+            ("read", '{"done": []}')]
         [fit] = lane.model.fit_requests  # asked about the best match alone, for one token's logprobs
         assert "Function: get_weather" in fit["messages"][-1]["content"] and "get_time" not in str(fit)
         assert fit["max_tokens"] == 1 and fit["logprobs"] is True
