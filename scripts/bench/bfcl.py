@@ -523,7 +523,8 @@ def main() -> int:
         command = sub.add_parser(name)
         command.add_argument("--split", choices=("test", "tuning"), default="test")
         command.add_argument("--out", help=f"where summaries are saved and read (default {DEFAULT_OUT}/SPLIT)")
-        command.add_argument("--categories", type=lambda s: s.split(","), default=list(LABELS) if name == "report" else DEFAULT_CATEGORIES,
+        categories = list(LABELS) if name == "report" else DEFAULT_CATEGORIES
+        command.add_argument("--categories", type=lambda s: s.split(","), default=categories,
                              help=f"comma-separated, of {', '.join(LABELS)} (default: all but the parallel ones)")
         command.add_argument("--n", action="append", default=[], metavar="CATEGORY=N",
                              help="sample size of a category (`all`: the whole split; A:B the part of its "

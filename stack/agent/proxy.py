@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -541,7 +540,7 @@ class ProxyLane:
         """Lever "lane-names": a reply that names the lane's bridges (a client has no tool_search of
         the lane's) is told to answer without them, once; then the lane's own account ends the
         turn. True when the turn goes on to another model call."""
-        named = lane_names(reply.content, turn.surface)
+        named = turn.surface.bridges_named(reply.content)
         if not named:
             return False
         why = "it named the lane's own tools"
@@ -675,14 +674,6 @@ def _no_answer(outcomes: list[Outcome]) -> str:
         return "The model gave no answer to that, and made no tool call."
     steps = ", ".join(f"{o.tool_name} ({o.status})" for o in outcomes)
     return f"The model gave no final answer. Steps it took inside the lane: {steps}."
-
-
-def lane_names(content: str, surface: ClientSurface) -> list[str]:
-    """The lane's bridges a reply names (as whole names: identifiers the lane chose, not words of
-    any language), where this request has them; a client tool of such a name turns them off."""
-    if not surface.bridged or not content:
-        return []
-    return [name for name in (*surface.bridges, CALL) if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", content)]
 
 
 def _json_of(arguments: Any) -> str:

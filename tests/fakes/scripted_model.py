@@ -123,9 +123,24 @@ class ScriptedModel:
                 self._served < len(self.script) else None
             calls = [c["name"] for c in upcoming.tool_calls or []] if upcoming else []
             probability = 0.95 if asked and asked.group(1) in calls else 0.05
-        return Reply(content="yes" if probability >= 0.5 else "no",
-                     first_token_logprobs={"yes": math.log(max(probability, 1e-9)),
-                                           "no": math.log(max(1 - probability, 1e-9))})
+        return _yes(probability)
+
+    def _lane_question(self, body: dict[str, Any]) -> Reply | None:
+        """The answer to one of the lane's own questions (reading, decision, second look, whether a
+        reply declines), each kept apart; None for any other request."""
+        if _reading_choices(body) is not None:
+            self.reading_requests.append(body)
+            return _answer(self.reading, body) if self.reading is not None else Reply('{"done": []}')
+        if _decision_choices(body) is not None:
+            self.decide_requests.append(body)
+            return _answer(self.decision, body) if self.decision is not None else self._follow(body)
+        if _asks(body, FIT_SYSTEM):
+            self.fit_requests.append(body)
+            return self._fit(body)
+        if _asks(body, DECLINE_SYSTEM):
+            self.decline_requests.append(body)
+            return _yes(self.declines)
+        return None
 
     def app(self) -> FastAPI:
         app = FastAPI()
@@ -144,19 +159,8 @@ class ScriptedModel:
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:
             body = await request.json()
-            if _reading_choices(body) is not None:
-                self.reading_requests.append(body)
-                reply = _answer(self.reading, body) if self.reading is not None else Reply('{"done": []}')
-            elif _decision_choices(body) is not None:
-                self.decide_requests.append(body)
-                reply = _answer(self.decision, body) if self.decision is not None else self._follow(body)
-            elif _asks(body, FIT_SYSTEM):
-                self.fit_requests.append(body)
-                reply = self._fit(body)
-            elif _asks(body, DECLINE_SYSTEM):
-                self.decline_requests.append(body)
-                reply = _yes(self.declines)
-            else:
+            reply = self._lane_question(body)
+            if reply is None:
                 self.requests.append(body)
                 self.authorizations.append(request.headers.get("authorization"))
                 reply = self.next_reply(body)
