@@ -180,3 +180,26 @@ def test_a_file_name_is_spelled_as_the_request_spells_it(request_text, arguments
         fixed = as_spelled(ToolCall("c1", "read_file", raw, "native"), request_text).arguments
         fixed = json.loads(fixed) if isinstance(fixed, str) else fixed
         assert (fixed.get("arguments") or fixed)["path"] == path
+
+
+def test_several_calls_schema_lists_each_tool_under_its_own_schema_first_one_first():
+    from stack.agent.toolcalls import MAX_CALLS_IN_REPLY, several_calls_schema
+
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    clock = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}
+    schema = several_calls_schema([weather, clock], first="get_time")
+    assert schema["type"] == "array" and schema["minItems"] == 1 and schema["maxItems"] == MAX_CALLS_IN_REPLY
+    variants = schema["items"]["anyOf"]
+    assert [v["properties"]["name"]["const"] for v in variants] == ["get_time", "get_weather"]
+    assert variants[1]["properties"]["arguments"] == weather["function"]["parameters"]
+    assert several_calls_schema([weather])["items"]["properties"]["name"] == {"const": "get_weather"}
+    assert several_calls_schema([]) is None
+
+
+def test_distinct_drops_a_call_repeated_in_one_reply_whatever_its_key_order():
+    from stack.agent.toolcalls import ToolCall, distinct
+
+    calls = [ToolCall("a", "f", {"x": 1, "y": 2}, "content"), ToolCall("b", "g", "{}", "native"),
+             ToolCall("c", "f", '{"y": 2, "x": 1}', "native"), ToolCall("d", "f", {"x": 2}, "content")]
+    assert [c.id for c in distinct(calls)] == ["a", "b", "d"]
