@@ -32,8 +32,8 @@ LEVERS: dict[str, Lever] = {
                     "the model's constrained choice (decide.py) of the next tool or \"answer\", among the "
                     "offered tools and search's best hidden ones; the chosen tool's call is then decoded "
                     "under its schema", per_tool=True),
-    "fit": Lever("proxy mode where the decision said \"answer\"; an agent turn where nothing ran and the "
-                 "answer was held back",
+    "fit": Lever("proxy mode where the decision said \"answer\" and nothing ran for the request; an agent "
+                 "turn where nothing ran and the answer was held back",
                  "the best-matching tool is called when the model's yes-probability that it fits is at "
                  "least decide.FITS (answers.second_look)"),
     "retry": Lever("an agent turn's call that failed", "made once more, the model having read the error",

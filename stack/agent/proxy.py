@@ -6,6 +6,11 @@ OpenAI is). Inside one request the lane still pulls its levers, for the client's
 * under `tool_choice: auto` the request begins with the decision (decide.py): the next tool, then
   forced under its schema (a hidden one offered for that call), or "answer", then written with no
   tools offered;
+* where the client allows parallel calls, a forced call is decoded as a list of calls, each under
+  its tool's schema (toolcalls.several_calls_schema): "the weather in A, B and C" is three calls;
+* a reply in words that declines the request or tells the user how to do it (the model's own
+  yes/no, decide.decline_probability) is not the answer while the decision, asked again with it
+  in view, picks a client tool; a reply naming the lane's bridges is answered again without them;
 * calls written as text (every shape toolcalls.py salvages) become real tool_calls;
 * arguments are validated against the client's schema and repaired where that cannot change
   their meaning (tools/validation.py; an optional one set to its declared default is left out); a
@@ -557,7 +562,8 @@ class ProxyLane:
         decide.decline_probability: no word of it is matched) is not the answer while a client
         tool does it: the decision is asked again with that reply in view, and a client tool it
         picks (never one that ran for the request) is forced. True when one is."""
-        if turn.request.tool_choice.mode != "auto" or turn.history.since_user or turn.outcomes \
+        lane_ran = any(o.tool_name not in RESERVED_NAMES for o in turn.outcomes)  # a bridge search may have
+        if turn.request.tool_choice.mode != "auto" or turn.history.since_user or lane_ran \
                 or not turn.surface.catalog.tools or turn.ledger.given.get("declined"):
             return False
         probability, asked = await decline_probability(self.llm, turn.query, reply.content)
