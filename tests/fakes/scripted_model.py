@@ -348,10 +348,15 @@ def several_allowed(body: dict[str, Any]) -> list[str] | None:
     calls (the lane's toolcalls.several_calls_schema); None where the reply is at most one call."""
     fmt = body.get("response_format") or {}
     schema = (fmt.get("json_schema") or {}).get("schema") or {} if isinstance(fmt, dict) else {}
-    if schema.get("type") != "array":
+    if "first" in schema.get("$defs", {}):  # a list that begins with a call to the decision's tool
+        first, items = schema["$defs"]["first"], schema["$defs"]["call"]
+    elif schema.get("type") == "array":
+        first, items = None, schema.get("items") or {}
+    else:
         return None
-    items = schema.get("items") or {}
-    return [variant["properties"]["name"]["const"] for variant in items.get("anyOf", [items])]
+    names = [variant["properties"]["name"]["const"] for variant in [*([first] if first else []),
+                                                                    *items.get("anyOf", [items])]]
+    return list(dict.fromkeys(names))
 
 
 def calls_as_held(*calls: tuple[str, dict[str, Any]]) -> Callable[[dict[str, Any]], Reply]:

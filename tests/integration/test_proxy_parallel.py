@@ -34,7 +34,8 @@ def test_the_same_tool_on_several_inputs_is_every_call(tmp_path):
         sent = lane.model.requests[0]
         assert several_allowed(sent) == ["get_weather", "get_time"]
         schema = sent["response_format"]["json_schema"]["schema"]
-        assert schema["items"]["anyOf"][0]["properties"]["arguments"] == WEATHER["function"]["parameters"]
+        assert schema["$defs"]["first"]["properties"] == {"name": {"const": "get_weather"},
+                                                          "arguments": WEATHER["function"]["parameters"]}
         assert "tool_choice" not in sent
         assert lane.rows("SELECT tool_name, arguments FROM returned_calls ORDER BY id") == [
             ("get_weather", '{"city": "Paris"}'), ("get_weather", '{"city": "Rome"}'),
