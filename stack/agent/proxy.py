@@ -564,8 +564,8 @@ class ProxyLane:
         picks (never one that ran for the request) is forced. True when one is."""
         lane_ran = any(o.tool_name not in RESERVED_NAMES for o in turn.outcomes)  # a bridge search may have
         if turn.request.tool_choice.mode != "auto" or turn.history.since_user or lane_ran \
-                or not turn.surface.catalog.tools or turn.ledger.given.get("declined"):
-            return False
+                or not turn.surface.catalog.tools or not turn.ledger.take(Correction(None, None, "declined")):
+            return False  # asked once a request, whatever it finds
         probability, asked = await decline_probability(self.llm, turn.query, reply.content)
         count(turn.result, asked)
         shown = "none" if probability is None else f"{probability:.2f}"
@@ -577,8 +577,9 @@ class ProxyLane:
         picked = await self._decided(turn, tools, [], context, draft=reply.content)
         if picked is None:
             return False
-        return self._note(turn, Correction(None, picked, "declined"), force=picked,
-                          held=(reply, "it declined the request or told how, where a client tool does it"))
+        turn.force = picked
+        self._hold(turn, reply, "it declined the request or told how, where a client tool does it")
+        return True
 
     def _note(self, turn: ProxyTurn, fix: Correction, *, force: str | None = None,
               held: tuple[ModelReply, str] | None = None) -> bool:
