@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from stack.check.evidence import Mark, StoreReader, StoreUnreadable
+from stack.check.names import named_tools
 from stack.check.report import arm_table, side_by_side
 from stack.check.runner import ArmResult, StepResult
 from stack.check.scenario import DEFAULT_PROMPTS, Markers, PromptsError, load_prompts, step_prompts
 from stack.check.verdicts import Context, judge, unexecuted_tool_text
 from stack.store import Store
-from stack.store.claims import named_tools, text_tool_calls
+from stack.store.claims import text_tool_calls
 
 SESSION = "check-b-test"
 SEED = "check-seed-b-test"
