@@ -98,15 +98,19 @@ LABELS = {
     "live_multiple_7plus": "live_multiple", "live_multiple_strat": "live_multiple",
     "live_irrelevance": "live_irrelevance", "simple_python": "simple_python",
     "multi_turn_base": "multi_turn_base", "multi_turn_miss_param": "multi_turn_miss_param",
+    "parallel": "parallel", "parallel_multiple": "parallel_multiple",
 }
 # Sizes a run of one arm on two cores fits in minutes (~25 s a live_multiple entry, ~4 s a
 # simple_python one, minutes a multi-turn entry); None takes every entry of the split.
 DEFAULT_SIZES: dict[str, int | None] = {
     "live_multiple_7plus": None, "live_multiple_strat": 8, "live_irrelevance": 8,
-    "simple_python": 8, "multi_turn_base": 3, "multi_turn_miss_param": 2,
+    "simple_python": 8, "multi_turn_base": 3, "multi_turn_miss_param": 2, "parallel": 8, "parallel_multiple": 8,
 }
+# What `run` and `ids` take without --categories: the parallel ones (several calls in one reply,
+# issue 55) are asked for by name.
+DEFAULT_CATEGORIES = [label for label in LABELS if not label.startswith("parallel")]
 # Drawn as one seeded order, so a larger sample can be run in parts (--n simple_python=40:70).
-PLAIN_SAMPLES = ("live_multiple_7plus", "live_irrelevance", "simple_python")
+PLAIN_SAMPLES = ("live_multiple_7plus", "live_irrelevance", "simple_python", "parallel", "parallel_multiple")
 
 
 @dataclass(frozen=True)
@@ -519,8 +523,9 @@ def main() -> int:
         command = sub.add_parser(name)
         command.add_argument("--split", choices=("test", "tuning"), default="test")
         command.add_argument("--out", help=f"where summaries are saved and read (default {DEFAULT_OUT}/SPLIT)")
-        command.add_argument("--categories", type=lambda s: s.split(","), default=list(LABELS),
-                             help=f"comma-separated, of {', '.join(LABELS)}")
+        categories = list(LABELS) if name == "report" else DEFAULT_CATEGORIES
+        command.add_argument("--categories", type=lambda s: s.split(","), default=categories,
+                             help=f"comma-separated, of {', '.join(LABELS)} (default: all but the parallel ones)")
         command.add_argument("--n", action="append", default=[], metavar="CATEGORY=N",
                              help="sample size of a category (`all`: the whole split; A:B the part of its "
                              "seeded sample from A to B, for plain samples); defaults: "

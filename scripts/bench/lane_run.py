@@ -88,12 +88,14 @@ class RunningLane:
 @contextlib.contextmanager
 def lane_up(*, model: str | None, ctx: int, threads: int, env: dict[str, str],
             log_dir: Path | None = None, tool_pack: int = 0,
-            pack_by_server: bool = False, examples: Path | None = None) -> Iterator[RunningLane]:
+            pack_by_server: bool = False, examples: Path | None = None,
+            home: Path | None = None) -> Iterator[RunningLane]:
     """`lane up` in a fresh LANE_HOME until the block ends. `tool_pack` > 0 adds that many real
     MCP tool schemas (scripts/bench/tool_pack_server.py) as the deferred server `pack`, or as one
     server per catalog server with `pack_by_server`. `examples`: an example-request book the lane
-    starts with, as if its model had written it (`lane examples --book`)."""
-    home = Path(tempfile.mkdtemp(prefix="lane-bench-"))
+    starts with, as if its model had written it (`lane examples --book`). `home`: a LANE_HOME to
+    start again (a restart of a lane that served before) instead of a fresh one."""
+    home = home or Path(tempfile.mkdtemp(prefix="lane-bench-"))
     if examples:
         shutil.copyfile(examples, home / "tool_examples.json")
     log_dir = log_dir or home

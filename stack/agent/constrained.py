@@ -40,6 +40,8 @@ SCHEMA_TOOL = "lane_reply"
 SCHEMA_INSTRUCTION = "Reply with only a JSON object that matches this JSON schema, and nothing else:"
 TOOL_INSTRUCTION = f"Reply by calling the tool {SCHEMA_TOOL}; its arguments are your reply."
 AGAIN = "That reply was not usable: {problem}\n"
+# The property a non-object reply schema is wrapped in as the reply tool's parameters.
+WRAPPED = "reply"
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def shape(caps: Capabilities, messages: list[dict[str, Any]], tools: list[dict[s
         return Form("schema", messages, tools, tool_choice, response_schema, logprobs)
     if caps.tool_calls:
         reply_tool = {"type": "function", "function": {
-            "name": SCHEMA_TOOL, "description": "Give your reply.", "parameters": response_schema}}
+            "name": SCHEMA_TOOL, "description": "Give your reply.", "parameters": _as_object(response_schema)}}
         if caps.tool_choice:
             return Form("tool", messages, [*tools, reply_tool], _forced(SCHEMA_TOOL), None, logprobs,
                         expect=response_schema, instruction=TOOL_INSTRUCTION, calls_welcome=bool(tools))
@@ -132,26 +134,47 @@ def _text(messages: list[dict[str, Any]], tools: list[dict[str, Any]], schema: d
                 instruction=instruction)
 
 
-def _value(schema: dict[str, Any], reply: ModelReply) -> tuple[dict[str, Any] | None, str]:
+def _value(schema: dict[str, Any], reply: ModelReply) -> tuple[Any, str]:
     """The reply's value: the reply tool's arguments (a native call, or one written as text),
     else the first valid JSON in its text."""
-    written = extract_calls(reply.content, lambda name: schema if name == SCHEMA_TOOL else None)
-    texts = [call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
-             for call in [*reply.tool_calls, *written] if call.name == SCHEMA_TOOL]
-    return _first_valid(schema, [*texts, reply.content])
+    parameters = _as_object(schema)
+    written = extract_calls(reply.content, lambda name: parameters if name == SCHEMA_TOOL else None)
+    arguments = [call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+                 for call in [*reply.tool_calls, *written] if call.name == SCHEMA_TOOL]
+    if parameters is not schema:  # the tool's arguments wrap the value
+        value, _ = _first_valid(parameters, arguments)
+        if value is not None:
+            return value[WRAPPED], ""
+    return _first_valid(schema, [*arguments, reply.content])
 
 
-def _first_valid(schema: dict[str, Any], texts: list[str]) -> tuple[dict[str, Any] | None, str]:
+def _first_valid(schema: dict[str, Any], texts: list[str]) -> tuple[Any, str]:
+    """The first JSON value in `texts` that `schema` admits (None), or what was wrong."""
     problem = "it holds no JSON object"
     for text in texts:
         for value in json_values(text or ""):
-            if not isinstance(value, dict):
-                continue
             try:
-                return validate_arguments("the reply", schema, value), ""
+                return _valid(schema, value), ""
             except ToolError as exc:
                 problem = str(exc).splitlines()[0]
     return None, problem
+
+
+def _valid(schema: dict[str, Any], value: Any) -> Any:
+    """`value` as the lane's one validator (tools/validation.py) passes it, of any JSON type."""
+    if isinstance(value, dict) and schema.get("type", "object") == "object" and "anyOf" not in schema:
+        return validate_arguments("the reply", schema, value)
+    return validate_arguments("the reply", _as_object(schema, force=True), {WRAPPED: value})[WRAPPED]
+
+
+def _as_object(schema: dict[str, Any], *, force: bool = False) -> dict[str, Any]:
+    """A tool's parameters must be an object: a schema of anything else (a list of calls) becomes
+    the one property WRAPPED of one, its `$defs` kept at the root its `$ref`s point to."""
+    if schema.get("type") == "object" and not force:
+        return schema
+    inner = {key: value for key, value in schema.items() if key != "$defs"}
+    wrapper: dict[str, Any] = {"type": "object", "properties": {WRAPPED: inner}, "required": [WRAPPED]}
+    return wrapper | ({"$defs": schema["$defs"]} if "$defs" in schema else {})
 
 
 def _named(tool_choice: dict[str, Any] | str | None) -> str | None:

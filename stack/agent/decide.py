@@ -194,6 +194,25 @@ async def fit_probability(llm: LlmClient, request: str, name: str, description: 
                                        {"role": "user", "content": question}])
 
 
+DECLINE_SYSTEM = "You check whether an assistant's reply to a user's message does what the message asks."
+DECLINE_QUESTION = ("User's message: {request}\n\nThe assistant's reply: {reply}\n\nDoes the reply decline the "
+                    "request, say it cannot do it, or tell the user how to do it themselves, instead of doing "
+                    "it or answering it? Reply yes or no.")
+# A reply the model gives at least this yes-probability of declining (or of telling the user how)
+# is not passed on as the answer before the decision is asked again (proxy mode, lever "declined").
+DECLINES = 0.5
+
+
+async def decline_probability(llm: LlmClient, request: str, reply: str) -> tuple[float | None, ModelReply]:
+    """The model's probability that `reply` declines `request` or tells the user how to do it
+    themselves (a refusal, a how-to) rather than doing or answering it: one token's logprobs, in
+    any language the two are written in; no word of the reply is matched."""
+    question = DECLINE_QUESTION.format(request=request.strip()[:MAX_REQUEST_CHARS],
+                                       reply=reply.strip()[:MAX_REQUEST_CHARS])
+    return await yes_probability(llm, [{"role": "system", "content": DECLINE_SYSTEM},
+                                       {"role": "user", "content": question}])
+
+
 async def yes_probability(llm: LlmClient, messages: list[dict[str, str]]) -> tuple[float | None, ModelReply]:
     """The model's probability of "yes" against "no" as its one-token reply to a yes/no question,
     read from the first token's logprobs; None where the service sends no logprobs."""

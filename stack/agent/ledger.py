@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..tools.execute import Outcome, refused
-from .capabilities import Capabilities
+
+if TYPE_CHECKING:  # capabilities.py reads calls with toolcalls.py, which imports this module
+    from .capabilities import Capabilities
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,8 @@ LEVERS: dict[str, Lever] = {
                     "the model's constrained choice (decide.py) of the next tool or \"answer\", among the "
                     "offered tools and search's best hidden ones; the chosen tool's call is then decoded "
                     "under its schema", per_tool=True),
-    "fit": Lever("proxy mode where the decision said \"answer\"; an agent turn where nothing ran and the "
-                 "answer was held back",
+    "fit": Lever("proxy mode where the decision said \"answer\" and nothing ran for the request; an agent "
+                 "turn where nothing ran and the answer was held back",
                  "the best-matching tool is called when the model's yes-probability that it fits is at "
                  "least decide.FITS (answers.second_look); off where the upstream sends no logprobs",
                  needs="logprobs"),
@@ -64,6 +66,14 @@ LEVERS: dict[str, Lever] = {
     "empty": Lever("proxy mode: a reply with no call and no words", "the model told, once"),
     "call-shaped": Lever("proxy mode: a reply with call-shaped text that is no valid call",
                          "the model told to make it a call, once"),
+    "declined": Lever("proxy mode under tool_choice auto: a reply in words where nothing ran for the request, "
+                      "which the model, asked (decide.decline_probability), says declines the request or tells "
+                      "the user how to do it themselves",
+                      "the decision asked again with that reply in view; a client tool it picks is forced; "
+                      "off where the upstream sends no logprobs", needs="logprobs"),
+    "lane-names": Lever("proxy mode: a reply in words that names the lane's own bridges (tool_search, "
+                        "tool_describe, tool_call), which the client does not have",
+                        "the model told to answer without them, once; then the lane's own account"),
     "required": Lever("proxy mode: tool_choice required and a reply without a call", "the model told, once"),
     "none": Lever("proxy mode: a call where no tool may be called", "the model told to answer in words, once"),
 }

@@ -6,6 +6,11 @@ OpenAI is). Inside one request the lane still pulls its levers, for the client's
 * under `tool_choice: auto` the request begins with the decision (decide.py): the next tool, then
   forced under its schema (a hidden one offered for that call), or "answer", then written with no
   tools offered;
+* where the client allows parallel calls, a forced call is decoded as a list of calls, each under
+  its tool's schema (toolcalls.several_calls_schema): "the weather in A, B and C" is three calls;
+* a reply in words that declines the request or tells the user how to do it (the model's own
+  yes/no, decide.decline_probability) is not the answer while the decision, asked again with it
+  in view, picks a client tool; a reply naming the lane's bridges is answered again without them;
 * calls written as text (every shape toolcalls.py salvages) become real tool_calls;
 * arguments are validated against the client's schema and repaired where that cannot change
   their meaning (tools/validation.py; an optional one set to its declared default is left out); a
@@ -52,16 +57,27 @@ from .corrections import correction
 from .decide import (
     CLIENT_DESCRIBED,
     CLIENT_INSTRUCTION,
+    DECLINES,
     ask_decision,
+    decline_probability,
     listed_tool,
     parse_decision,
 )
 from .history import earlier_facts, fitted, said
-from .ledger import MAX_IDENTICAL_CALLS, MODEL_CALL_BUDGET, Correction, TurnLedger, call_key, repeated
+from .ledger import MAX_IDENTICAL_CALLS, MODEL_CALL_BUDGET, Correction, TurnLedger, call_key, lever_on, repeated
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
 from .reading import read_reported, receipt, shortlist, unbacked
-from .toolcalls import ToolCall, extract_calls, forced, python_calls, stored, unmistakable_calls
+from .toolcalls import (
+    ToolCall,
+    distinct,
+    extract_calls,
+    forced,
+    python_calls,
+    several_calls_schema,
+    stored,
+    unmistakable_calls,
+)
 from .turn import FORCED_CALL_MAX_TOKENS, TurnEnded, TurnResult, count
 
 ChoiceMode = Literal["auto", "none", "required", "function"]
@@ -72,6 +88,9 @@ DECIDE_LIST_TOKENS = 1500
 # even ids (multi-turn, 2 cores), a reply in words ran 2,695 tokens and an open reply after a bridge
 # step past 4,000 until the 300 s timeout, three times over as the client retried.
 REPLY_MAX_TOKENS = 1024
+# A reply of several calls (toolcalls.several_calls_schema) gets the room of an open reply: a
+# forced call's 512 tokens cut a list of calls short (the complete ones are still read).
+SEVERAL_CALLS_MAX_TOKENS = REPLY_MAX_TOKENS
 # Kept free beside the conversation for the lane's notes and the bridge steps of a request.
 NOTES_ROOM = 400
 # Measured on Qwen2.5-Coder-1.5B through proxy mode: after two tool results it replied with
@@ -81,6 +100,8 @@ EMPTY_REPLY = ("Your reply was empty. Answer the user now in one or two sentence
 
 # Why a reply that earned the "call" correction was held back.
 UNMADE_CALL = "it told or spelled a call it did not make"
+# How much of a declining reply the decision asked again reads (lever "declined").
+DRAFT_CHARS = 300
 # The client tools search ranks best for the request, listed to the reading of an answer beside
 # those the conversation called (a client may send thousands).
 READ_RANKED = 8
@@ -283,7 +304,11 @@ class ProxyLane:
         tool is asked once more among the others (no second look at it): seen on BFCL even ids,
         `ls` picked again after `ls` (then refused as a repeat) where `cd` came next, while in the
         ground truth of the even multi-turn entries a step calls the tool just answered in 13 of
-        583 steps after a call."""
+        583 steps after a call.
+        After a result, "answer" is the answer, written from it: the second look (a correction)
+        is only asked where nothing ran for the user's message, so it never calls a tool the
+        decision did not pick once a result is in (seen with Hermes: `terminal` forced again
+        after it had run for the request)."""
         if turn.request.tool_choice.mode != "auto" or turn.request.messages[-1]["role"] not in ("user", "tool"):
             return
         tools = decision_listing(turn.surface, turn.query)
@@ -297,16 +322,20 @@ class ProxyLane:
         answered = since[-1][1] if since else None
         if turn.force is not None and turn.force == answered:
             turn.force = await self._decided(turn, tools, ran, context, leave_out=answered)
-        elif turn.force is None and tools[0][0] in turn.surface.catalog.tools and tools[0][0] != answered:
+        elif turn.force is None and not since and tools[0][0] in turn.surface.catalog.tools:
             turn.force = await self._second_look(turn, tools[0][0])
         turn.answer_next = turn.force is None
 
     async def _decided(self, turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tuple[str, str, str]],
-                       context: str, leave_out: str | None = None) -> str | None:
+                       context: str, leave_out: str | None = None, draft: str = "") -> str | None:
         """One decision among the listed tools (all but `leave_out`, the one whose call just came
-        back: lever "decide"), recorded; the tool picked, or None for "answer"."""
+        back: lever "decide"), recorded; the tool picked, or None for "answer". `draft`: a reply in
+        words that declined the request or told the user how (lever "declined"), shown with it."""
         choices = [name for name, _ in tools if name != leave_out]
-        reply = await ask_decision(self.llm, turn.query, tools, [], ran, context, known=turn.surface.catalog.tools,
+        request = turn.query if not draft else (
+            f"{turn.query}\n\n(A first reply, in words, declined it or told the user how to do it: "
+            f"\"{draft.strip()[:DRAFT_CHARS]}\")")
+        reply = await ask_decision(self.llm, request, tools, [], ran, context, known=turn.surface.catalog.tools,
                                    choices=choices if leave_out else None, instruction=CLIENT_INSTRUCTION)
         count(turn.result, reply)
         self.store.add_lane_call(turn.result.session_id, "decide", reply.content, path=reply.path, **reply.tokens)
@@ -341,9 +370,12 @@ class ProxyLane:
             tool_choice = forced(choice.name)
         else:
             tool_choice = "required" if choice.mode == "required" else None
-        max_tokens = min(turn.request.max_tokens, FORCED_CALL_MAX_TOKENS if in_tools else REPLY_MAX_TOKENS)
+        several = _several(turn, tools, tool_choice)
+        max_tokens = min(turn.request.max_tokens, SEVERAL_CALLS_MAX_TOKENS if several else
+                         FORCED_CALL_MAX_TOKENS if in_tools else REPLY_MAX_TOKENS)
         reply = await self.llm.chat(turn.opening + turn.scratch, tools, max_tokens=max_tokens,
-                                    temperature=turn.request.temperature, tool_choice=tool_choice)
+                                    temperature=turn.request.temperature,
+                                    tool_choice=None if several else tool_choice, response_schema=several)
         turn.force, turn.answer_next = None, False
         count(turn.result, reply)
         return reply
@@ -461,8 +493,9 @@ class ProxyLane:
         facts = self._facts(turn)
         if choice.mode != "none":
             fix = correction(content, facts)
-            if fix is not None and self._note(turn, fix, force=fix.force if fix.force in vocabulary else None,
-                                              held=(reply, UNMADE_CALL)):  # a hidden tool too (forced_to)
+            force = fix.force if fix is not None and fix.force in vocabulary - turn.history.since_user else None
+            if fix is not None and self._note(turn, fix, force=force,  # a hidden tool too (forced_to)
+                                              held=(reply, UNMADE_CALL)):
                 return
         if call_shaped(content, vocabulary):
             why = "a tool call written as text"
@@ -478,6 +511,8 @@ class ProxyLane:
                 return
             self._hold(turn, reply, why)
             raise TurnEnded(_no_answer(turn.outcomes), "stop")
+        if self._lane_named(turn, reply) or await self._declined(turn, reply):
+            return
         missing = await self._unbacked(turn, content, facts)
         if missing:  # the conversation's truth beside the model's words; no call is forced on it
             content = f"{content.strip()}\n\n{receipt(missing, turn.history.used_since)}"
@@ -487,13 +522,64 @@ class ProxyLane:
 
     async def _unbacked(self, turn: ProxyTurn, content: str, facts: TurnFacts) -> list[str]:
         """Lever "read" over the client's tools: the actions the reply reports as done that no call
-        of this request (or, where this request made none, of the conversation) backs."""
+        of this request (or, where this request made none, of the session) backs. A request that
+        ran nothing is answered about earlier turns when it reports actions (a summary, "which
+        tools did you use?"): seen with Hermes, "Tools I actually used: memory, terminal,
+        session_search." on its summary step, each of which ran in an earlier turn."""
         tools = [(name, tool.description) for name, tool in turn.surface.catalog.tools.items()]
         listed = shortlist(tools, {*facts.ran_in_session, *facts.ranked})
         reading, reply = await read_reported(self.llm, content, turn.query, listed)
         count(turn.result, reply)
         self.store.add_lane_call(turn.result.session_id, "read", reply.content, path=reply.path, **reply.tokens)
-        return unbacked(reading, facts.ran_in_turn)
+        return unbacked(reading, facts.ran_in_turn or await asyncio.to_thread(self._ran_in_session, turn, facts))
+
+    def _ran_in_session(self, turn: ProxyTurn, facts: TurnFacts) -> set[str]:
+        """The tools a session ran: those its conversation called, those the lane returned to the
+        client and got a result for, and the lane's own that ran."""
+        session = turn.result.session_id
+        returned = {row["tool_name"] for row in self.store.returned_calls(session) if row.get("result") is not None}
+        return {*facts.ran_in_session, *returned, *self.store.tools_that_ran(session)}
+
+    def _lane_named(self, turn: ProxyTurn, reply: ModelReply) -> bool:
+        """Lever "lane-names": a reply that names the lane's bridges (a client has no tool_search of
+        the lane's) is told to answer without them, once; then the lane's own account ends the
+        turn. True when the turn goes on to another model call."""
+        named = turn.surface.bridges_named(reply.content)
+        if not named:
+            return False
+        why = "it named the lane's own tools"
+        note = (f"Your reply named {', '.join(named)}, which only you can use: the user does not have them. "
+                "Answer the user without naming them, or call a tool.")
+        if self._note(turn, Correction(note, None, "lane-names"), held=(reply, why)):
+            return True
+        self._hold(turn, reply, why)
+        raise TurnEnded(_no_answer(turn.outcomes), "stop")
+
+    async def _declined(self, turn: ProxyTurn, reply: ModelReply) -> bool:
+        """Lever "declined": where nothing ran for the request under tool_choice auto, a reply
+        that declines it or tells the user how to do it themselves (the model's yes-probability,
+        decide.decline_probability: no word of it is matched) is not the answer while a client
+        tool does it: the decision is asked again with that reply in view, and a client tool it
+        picks (never one that ran for the request) is forced. True when one is."""
+        lane_ran = any(o.tool_name not in RESERVED_NAMES for o in turn.outcomes)  # a bridge search may have
+        if turn.request.tool_choice.mode != "auto" or turn.history.since_user or lane_ran \
+                or not turn.surface.catalog.tools or not lever_on("declined", await self.llm.capabilities()) \
+                or not turn.ledger.take(Correction(None, None, "declined")):
+            return False  # asked once a request, whatever it finds; never without logprobs
+        probability, asked = await decline_probability(self.llm, turn.query, reply.content)
+        count(turn.result, asked)
+        shown = "none" if probability is None else f"{probability:.2f}"
+        self.store.add_lane_call(turn.result.session_id, "declined", f"yes {shown}", path=asked.path, **asked.tokens)
+        if probability is None or probability < DECLINES:
+            return False
+        tools = decision_listing(turn.surface, turn.query)
+        context = earlier_facts(_as_rows(turn.request.messages))
+        picked = await self._decided(turn, tools, [], context, draft=reply.content)
+        if picked is None:
+            return False
+        turn.force = picked
+        self._hold(turn, reply, "it declined the request or told how, where a client tool does it")
+        return True
 
     def _note(self, turn: ProxyTurn, fix: Correction, *, force: str | None = None,
               held: tuple[ModelReply, str] | None = None) -> bool:
@@ -589,7 +675,9 @@ def unanswerable_results(messages: list[dict[str, Any]]) -> list[str]:
 def _no_answer(outcomes: list[Outcome]) -> str:
     """The answer the lane writes when the model gave none: what ran inside the lane, by name and
     status only (the agent's fallback quotes results and errors, whose schema examples are
-    call-shaped JSON, and no call may reach a client as text)."""
+    call-shaped JSON, and no call may reach a client as text); the lane's bridges are never named
+    to a client."""
+    outcomes = [o for o in outcomes if o.tool_name not in RESERVED_NAMES]
     if not outcomes:
         return "The model gave no answer to that, and made no tool call."
     steps = ", ".join(f"{o.tool_name} ({o.status})" for o in outcomes)
@@ -606,14 +694,31 @@ def _as_validated(arguments: dict[str, Any], ctx: ToolContext) -> str:
     return json.dumps(arguments, ensure_ascii=False)
 
 
+def _several(turn: ProxyTurn, tools: list[dict[str, Any]], tool_choice: dict[str, Any] | str | None
+             ) -> dict[str, Any] | None:
+    """Where a call is forced (`tool_choice`) and the client allows parallel calls, the schema of
+    a reply of one or more calls (toolcalls.several_calls_schema) that replaces the forced one:
+    asked for the same function on several inputs, or for several functions, the model writes
+    every call, each under its tool's schema. The decision's (or the client's) tool leads the
+    list of variants; a named tool_choice admits that tool alone."""
+    if tool_choice is None or not turn.request.parallel_tool_calls:
+        return None
+    if isinstance(tool_choice, dict):
+        first = tool_choice["function"]["name"]
+        if turn.request.tool_choice.mode == "function":
+            tools = [t for t in tools if t["function"]["name"] == first]
+        return several_calls_schema(tools, first)
+    return several_calls_schema(tools)
+
+
 def _calls_of(reply: ModelReply, surface: ClientSurface) -> list[ToolCall]:
     """Native calls, else calls written as text (JSON, or Python-style); else calls made unmistakably (tagged, fenced or
     the whole reply) whose arguments do not fit, or to a tool no one has: each is answered with
     what is wrong (the arguments' error, or the tools that fit the guess) and corrected."""
     if reply.tool_calls:
-        return reply.tool_calls
-    return (extract_calls(reply.content, surface.parameters_of) or python_calls(reply.content, surface.parameters_of)
-            or unmistakable_calls(reply.content))
+        return distinct(reply.tool_calls)
+    return distinct(extract_calls(reply.content, surface.parameters_of)
+                    or python_calls(reply.content, surface.parameters_of) or unmistakable_calls(reply.content))
 
 
 def _history(messages: list[dict[str, Any]]) -> History:

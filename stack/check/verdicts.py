@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..store.claims import BUILTIN_TOOLS, named_tools, unexecuted_text_calls
+from ..store.claims import BUILTIN_TOOLS, unexecuted_text_calls
 from .evidence import Execution, StepRows, arguments_of
+from .names import named_tools
 from .scenario import Markers
 
 # Memory actions that do not write: a `read` naming the codename is not the codename saved.

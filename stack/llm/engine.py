@@ -17,12 +17,13 @@ import ctypes
 import logging
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from stack.llm.prefix_state import Warmed, hold, stable_prefix
-from stack.llm.prefix_store import PrefixStore, model_key
+from stack.llm.prefix_store import PrefixStore, model_key, tokens_key
 from stack.llm.prompt_cache import PromptCache, common_prefix, context_tokens, load_state, save_state
 from stack.llm.protocol import ChatRequest
 from stack.llm.template_quirks import single_braces, wants_object_arguments, with_object_arguments
@@ -37,6 +38,15 @@ log = logging.getLogger("lane.llm")
 
 LOCK_POLL_S = 0.1
 WARMED_KEPT = 16
+# A request whose opening (its first system messages and its tools) renders to at least this many
+# tokens, and was seen before, has that opening's KV state saved on disk. An agent that brings its
+# own tools sends the same system prompt and tools (8-15k tokens) on every request, and on two
+# laptop cores evaluating them costs minutes: saved, a restarted lane reads only what follows them.
+# In proxy mode the lane's own questions about a client's tools (the decision's list of them, the
+# answer's instruction) open with 400-900 tokens per client, each evaluated again after a restart
+# unless saved (scripts/bench/client_prefix.py); a state costs about 30 KB a token on disk.
+OPENING_MIN_TOKENS = 256
+OPENINGS_REMEMBERED = 256
 
 
 class PromptTooLong(ValueError):
@@ -79,7 +89,7 @@ class Engine:
 
     def __init__(
         self, model_path: Path, *, n_ctx: int, n_threads: int, cap: int, chat_template: str | None = None,
-        cache_bytes: int = 0, state_dir: Path | None = None,
+        cache_bytes: int = 0, state_dir: Path | None = None, opening_min_tokens: int = OPENING_MIN_TOKENS,
     ) -> None:
         self.model_path = model_path
         self.n_ctx = n_ctx
@@ -89,6 +99,11 @@ class Engine:
         self.prompt_cache = PromptCache(cache_bytes)
         self._state_dir = state_dir
         self._prefix_store: PrefixStore | None = None
+        self.opening_min_tokens = opening_min_tokens
+        # An opening's state evaluated by the running job, written to disk once the model is free.
+        self._unsaved: tuple[list[int], bytes] | None = None
+        # Openings evaluated in this run (tokens_key), oldest first: the second sighting saves one.
+        self._openings_seen: OrderedDict[str, None] = OrderedDict()
         # The prefixes warmed since the start, newest last (GET /v1/lane/warm reports them).
         self.warmed: list[Warmed] = []
         self._llm: Llama | None = None
@@ -222,7 +237,11 @@ class Engine:
             return replace(outcome, wait_s=wait_s, gen_s=time.monotonic() - started)
         finally:
             self._abort_flag = None
+            unsaved, self._unsaved = self._unsaved, None
             self._lock.release()
+            if unsaved is not None and self._prefix_store is not None:  # the disk after the lock
+                self._prefix_store.save(*unsaved)
+                log.info("saved a request's %d-token opening", len(unsaved[0]))
 
     def _render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                 tool_choice: Any) -> Any:
@@ -244,8 +263,9 @@ class Engine:
             raise PromptTooLong(f"the prompt has {len(prompt)} tokens; the context window holds {self.n_ctx}")
         if request.seed is not None:
             llm.set_seed(request.seed)
-        cached = self._restore_longest_prefix(llm, prompt)
         self._abort_flag = job.cancel
+        evaluated = self._hold_opening(llm, job, prompt)
+        cached = self._restore_longest_prefix(llm, prompt) - evaluated
         grammar = _grammar(call_schema(request.tools, request.tool_choice) or request.response_schema)
         outcome = self._sample(llm, job, prompt, stops, min(request.max_tokens, room), emit, grammar)
         if not outcome.cancelled and self.prompt_cache.budget_bytes:
@@ -263,6 +283,55 @@ class Engine:
         prompt = llm.tokenize(text.encode("utf-8"), add_bos=not rendered.added_special, special=True)
         template_stops = [rendered.stop] if isinstance(rendered.stop, str) else list(rendered.stop or ())
         return prompt, tuple(dict.fromkeys(request.stop + tuple(s for s in template_stops if s)))
+
+    def _hold_opening(self, llm: Llama, job: Job, prompt: list[int]) -> int:
+        """Put a long opening that repeats but is not saved yet into the context by itself and
+        keep its state (pinned in RAM; on disk once the model is free), so that a restart
+        restores it instead of evaluating it, and read a saved one from disk where neither the
+        context nor the RAM cache holds it; the number of its tokens evaluated now, which the
+        reply does not count as cached. A short prompt or one without a system message costs
+        nothing; any other, a few renders of its opening."""
+        prefix = self._repeated_opening(llm, job.request, prompt)
+        if prefix is None or self._prefix_store is None:
+            return 0
+        before = common_prefix(context_tokens(llm), prefix)
+        saved = self._prefix_store.has(prefix)
+        if saved and max(before, self.prompt_cache.best(prefix)[1]) == len(prefix):
+            return 0  # the context or the RAM cache holds it: _restore_longest_prefix takes it from there
+        try:
+            source, state = hold(llm, prefix, self.prompt_cache, self._prefix_store)
+        except RuntimeError:
+            if job.cancel.is_set():  # llama_decode aborted: the client left mid-opening
+                raise Cancelled() from None
+            raise
+        if state is not None:
+            self.prompt_cache.put(prefix, state, pinned=True)
+            self._unsaved = None if saved else (prefix, state)
+        return len(prefix) - before if source == "evaluated" else 0
+
+    def _repeated_opening(self, llm: Llama, request: ChatRequest, prompt: list[int]) -> list[int] | None:
+        """The tokens of the longest opening of `request` (its first k system messages, and its
+        tools) that is long enough and either saved or seen before: what repeats is what an agent
+        sends every time. Openings seen once are remembered; a system message the caller writes
+        anew each time (the lane's own facts of the turn) thus never makes one."""
+        leading = _opening(request.messages)
+        if self._prefix_store is None or not leading or len(prompt) < self.opening_min_tokens:
+            return None
+        for count in range(len(leading), 0, -1):
+            prefix = stable_prefix(replace(request, messages=leading[:count]), lambda r: self._prompt(llm, r)[0])
+            if len(prefix) < self.opening_min_tokens:
+                return None  # fewer messages only make it shorter
+            if common_prefix(prefix, prompt) < len(prefix):
+                continue
+            key = tokens_key(prefix)
+            if key in self._openings_seen or self._prefix_store.has(prefix):
+                self._openings_seen[key] = None
+                self._openings_seen.move_to_end(key)
+                return prefix
+            self._openings_seen[key] = None
+            while len(self._openings_seen) > OPENINGS_REMEMBERED:
+                self._openings_seen.popitem(last=False)
+        return None
 
     def _restore_longest_prefix(self, llm: Llama, prompt: list[int]) -> int:
         """Load the saved state sharing the longest prefix with `prompt` when it beats what the
@@ -414,3 +483,10 @@ def _token_text(llama_cpp: object, vocab: object, token: int) -> str:
     if token < 0:
         return ""
     return llama_cpp.llama_vocab_get_text(vocab, token).decode("utf-8")  # type: ignore[attr-defined]
+
+
+def _opening(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The request's first system (or developer) messages: what an agent sends the same on every
+    request, before the conversation."""
+    count = next((i for i, m in enumerate(messages) if m.get("role") not in ("system", "developer")), len(messages))
+    return messages[:count]

@@ -26,7 +26,7 @@ log = logging.getLogger("lane.llm")
 
 MAGIC = b"LANEKV1\n"
 SUFFIX = ".kv"
-KEEP = 6
+KEEP = 16
 
 
 def model_key(path: Path, runtime: str) -> str:

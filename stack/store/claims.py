@@ -1,9 +1,8 @@
-"""What a model's words claim: tool names it mentions and tool calls it wrote as text.
+"""Tool calls a model wrote as text: shapes of calls (tags, JSON, call expressions), no words.
 
-Only used to *describe* claims; a claim never makes a step pass. The store decides what ran; these
-patterns find what the model said ran (or wrote as a call) so the check and the trace page can show
-the difference. It lives beside the store, not in check/, because both read stored messages with
-it and api/ may not import check/.
+The store decides what ran; these shapes find what the model wrote as a call instead, so the
+check, the trace page and the answer check can show the difference. It lives beside the store, not
+in check/, because all three read stored messages with it and api/ may not import check/.
 """
 
 from __future__ import annotations
@@ -18,14 +17,6 @@ BUILTIN_TOOLS = frozenset({
     "todo", "clarify", "tool_search", "tool_describe", "tool_call",
 })
 
-# Everyday words that are also tool names: counted only when written as a name (backticks, a call,
-# a JSON field, right after a verb of use: "I used calculate"), not when they are just English in
-# a sentence. Seen: "I ran the Python script to calculate the average ..." after run_python ran,
-# held back as a claim that `calculate` ran.
-_PLAIN_WORDS = frozenset({"patch", "todo", "clarify", "calculate"})
-_USED_AS_NAME = (r"\b(?:ran|run|used|called|invoked|executed)\s+(?:the\s+)?"
-                 r"(?:[\w`-]+(?:,\s*(?:and\s+)?|\s+and\s+)){{0,4}}`?{}(?![\w-])")  # "used memory and calculate"
-
 _TAGS = re.compile(r"<tool_call>|</tool_call>|<function[=>]|\[TOOL_CALLS\]|<\|python_tag\|>",
                    re.IGNORECASE)
 _JSON_CALL = re.compile(
@@ -33,11 +24,7 @@ _JSON_CALL = re.compile(
     r'"(?:arguments|parameters|args|input|params)"\s*:')
 _FUNCTION_TAG = re.compile(r"<function=(?P<name>[A-Za-z_][\w.-]*)")
 _CALL_EXPR = re.compile(r"\b(?P<name>[A-Za-z_][\w.]*)\(\s*(?:[A-Za-z_]\w*\s*=|[\"'{])")
-_BACKTICKED = re.compile(r"`(?P<name>[a-z][a-z0-9_]*)`")
-# A snake_case word that is a file's name ("shop_nov.csv", "/tmp/lane_home") is no tool's: seen, "I
-# ran the Python script to sum the amount column in shop_nov.csv" held back as a claim that
-# "shop_nov" ran.
-_SNAKE = re.compile(r"(?<![\w/.-])(?P<name>[a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w/-]|\.\w)")
+
 
 
 def text_tool_calls(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> list[str]:
@@ -65,24 +52,6 @@ def unexecuted_text_calls(assistant_messages: Iterable[tuple[int, str]], ran_fro
             if names:
                 found[message_id] = names
     return found
-
-
-def named_tools(content: str, vocabulary: frozenset[str] = BUILTIN_TOOLS) -> set[str]:
-    """Every tool name the text mentions: known tool names as words or in backticks, snake_case
-    identifiers (how tool names are written; a summary has little other use for them), and the
-    names in tool-call-shaped text."""
-    names = {name for name in text_tool_calls(content, vocabulary) if name != "?"}
-    names |= {m.group("name") for m in _BACKTICKED.finditer(content)
-              if m.group("name") in vocabulary}
-    names |= {m.group("name") for m in _SNAKE.finditer(content)}
-    lowered = content.lower()
-    # Only names the text contains are matched as words: a client's 4,096 tools were 4,096 regexes
-    # compiled and run per answer, on the event loop.
-    for name in (name for name in vocabulary if name.lower() in lowered):
-        plain = rf"(?<![\w-]){re.escape(name.lower())}(?![\w-])"
-        if re.search(_USED_AS_NAME.format(re.escape(name.lower())) if name in _PLAIN_WORDS else plain, lowered):
-            names.add(name)
-    return names
 
 
 def _looks_like_tool(name: str, vocabulary: frozenset[str]) -> bool:

@@ -112,8 +112,9 @@ MIGRATIONS: tuple[str, ...] = (
     # lane_calls: the model calls the lane makes for itself inside a turn, kept apart from the
     # conversation (`messages`), so a user's SELECT ... WHERE role = 'assistant' reads answers
     # only. purpose: 'decide' (the decision question, agent/decide.py), 'fit' (proxy mode's
-    # second look at the best-matching client tool after an "answer"; content `NAME: yes P`; older stores also hold
-    # 'restate' and 'judge' rows of levers since removed, docs/measurements.md).
+    # second look at the best-matching client tool after an "answer"; content `NAME: yes P`), 'declined'
+    # (proxy mode's question whether a reply in words declines the request; content `yes P`); older stores
+    # also hold 'restate' and 'judge' rows of levers since removed, docs/measurements.md.
     # after_message_id: the session's last message when the call was made, which places it in the
     # conversation. Their tokens count in the turn's usage;
     # their text is evidence of what the lane decided with, never shown to the model or found by

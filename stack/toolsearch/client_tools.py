@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -87,6 +88,15 @@ class ClientSurface:
 
     def is_client_tool(self, name: str) -> bool:
         return name in self.catalog.tools
+
+    def bridges_named(self, text: str) -> list[str]:
+        """The lane's bridges `text` names, as whole names (identifiers the lane chose, not words
+        of any language), where this surface has them: a client never has the lane's bridges, so
+        a reply to it must not name them (a client tool so named turns the bridges off)."""
+        if not self.bridged or not text:
+            return []
+        return [name for name in (*self.bridges, CALL)
+                if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-])", text)]
 
 
 def client_catalog(tools: Sequence[dict[str, Any]]) -> Catalog:

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from tests.fakes.scripted_model import Reply
+from tests.fakes.scripted_model import Reply, several_allowed
 
 # Where ground truth lists "" among a parameter's acceptable values, leaving it out is acceptable.
 _OMITTED = ""
@@ -114,8 +114,20 @@ def replay(truths: dict[str, list[list[dict[str, Any]]]]) -> Callable[[dict[str,
                 if position < len(messages) - 1 or not calls:
                     return Reply(content=TURN_DONE if calls else PLAIN_ANSWER)
                 if body.get("tools"):  # BFCL offers `a.b` as `a_b` to OpenAI-style models
-                    return Reply(tool_calls=[{"name": c["name"].replace(".", "_"), "arguments": c["arguments"]}
-                                             for c in calls])
+                    return Reply(tool_calls=held([{"name": c["name"].replace(".", "_"), "arguments": c["arguments"]}
+                                                  for c in calls], body))
                 return Reply(content=_python_text(calls))
         return Reply(content=PLAIN_ANSWER)
     return script
+
+
+def held(calls: list[dict[str, Any]], body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The turn's calls as the request admits them: one call (to the tool forced, else the first)
+    where a call is forced to one tool; all of them where the reply is free or a list of calls
+    (written natively, as the replay always does: a list's schema names only the tools the forced
+    call is offered, and a plumbing check does not stand for a model's choice among them)."""
+    choice = body.get("tool_choice")
+    if several_allowed(body) is None and (isinstance(choice, dict) or choice == "required"):
+        named = choice["function"]["name"] if isinstance(choice, dict) else None
+        return [next((c for c in calls if c["name"] == named), calls[0])]
+    return calls

@@ -27,7 +27,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from stack.agent.capabilities import PROBE_SYSTEM
 from stack.agent.constrained import SCHEMA_INSTRUCTION, SCHEMA_TOOL
-from stack.agent.decide import ANSWER, FIT_SYSTEM
+from stack.agent.decide import ANSWER, DECLINE_SYSTEM, FIT_SYSTEM
 from tests.fakes.threaded_server import ThreadedServer
 
 
@@ -77,6 +77,11 @@ class ScriptedModel:
     # next scripted reply calls that tool, low otherwise. Kept apart in `fit_requests`.
     fit: float | None = None
     fit_requests: list[dict[str, Any]] = field(default_factory=list)
+    # Proxy mode asks whether a reply in words declines the request or tells the user how
+    # (decide.decline_probability): answered with this yes-probability, by default that it does
+    # not. Kept apart in `decline_requests`.
+    declines: float = 0.05
+    decline_requests: list[dict[str, Any]] = field(default_factory=list)
     # The lane's reading of which actions an answer reports as done (agent/reading.py): answered
     # with this (literal_reading: the granted tools the reply names), by default that the reply
     # reports nothing. Kept apart in `reading_requests`.
@@ -131,9 +136,28 @@ class ScriptedModel:
                 self._served < len(self.script) else None
             calls = [c["name"] for c in upcoming.tool_calls or []] if upcoming else []
             probability = 0.95 if asked and asked.group(1) in calls else 0.05
-        return Reply(content="yes" if probability >= 0.5 else "no",
-                     first_token_logprobs={"yes": math.log(max(probability, 1e-9)),
-                                           "no": math.log(max(1 - probability, 1e-9))})
+        return _yes(probability)
+
+    def _lane_question(self, body: dict[str, Any]) -> Reply | None:
+        """The answer to one of the lane's own questions (a probe of what it honours, reading,
+        decision, second look, whether a reply declines), each kept apart; None for any other
+        request."""
+        if _asks(body, PROBE_SYSTEM):
+            self.probe_requests.append(body)
+            return self._probed(body)
+        if _reading_choices(body) is not None:
+            self.reading_requests.append(body)
+            return _answer(self.reading, body) if self.reading is not None else Reply('{"done": []}')
+        if _decision_choices(body) is not None:
+            self.decide_requests.append(body)
+            return _answer(self.decision, body) if self.decision is not None else self._follow(body)
+        if _asks(body, FIT_SYSTEM):
+            self.fit_requests.append(body)
+            return self._fit(body)
+        if _asks(body, DECLINE_SYSTEM):
+            self.decline_requests.append(body)
+            return _yes(self.declines)
+        return None
 
     def app(self) -> FastAPI:
         app = FastAPI()
@@ -152,7 +176,12 @@ class ScriptedModel:
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:
             body = self._as_seen(await request.json())
-            reply = self._delivered(body, self._reply_to(body, request.headers.get("authorization")))
+            reply = self._lane_question(body)
+            if reply is None:
+                self.requests.append(body)
+                self.authorizations.append(request.headers.get("authorization"))
+                reply = self.next_reply(body)
+            reply = self._delivered(body, reply)
             if reply.delay_s and await _left_within(request, reply.delay_s):
                 self.disconnects += 1
                 return JSONResponse({})
@@ -168,25 +197,6 @@ class ScriptedModel:
             return _completion(self.model_name, reply, usage, logprobs)
 
         return app
-
-    def _reply_to(self, body: dict[str, Any], authorization: str | None) -> Reply:
-        """The lane's own questions (probes, readings, decisions, second looks) answered apart
-        from the script, each kept in its own list; anything else from the script."""
-        if _asks(body, PROBE_SYSTEM):
-            self.probe_requests.append(body)
-            return self._probed(body)
-        if _reading_choices(body) is not None:
-            self.reading_requests.append(body)
-            return _answer(self.reading, body) if self.reading is not None else Reply('{"done": []}')
-        if _decision_choices(body) is not None:
-            self.decide_requests.append(body)
-            return _answer(self.decision, body) if self.decision is not None else self._follow(body)
-        if _asks(body, FIT_SYSTEM):
-            self.fit_requests.append(body)
-            return self._fit(body)
-        self.requests.append(body)
-        self.authorizations.append(authorization)
-        return self.next_reply(body)
 
     def _as_seen(self, body: dict[str, Any]) -> dict[str, Any]:
         """The request without the options it does not honour: they are ignored."""
@@ -407,6 +417,13 @@ def literal_reading(body: dict[str, Any]) -> Reply:
     return Reply(content=json.dumps({"done": named}))
 
 
+def _yes(probability: float) -> Reply:
+    """A one-token yes/no answer, its yes-probability in the first token's logprobs."""
+    return Reply(content="yes" if probability >= 0.5 else "no",
+                 first_token_logprobs={"yes": math.log(max(probability, 1e-9)),
+                                       "no": math.log(max(1 - probability, 1e-9))})
+
+
 def _asks(body: dict[str, Any], instruction: str, *, prefix: bool = False) -> bool:
     messages = body.get("messages") or [{}]
     content = messages[0].get("content") or ""
@@ -425,3 +442,52 @@ def _logprobs(reply: Reply) -> dict[str, Any] | None:
     first = {"token": ranked[0][0], "logprob": ranked[0][1], "bytes": list(ranked[0][0].encode())}
     top = [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in ranked]
     return {"content": [{**first, "top_logprobs": top}]}
+
+
+def several_allowed(body: dict[str, Any]) -> list[str] | None:
+    """The tools a reply of several calls may call, where the request's reply schema is a list of
+    calls (the lane's toolcalls.several_calls_schema); None where the reply is at most one call."""
+    fmt = body.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or {} if isinstance(fmt, dict) else {}
+    if "first" in schema.get("$defs", {}):  # a list that begins with a call to the decision's tool
+        first, items = schema["$defs"]["first"], schema["$defs"]["call"]
+    elif schema.get("type") == "array":
+        first, items = None, schema.get("items") or {}
+    else:
+        return None
+    names = [variant["properties"]["name"]["const"] for variant in [*([first] if first else []),
+                                                                    *items.get("anyOf", [items])]]
+    return list(dict.fromkeys(names))
+
+
+def calls_as_held(*calls: tuple[str, dict[str, Any]]) -> Callable[[dict[str, Any]], Reply]:
+    """A model that would make every one of `calls` but, as decoding under the request's
+    constraint does, writes what that admits: all of them (those the schema names) as the JSON list
+    of a reply of several calls; else one call, to the tool a named tool_choice forces (or the
+    first); never more than one call where no list is asked for."""
+    def reply(body: dict[str, Any]) -> Reply:
+        allowed = several_allowed(body)
+        if allowed is not None:
+            return Reply(content=json.dumps([{"name": name, "arguments": arguments}
+                                             for name, arguments in calls if name in allowed]))
+        choice = body.get("tool_choice")
+        named = choice["function"]["name"] if isinstance(choice, dict) else None
+        name, arguments = next(((n, a) for n, a in calls if n == named), calls[0])
+        return Reply(tool_calls=[{"name": name, "arguments": arguments}])
+    return reply
+
+
+def demanded(body: dict[str, Any]) -> Any:
+    """What a request holds its reply to: `{"several": names}` for a list of calls to those tools
+    (several_allowed), else its tool_choice (None where the reply is free)."""
+    allowed = several_allowed(body)
+    return {"several": allowed} if allowed is not None else body.get("tool_choice")
+
+
+def forced_name(body: dict[str, Any]) -> str | None:
+    """The tool a forced reply leads with: a named tool_choice's, or the first of a list of calls'."""
+    allowed = several_allowed(body)
+    if allowed:
+        return allowed[0]
+    choice = body.get("tool_choice")
+    return choice["function"]["name"] if isinstance(choice, dict) else None

@@ -26,7 +26,8 @@ import bfcl  # noqa: E402  (scripts/bench/bfcl.py)
 pytestmark = pytest.mark.slow
 
 PER_CATEGORY = {"live_multiple_7plus": 2, "live_multiple_strat": 2, "live_irrelevance": 2,
-                "simple_python": 2, "multi_turn_base": 1, "multi_turn_miss_param": 1}
+                "simple_python": 2, "multi_turn_base": 1, "multi_turn_miss_param": 1, "parallel": 2,
+                "parallel_multiple": 2}
 
 
 @pytest.fixture(scope="module")

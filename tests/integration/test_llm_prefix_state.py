@@ -103,3 +103,62 @@ def test_a_prefix_longer_than_the_window_is_refused(tmp_path: Path) -> None:
         assert reply.status_code == 400
         assert reply.json()["error"]["code"] == "context_length_exceeded"
     assert not list((tmp_path / "state").glob("*.kv"))
+
+
+# An agent's own system prompt, long enough (> 1,024 tokens) that the llm saves its opening unasked.
+AGENT_SYSTEM = "You are a coding agent. " + " ".join(
+    f"Rule {i}: when the user asks about file number {i}, read it before answering." for i in range(70))
+
+
+def ask_agent(url: str, question: str) -> dict[str, Any]:
+    reply = httpx.post(f"{url}/v1/chat/completions", timeout=180, json={
+        "messages": [{"role": "system", "content": AGENT_SYSTEM}, {"role": "user", "content": question}],
+        "tools": TOOLS, "temperature": 0, "max_tokens": 8})
+    assert reply.status_code == 200, reply.text
+    return dict(reply.json()["usage"])
+
+
+def test_a_clients_long_opening_is_saved_unasked_and_restored_after_a_restart(tmp_path: Path) -> None:
+    """An agent never calls the lane's warm-up route: the llm keeps its opening (system prompt and
+    tools) itself once it has seen it twice, so its first request after a restart evaluates only
+    its new messages."""
+    state = tmp_path / "state"
+    with serve(tmp_path, state) as url:
+        first = ask_agent(url, "hello")
+        assert first["prompt_tokens"] > 1100
+        assert list(state.glob("*.kv")) == []  # seen once: it may be a one-off
+        ask_agent(url, "and then?")
+    saved = list(state.glob("*.kv"))
+    assert len(saved) == 1
+    with serve(tmp_path, state, cache_mb=0) as url:  # restarted, no RAM cache: the file itself
+        again = ask_agent(url, "what does rule 3 say?")
+        evaluated = again["prompt_tokens"] - again["prompt_tokens_details"]["cached_tokens"]
+        assert again["prompt_tokens_details"]["cached_tokens"] > 1000
+        assert evaluated < 40, again  # the new user message and the template's tail, not the opening
+    assert list(state.glob("*.kv")) == saved  # not written again
+
+
+def test_a_short_opening_is_not_saved(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    with serve(tmp_path, state) as url:
+        for question in ("hello", "hello again"):
+            reply = httpx.post(f"{url}/v1/chat/completions", timeout=120, json={
+                "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": question}],
+                "temperature": 0, "max_tokens": 4})
+            assert reply.status_code == 200, reply.text
+    assert list(state.glob("*.kv")) == []
+
+
+def test_a_system_message_written_anew_each_time_is_not_saved_but_the_stable_one_before_it_is(tmp_path: Path) -> None:
+    """The lane's own answer question: a long stable instruction, then the turn's facts (new every
+    turn) as a second system message. The stable part is kept; each turn's facts are not."""
+    state = tmp_path / "state"
+    with serve(tmp_path, state) as url:
+        for turn in range(3):
+            reply = httpx.post(f"{url}/v1/chat/completions", timeout=180, json={
+                "messages": [{"role": "system", "content": AGENT_SYSTEM},
+                             {"role": "system", "content": f"Facts of turn {turn}: " + "it is late. " * 40},
+                             {"role": "user", "content": "hello"}],
+                "temperature": 0, "max_tokens": 4})
+            assert reply.status_code == 200, reply.text
+    assert len(list(state.glob("*.kv"))) == 1

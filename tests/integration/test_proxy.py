@@ -11,7 +11,7 @@ import pytest
 
 from stack.tools.calculator import TOOLS as CALCULATOR
 from stack.tools.registry import Registry
-from tests.fakes.scripted_model import Reply, call, literal_reading, text
+from tests.fakes.scripted_model import Reply, call, demanded, forced_name, literal_reading, text
 from tests.integration.test_api_chat import TOOLS, running_lane, sse_events, wait_for
 
 WEATHER = {"type": "function", "function": {
@@ -151,8 +151,9 @@ def test_tool_choice_is_passed_to_the_model(tmp_path):
         lane.chat(messages=ASK, tools=[WEATHER, TIME], tool_choice=named)
         lane.chat(messages=ASK, tools=[WEATHER, TIME], tool_choice="required")
         reply = lane.chat(messages=ASK, tools=[WEATHER, TIME], tool_choice="none").json()
-        choices = [r.get("tool_choice") for r in lane.model.requests]
-        assert choices == [named, "required", None]
+        # Parallel calls allowed (the default): a forced reply is a list of calls, to the named tool alone.
+        choices = [demanded(r) for r in lane.model.requests]
+        assert choices == [{"several": ["get_time"]}, {"several": ["get_weather", "get_time"]}, None]
         assert offered(lane.model.requests[2]) == []
         assert reply["choices"][0]["message"]["content"] == "No tools needed."
 
@@ -216,7 +217,7 @@ def test_a_call_written_as_a_command_for_the_user_is_made(tmp_path, ran):
             return
         assert only_call(reply)[:2] == ("cp", {"source": "report.txt", "destination": "archive/"})
         forced_call = lane.model.requests[1]
-        assert forced_call["tool_choice"] == {"type": "function", "function": {"name": "cp"}}
+        assert forced_name(forced_call) == "cp"
         assert "`cp report.txt archive/`" in forced_call["messages"][-1]["content"]
         assert lane.rows("SELECT tool_name FROM returned_calls") == [("cp",)]
 
@@ -294,7 +295,7 @@ def test_many_client_tools_are_reached_through_search_and_returned_as_the_real_t
         assert "get_weather" in decision["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
         # The forced call is offered its own tool alone; the open reply after its error, the bridges.
         assert offered(lane.model.requests[0]) == ["get_weather"]
-        assert lane.model.requests[0]["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+        assert forced_name(lane.model.requests[0]) == "get_weather"
         seen = offered(lane.model.requests[1])
         assert seen[:3] == ["tool_search", "tool_describe", "tool_call"] and len(seen) < 10
         # The search ran inside the lane; the model read its answer.
@@ -587,7 +588,8 @@ def test_a_request_no_client_tool_fits_is_answered_in_words(tmp_path):
         assert lane.model.requests[0].get("tools") in (None, [])
         assert lane.model.requests[0]["max_tokens"] == 1024  # a reply in words is capped
         assert lane.rows("SELECT purpose, content FROM lane_calls") == [
-            ("decide", '{"next": "answer"}'), ("fit", "get_weather: yes 0.05"), ("read", '{"done": []}')]
+            ("decide", '{"next": "answer"}'), ("fit", "get_weather: yes 0.05"), ("declined", "yes 0.05"),
+            ("read", '{"done": []}')]
         [fit] = lane.model.fit_requests  # asked about the best match alone, for one token's logprobs
         assert "Function: get_weather" in fit["messages"][-1]["content"] and "get_time" not in str(fit)
         assert fit["max_tokens"] == 1 and fit["logprobs"] is True
@@ -614,7 +616,7 @@ def test_an_answer_decided_where_the_best_match_fits_calls_it(tmp_path, probabil
         if called:
             assert reply["finish_reason"] == "tool_calls"
             assert only_call(response)[:2] == ("music_theory_key_signature", {"key": "C#", "scale_type": "major"})
-            assert lane.model.requests[0]["tool_choice"]["function"]["name"] == "music_theory_key_signature"
+            assert forced_name(lane.model.requests[0]) == "music_theory_key_signature"
         else:
             assert "tool_calls" not in reply["message"] and reply["message"]["content"].startswith("C# major")
             assert lane.model.requests[0].get("tools") in (None, [])
@@ -628,7 +630,7 @@ def test_a_hidden_client_tool_the_decision_picks_is_offered_for_the_forced_call(
 
     tools = _many_tools(60) + [WEATHER]
     ask = [{"role": "user", "content": "Run the action of an unrelated service with a long description"}]
-    with running_lane(tmp_path, lambda body: call(body["tool_choice"]["function"]["name"], {"value": "v"}),
+    with running_lane(tmp_path, lambda body: call(forced_name(body), {"value": "v"}),
                       decision=hidden_pick) as lane:
         reply = lane.chat(messages=ask, tools=tools).json()
         name, arguments, _ = only_call(reply)
@@ -639,7 +641,7 @@ def test_a_hidden_client_tool_the_decision_picks_is_offered_for_the_forced_call(
         # offered by its own schema (not forced through the bridge)
         assert seen == [name]
         assert name not in listed(lane.model.decide_requests[0])
-        assert forced_call["tool_choice"] == {"type": "function", "function": {"name": name}}
+        assert forced_name(forced_call) == name
         assert lane.rows("SELECT tool_name, via_bridge FROM returned_calls") == [(name, 0)]
 
 

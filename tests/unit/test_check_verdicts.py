@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from stack.check.evidence import Mark, StoreReader, StoreUnreadable
+from stack.check.names import named_tools
 from stack.check.report import arm_table, side_by_side
 from stack.check.runner import ArmResult, StepResult
 from stack.check.scenario import DEFAULT_PROMPTS, Markers, PromptsError, load_prompts, step_prompts
 from stack.check.verdicts import Context, judge, unexecuted_tool_text
 from stack.store import Store
-from stack.store.claims import named_tools, text_tool_calls
+from stack.store.claims import text_tool_calls
 
 SESSION = "check-b-test"
 SEED = "check-seed-b-test"
@@ -290,6 +291,9 @@ def test_named_tools_reads_names_not_english() -> None:
     assert named_tools("To clarify: there is nothing left to do and no patch.") == set()
     assert named_tools("I called `patch` and save_memory.") == {"patch", "save_memory"}
     assert named_tools("Your phrase HELLO_7F3K2_BASELINE is in 20250101_000000_ab12cd34.") == set()
+    # a token whose parts begin with digits is no tool's name: the lane's own facts line
+    assert named_tools("I ran memory on Linux (x86_64, utf_8 locale, python3_11).") == {"memory"}
+    assert named_tools("I used get_weather_v2.") == {"get_weather_v2"}
 
 
 def test_reader_refuses_a_missing_or_foreign_store(tmp_path: Path) -> None:

@@ -169,3 +169,23 @@ def test_asked_once_more_the_model_is_told_how_to_reply_on_its_path() -> None:
         told = retry.messages[-1]["content"]
         assert told.startswith("That reply was not usable: it holds no JSON object")
         assert told.endswith(f"Reply by calling the tool {SCHEMA_TOOL}; its arguments are your reply.")
+
+
+def test_a_list_of_calls_goes_as_the_reply_tools_one_property_its_refs_kept() -> None:
+    """Proxy mode's several calls (toolcalls.several_calls_schema) are a list, with `$defs`: a
+    tool's parameters are an object, so the list is wrapped, and read back unwrapped."""
+    from stack.agent.toolcalls import several_calls_schema
+
+    schema = several_calls_schema([MEMORY, TERMINAL], first="memory")
+    assert schema is not None and "$defs" in schema
+    form = ask(Capabilities(json_schema=False), tools=[MEMORY, TERMINAL], response_schema=schema)
+    parameters = form.tools[-1]["function"]["parameters"]
+    assert parameters["type"] == "object" and parameters["$defs"] == schema["$defs"]
+    calls = [{"name": "memory", "arguments": {"content": "a"}}, {"name": "terminal", "arguments": {}}]
+    reply = ModelReply("", [ToolCall("c", SCHEMA_TOOL, json.dumps({"reply": calls}), "native")])
+    assert read(form, reply) is None and json.loads(reply.content) == calls
+    # in words: the list read out of the text, and one that breaks the schema is a problem
+    text = ask(Capabilities(json_schema=False, tool_choice=False, tool_calls=False), response_schema=schema)
+    words = ModelReply(f"Here: {json.dumps(calls)}")
+    assert read(text, words) is None and json.loads(words.content) == calls
+    assert read(text, ModelReply('[{"name": "terminal", "arguments": {}}]')) is not None  # memory must lead

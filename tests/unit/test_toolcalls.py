@@ -180,3 +180,38 @@ def test_a_file_name_is_spelled_as_the_request_spells_it(request_text, arguments
         fixed = as_spelled(ToolCall("c1", "read_file", raw, "native"), request_text).arguments
         fixed = json.loads(fixed) if isinstance(fixed, str) else fixed
         assert (fixed.get("arguments") or fixed)["path"] == path
+
+
+def test_several_calls_schema_lists_each_tool_under_its_own_schema_first_one_first():
+    from stack.agent.toolcalls import MAX_CALLS_IN_REPLY, several_calls_schema
+
+    weather = {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    clock = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}
+    anyone = several_calls_schema([weather, clock])
+    assert anyone["type"] == "array" and anyone["minItems"] == 1 and anyone["maxItems"] == MAX_CALLS_IN_REPLY
+    variants = anyone["items"]["anyOf"]
+    assert [v["properties"]["name"]["const"] for v in variants] == ["get_weather", "get_time"]
+    assert variants[0]["properties"]["arguments"] == weather["function"]["parameters"]
+    assert several_calls_schema([weather])["items"]["properties"]["name"] == {"const": "get_weather"}
+    assert several_calls_schema([]) is None
+    # With the decision's pick: a call to it first, then calls to any of them.
+    led = several_calls_schema([weather, clock], first="get_time")
+    assert led["$defs"]["first"]["properties"]["name"] == {"const": "get_time"}
+    assert [v["properties"]["name"]["const"] for v in led["$defs"]["call"]["anyOf"]] == ["get_time", "get_weather"]
+    lists = led["anyOf"]
+    assert [len(s["prefixItems"]) for s in lists] == list(range(1, MAX_CALLS_IN_REPLY + 1))
+    assert lists[2]["prefixItems"] == [{"$ref": "#/$defs/first"}, {"$ref": "#/$defs/call"}, {"$ref": "#/$defs/call"}]
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate([{"name": "get_time", "arguments": {}}, {"name": "get_weather", "arguments": {"city": "A"}}],
+                        led)
+    with pytest.raises(jsonschema.ValidationError):  # the decision's tool comes first
+        jsonschema.validate([{"name": "get_weather", "arguments": {"city": "A"}}], led)
+
+
+def test_distinct_drops_a_call_repeated_in_one_reply_whatever_its_key_order():
+    from stack.agent.toolcalls import ToolCall, distinct
+
+    calls = [ToolCall("a", "f", {"x": 1, "y": 2}, "content"), ToolCall("b", "g", "{}", "native"),
+             ToolCall("c", "f", '{"y": 2, "x": 1}', "native"), ToolCall("d", "f", {"x": 2}, "content")]
+    assert [c.id for c in distinct(calls)] == ["a", "b", "d"]

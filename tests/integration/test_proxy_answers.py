@@ -1,0 +1,179 @@
+"""Proxy answers that help (issue 55, item 8): a refusal or a how-to where a client tool does the
+job is not the answer; after a tool result the answer is built from it unless the decision picks
+the step the request names next; the lane's bridges are never named to a client; and no
+correction makes a client run a call its user did not ask for."""
+
+import json
+
+from tests.fakes.scripted_model import Reply, call, literal_reading, text
+from tests.integration.test_api_chat import running_lane
+from tests.integration.test_proxy import CP, TIME, WEATHER, _many_tools, only_call
+
+ANSWER = Reply(content='{"next": "answer"}')
+COPY_ES = [{"role": "user", "content": "Pon una copia de report.txt en la carpeta archive."}]
+TERMINAL = {"type": "function", "function": {
+    "name": "terminal", "description": "Run a shell command and return its output.",
+    "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
+# Hermes's memory tool: `action` is required.
+MEMORY = {"type": "function", "function": {
+    "name": "memory", "description": "Save a note to memory for later.",
+    "parameters": {"type": "object", "properties": {
+        "action": {"type": "string", "enum": ["add", "replace", "remove"]}, "content": {"type": "string"}},
+        "required": ["action", "content"]}}}
+
+
+def decisions(*picks):
+    """The decision question answered with each pick in turn (then "answer")."""
+    asked = []
+
+    def decide(body):
+        asked.append(body)
+        pick = picks[len(asked) - 1] if len(asked) <= len(picks) else "answer"
+        return Reply(content=json.dumps({"next": pick}))
+    return decide
+
+
+def ran(call_id, name, arguments, result):
+    return [{"role": "assistant", "content": None, "tool_calls": [{
+        "id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]},
+        {"role": "tool", "tool_call_id": call_id, "content": result}]
+
+
+def with_tools_a_call(made, words):
+    """A model that calls where it is offered tools and answers in words where it is not."""
+    return lambda body: made if body.get("tools") else text(words)
+
+
+def purposes(lane):
+    return [purpose for purpose, in lane.rows("SELECT purpose FROM lane_calls ORDER BY id")]
+
+
+# (a) a refusal or a how-to where a client tool fits
+
+def test_a_refusal_where_a_client_tool_does_it_asks_the_decision_again_and_calls_it(tmp_path):
+    refusal = "Lo siento, no puedo copiar archivos; hazlo tú con el explorador de archivos."
+    made = call("cp", {"source": "report.txt", "destination": "archive/"})
+    with running_lane(tmp_path, [text(refusal), made], decision=decisions("answer", "cp")) as lane:
+        lane.model.declines = 0.9
+        response = lane.chat(messages=COPY_ES, tools=[CP, WEATHER]).json()
+        assert only_call(response)[:2] == ("cp", {"source": "report.txt", "destination": "archive/"})
+        # The decision asked again saw the refusal; the refusal is held back, not a message.
+        assert refusal in lane.model.decide_requests[1]["messages"][-1]["content"]
+        assert purposes(lane) == ["decide", "fit", "declined", "decide", "held"]
+        assert lane.rows("SELECT count(*) FROM messages WHERE content = ?", refusal) == [(0,)]
+
+
+def test_a_refusal_no_client_tool_does_is_the_answer(tmp_path):
+    """Asked again, the decision says "answer" (nothing fits): the refusal is passed on."""
+    refusal = "I cannot book flights: none of my tools does that."
+    with running_lane(tmp_path, [text(refusal)], decision=ANSWER) as lane:
+        lane.model.declines = 0.9
+        reply = lane.chat(messages=[{"role": "user", "content": "Book me a flight to Oslo."}],
+                          tools=[WEATHER, TIME]).json()
+        assert reply["choices"][0]["message"]["content"] == refusal
+        assert len(lane.model.decide_requests) == 2
+
+
+def test_an_answer_that_does_what_was_asked_is_not_asked_again(tmp_path):
+    answer = "A CPU runs a few tasks fast; a GPU runs many small ones at once."
+    with running_lane(tmp_path, [text(answer)], decision=ANSWER) as lane:
+        reply = lane.chat(messages=[{"role": "user", "content": "CPU or GPU: what's the difference?"}],
+                          tools=[WEATHER, TIME]).json()
+        assert reply["choices"][0]["message"]["content"] == answer
+        assert len(lane.model.decide_requests) == 1 and len(lane.model.decline_requests) == 1
+
+
+# (b) after a tool result, the answer built from it, or the step the request names next
+
+def test_after_a_result_the_answer_is_built_from_it_not_another_call(tmp_path):
+    """The decision says "answer" once get_weather's result is in; the lane's second look (which
+    a model would answer "fits" for get_time too) is not asked: no needless call."""
+    ask = [{"role": "user", "content": "How warm is it in Paris?"}]
+    history = ask + ran("w1", "get_weather", {"city": "Paris"}, "21 C, sunny")
+    with running_lane(tmp_path, with_tools_a_call(call("get_time", {"city": "Paris"}), "21 C and sunny in Paris."),
+                      decision=ANSWER) as lane:
+        lane.model.fit = 0.95
+        reply = lane.chat(messages=history, tools=[TIME, WEATHER]).json()["choices"][0]
+        assert "tool_calls" not in reply["message"]
+        assert lane.model.fit_requests == []
+
+
+def test_a_request_naming_two_steps_gets_the_second_called_with_its_required_arguments(tmp_path):
+    """"Run X, then save the output": after the terminal's result the decision picks memory; the
+    call returned carries every argument its schema requires (a call without `action` is
+    corrected inside the lane, the client never sees it)."""
+    ask = [{"role": "user", "content": "Run `df -h`, then save the output to memory."}]
+    history = ask + ran("t1", "terminal", {"command": "df -h"}, "/dev/sda1 40G 12G")
+    script = [call("memory", {"content": "/dev/sda1 40G 12G"}),
+              call("memory", {"action": "add", "content": "/dev/sda1 40G 12G"})]
+    with running_lane(tmp_path, script, decision=decisions("memory")) as lane:
+        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY], parallel_tool_calls=False).json()
+        assert only_call(reply)[:2] == ("memory", {"action": "add", "content": "/dev/sda1 40G 12G"})
+        assert "action" in lane.model.requests[1]["messages"][-1]["content"]  # told what was missing
+
+
+# (c) the lane's own tools are never named to a client
+
+def test_a_reply_naming_the_lanes_bridges_is_answered_again_without_them(tmp_path):
+    named = "I could look that up with tool_search, then run it through tool_call."
+    tools = _many_tools(60) + [WEATHER]
+    ask = [{"role": "user", "content": "Tell me something nice."}]
+    with running_lane(tmp_path, [text(named), text("You are doing great.")], decision=ANSWER) as lane:
+        reply = lane.chat(messages=ask, tools=tools).json()["choices"][0]
+        assert reply["message"]["content"] == "You are doing great."
+        assert "tool_search" in lane.model.requests[1]["messages"][-1]["content"]  # the note
+
+
+def test_the_lanes_own_account_names_no_bridge(tmp_path):
+    named = "Use tool_describe first."
+    tools = _many_tools(60) + [WEATHER]
+    ask = [{"role": "user", "content": "Tell me something nice."}]
+    script = [call("tool_search", {"query": "nice things"}), text(named), text(named)]
+    with running_lane(tmp_path, script, decision=ANSWER) as lane:
+        content = lane.chat(messages=ask, tools=tools).json()["choices"][0]["message"]["content"]
+        assert not any(name in content for name in ("tool_search", "tool_describe", "tool_call")), content
+
+
+# (d) no correction makes a client run a call its user did not ask for
+
+SESSION = ([{"role": "user", "content": "Remember my codename FALCON-7."}]
+           + ran("m1", "memory", {"action": "add", "content": "codename FALCON-7"}, "saved")
+           + [{"role": "assistant", "content": "Saved."},
+              {"role": "user", "content": "Use the terminal to print the date."}]
+           + ran("t1", "terminal", {"command": "date"}, "Sat Nov 28")
+           + [{"role": "assistant", "content": "It is Saturday."},
+              {"role": "user", "content": "Summarize what you did and list every tool you actually used."}])
+
+
+def test_a_summary_of_earlier_turns_is_held_to_the_session(tmp_path):
+    summary = "I saved your codename and printed the date. Tools I actually used: memory, terminal."
+    with running_lane(tmp_path, [text(summary)], decision=ANSWER, reading=literal_reading) as lane:
+        reply = lane.chat(messages=SESSION, tools=[TERMINAL, MEMORY]).json()["choices"][0]
+        assert "tool_calls" not in reply["message"]
+        assert reply["message"]["content"] == summary  # both ran in the session: no receipt
+        assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
+
+
+def test_a_summary_claiming_a_tool_the_session_never_ran_gets_the_receipt(tmp_path):
+    search = {"type": "function", "function": {
+        "name": "session_search", "description": "Search past sessions.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+    summary = "Tools I actually used: memory, terminal, session_search."
+    with running_lane(tmp_path, [text(summary)], decision=ANSWER, reading=literal_reading) as lane:
+        reply = lane.chat(messages=SESSION, tools=[TERMINAL, MEMORY, search]).json()["choices"][0]
+        assert "tool_calls" not in reply["message"]
+        assert reply["message"]["content"].startswith(summary + "\n\n(The lane's record:")
+
+
+def test_a_tool_that_ran_for_the_request_is_not_forced_again(tmp_path):
+    """After the terminal and memory both ran for the request, a decision of "answer" is the
+    answer: no second look (which would call the terminal again, seen with Hermes)."""
+    ask = [{"role": "user", "content": "Run `df -h` as a shell command, show its output, and keep a note of it."}]
+    history = (ask + ran("t1", "terminal", {"command": "df -h"}, "/dev/sda1 40G 12G")
+               + ran("m1", "memory", {"action": "add", "content": "/dev/sda1 40G 12G"}, "saved"))
+    with running_lane(tmp_path, with_tools_a_call(call("terminal", {"command": "df -h"}), "Done: 12G used, saved."),
+                      decision=ANSWER) as lane:
+        lane.model.fit = 0.95
+        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY]).json()["choices"][0]
+        assert "tool_calls" not in reply["message"]
+        assert reply["message"]["content"] == "Done: 12G used, saved."
