@@ -51,11 +51,13 @@ def test_health_reports_what_the_upstream_honours(tmp_path: Path, honours: froze
     assert all(body["max_tokens"] <= 32 for body in model.probe_requests)
 
 
-def test_an_upstream_without_logprobs_gets_no_yes_no_question(tmp_path: Path) -> None:
-    """Lever "fit" needs logprobs: where the upstream sends none, no second look is asked (it
-    would only cost the user a model call that cannot say yes)."""
-    script = [text("The lane has nothing to do here.")] * 4
-    with ScriptedModel(script, decision='{"next": "answer"}', honours=EVERYTHING - {"logprobs"}) as model:
+@pytest.mark.parametrize("logprobs", [True, False])
+def test_an_upstream_without_logprobs_gets_no_yes_no_question(tmp_path: Path, logprobs: bool) -> None:
+    """Levers "fit" and "declined" need logprobs: where the upstream sends none, neither yes/no
+    question is asked (it would only cost the user a model call that cannot say yes)."""
+    honours = EVERYTHING if logprobs else EVERYTHING - {"logprobs"}
+    script = [text("You can check it yourself with df -h.")] * 4
+    with ScriptedModel(script, decision='{"next": "answer"}', honours=honours) as model:
         with ShimServer(Settings(home=tmp_path, llm_url=model.url)) as shim:
             reply = httpx.post(f"{shim.url}/v1/chat/completions", timeout=30, json={
                 "messages": [{"role": "user", "content": "how full is my disk?"}],
@@ -63,8 +65,10 @@ def test_an_upstream_without_logprobs_gets_no_yes_no_question(tmp_path: Path) ->
                     "name": "disk_usage", "description": "How full the disk is.",
                     "parameters": {"type": "object", "properties": {}}}}]})
     assert reply.status_code == 200, reply.text
-    assert model.decide_requests and not model.fit_requests
-    assert not any(body.get("logprobs") for body in model.probe_requests[-1:] + model.requests)
+    assert model.decide_requests
+    asked = model.fit_requests + model.decline_requests
+    assert bool(asked) is logprobs
+    assert not any(body.get("logprobs") for body in model.requests)
 
 
 def test_the_upstream_is_probed_again_when_it_comes_back(tmp_path: Path) -> None:
