@@ -136,8 +136,10 @@ class LlmClient:
     async def healthy(self) -> bool:
         try:
             response = await self._http.get(f"{self.base_url}/models", timeout=5.0)
-        except httpx.HTTPError:
+        except httpx.ConnectError:  # gone, not busy: a slow answer keeps what was found
             self._unreachable()
+            return False
+        except httpx.HTTPError:
             return False
         return response.status_code == 200
 
