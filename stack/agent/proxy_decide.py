@@ -27,7 +27,7 @@ from .history import earlier_facts
 from .ledger import Correction
 from .llm_client import ModelReply
 from .proxy_turn import ProxyTurn
-from .records import held, kept
+from .records import hold, kept
 
 # The decision lists client tools (best match first) while their lines take no more than this: the
 # question stays small even for a client that sends thousands of tools.
@@ -96,7 +96,7 @@ async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:
     if picked is None:
         return False
     turn.force = picked
-    held(turn.store, turn.result.session_id, reply, "it declined the request or told how, where a client tool does it")
+    hold(turn.store, turn.result.session_id, reply, "it declined the request or told how, where a client tool does it")
     return True
 
 

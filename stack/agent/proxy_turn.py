@@ -28,7 +28,7 @@ from .ledger import Correction, TurnLedger
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
 from .proxy_request import ProxyRequest, ProxyResult
-from .records import held
+from .records import hold
 from .turn import TurnEnded
 
 # Kept free beside the conversation for the lane's notes and the bridge steps of a request.
@@ -113,7 +113,7 @@ def note(turn: ProxyTurn, fix: Correction, *, force: str | None = None,
         return False
     turn.force = force
     if held_back is not None:
-        held(turn.store, turn.result.session_id, *held_back)
+        hold(turn.store, turn.result.session_id, *held_back)
     if fix.note:
         turn.store.add_message(turn.result.session_id, "system", fix.note, lane_note=True)
         turn.scratch.append({"role": "system", "content": fix.note})
@@ -125,7 +125,7 @@ def corrected(turn: ProxyTurn, fix: Correction, reply: ModelReply, why: str, end
     """The reply held back with why, and the model told `fix` (note); once the lever's budget is
     spent, the turn ends with `ending`, the lane's own words, instead."""
     if not note(turn, fix, force=force, held_back=(reply, why)):
-        held(turn.store, turn.result.session_id, reply, why)
+        hold(turn.store, turn.result.session_id, reply, why)
         raise TurnEnded(ending, "stop")
 
 

@@ -80,7 +80,7 @@ def kept(store: Store, result: TurnResult, purpose: str, reply: ModelReply, cont
     _lane_call(store, result.session_id, purpose, reply.content if content is None else content, reply)
 
 
-def held(store: Store, session_id: str, reply: ModelReply, why: str) -> None:
+def hold(store: Store, session_id: str, reply: ModelReply, why: str) -> None:
     """A reply the user does not get (already counted): kept in lane_calls with why, never a
     message."""
     _lane_call(store, session_id, HELD, reply.content, reply, reason=why)
