@@ -28,7 +28,7 @@ from .asked import as_asked, names_an_offered_tool, request_messages, said_in, s
 from .ledger import MODEL_CALL_BUDGET, Correction, repeated
 from .llm_client import LlmClient, ModelReply
 from .prompt import promoted_tools_note
-from .records import calls_made, finished, incoming, record_outcome, text_of
+from .records import calls_made, finished, incoming, latest_request, record_outcome
 from .toolcalls import ToolCall, as_spelled, calls_in, forced
 from .turn import FORCED_CALL_MAX_TOKENS, Turn, TurnEnded, TurnResult, count
 
@@ -123,8 +123,7 @@ class Agent:
                   max_tokens: int | None, temperature: float | None) -> Turn:
         cap = min(max_tokens, self.settings.max_tokens) if max_tokens and max_tokens > 0 \
             else self.settings.max_tokens
-        query = next((text_of(m.get("content")) or "" for m in reversed(new_messages)
-                      if m.get("role") == "user"), "")
+        query = latest_request(new_messages)
         temperature = self.settings.temperature if temperature is None else temperature
         return Turn(TurnResult(session_id, "", "stop"), query, profile, cap, temperature,
                     ToolContext(self.settings, self.store, session_id))

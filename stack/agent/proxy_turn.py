@@ -28,7 +28,7 @@ from .ledger import Correction, TurnLedger
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
 from .proxy_request import ProxyRequest, ProxyResult
-from .records import hold
+from .records import hold, latest_request
 from .turn import TurnEnded
 
 # Kept free beside the conversation for the lane's notes and the bridge steps of a request.
@@ -65,7 +65,7 @@ async def open_turn(settings: Settings, store: Store, llm: LlmClient, registry: 
     """The request's turn, or ApiError 400 where its tools, or its latest user message, do not fit
     the model's context beside the reply."""
     history = client_history(request.messages)
-    query = next((m.get("content") or "" for m in reversed(request.messages) if m["role"] == "user"), "")
+    query = latest_request(request.messages)
     context = context_of(settings.context_tokens, await llm.context_window())
     search = profile == "search" and needs_search(request.tools, settings, context)
     surface = await asyncio.to_thread(

@@ -25,6 +25,11 @@ def text_of(content: Any) -> str | None:
     return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
+def latest_request(messages: list[dict[str, Any]]) -> str:
+    """The text of the latest user message: what the turn is asked ("" where there is none)."""
+    return next((text_of(m.get("content")) or "" for m in reversed(messages) if m.get("role") == "user"), "")
+
+
 def incoming(message: dict[str, Any], call_names: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A request's message as Store.add_messages takes it. With `call_names` (tool_call_id -> the
     function the call named: a client's conversation, client_history.call_names), a result is
