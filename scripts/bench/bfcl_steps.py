@@ -34,7 +34,8 @@ import bfcl  # scripts/bench, this script's folder
 sys.path.insert(0, str(bfcl.ROOT))
 
 from stack.agent.llm_client import LlmClient  # noqa: E402
-from stack.agent.proxy import ProxyLane, ProxyRequest  # noqa: E402
+from stack.agent.proxy import ProxyLane  # noqa: E402
+from stack.agent.proxy_request import ProxyRequest  # noqa: E402
 from stack.config import load_settings  # noqa: E402
 from stack.store import Store  # noqa: E402
 from stack.tools.validation import without_defaults  # noqa: E402

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..store import HELD, Store
+from ..store import Store
 from ..tools.base import RESERVED_NAMES, Tool
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
@@ -28,7 +28,8 @@ from .history import earlier_facts
 from .ledger import Correction, lever_on
 from .llm_client import LlmClient
 from .prompt import compose_messages
-from .reading import read_reported, receipt, shortlist, unbacked
+from .reading import read_kept, receipt, unbacked
+from .records import answered, hold, kept
 from .situation import situation
 from .turn import Turn, TurnEnded, TurnResult, count
 
@@ -130,8 +131,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     async def asked(hidden: list[tuple[str, str]], choices: list[str]) -> str | None:
         reply = await ask_decision(llm, turn.query, tools, hidden, results, earlier,
                                    known=set(toolset.catalog.tools), choices=choices, memory=memory)
-        count(turn.result, reply)
-        store.add_lane_call(turn.result.session_id, "decide", reply.content, path=reply.path, **reply.tokens)
+        kept(store, turn.result, "decide", reply)
         return parse_decision(reply.content, choices)
 
     picked = await asked(hidden, choices)
@@ -159,9 +159,8 @@ async def second_look(llm: LlmClient, store: Store, result: TurnResult, request:
         return None
     probability, reply = await fit_probability(llm, request, tool.name, tool.description,
                                                list((tool.parameters.get("properties") or {})))
-    count(result, reply)
     shown = "none" if probability is None else f"{probability:.2f}"
-    store.add_lane_call(result.session_id, "fit", f"{tool.name}: yes {shown}", path=reply.path, **reply.tokens)
+    kept(store, result, "fit", reply, f"{tool.name}: yes {shown}")
     return tool.name if probability is not None and probability >= FITS else None
 
 
@@ -208,24 +207,20 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
     content = unlabelled(composed.content, [(o.tool_name, o.output) for o in turn.outcomes if o.status == "ok"])
     problems = faults(content, facts)
     if problems:  # kept with why, apart from the conversation
-        store.add_lane_call(turn.result.session_id, HELD, composed.content, reason="; ".join(problems),
-                            **composed.tokens)
+        hold(store, turn.result.session_id, composed, "; ".join(problems))
         return (TurnEnded(fallback_answer(turn.outcomes, problems), "stop", held=tuple(problems)),
                 correction(composed.content, facts))
     missing = await _unbacked(llm, store, turn, content, facts)
     if missing:  # the store's truth beside the model's words
         content = f"{content.strip()}\n\n{receipt(missing, [o.tool_name for o in turn.outcomes if o.status == 'ok'])}"
-    store.add_message(turn.result.session_id, "assistant", content, **composed.tokens)  # what the user gets
-    return TurnEnded(content, "length" if composed.finish_reason == "length" else "stop", lane_written=False), None
+    return answered(store, turn.result.session_id, content, composed), None  # what the user gets
 
 
 async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str, facts: TurnFacts) -> list[str]:
     """Lever "read": the actions the answer reports as done (the model's reading under a grammar,
     kept with the lane's own calls) that the store's executions do not back."""
-    listed = shortlist(facts.descriptions, {*facts.ran_in_session, *facts.ranked})
-    reading, reply = await read_reported(llm, content, turn.query, listed)
-    count(turn.result, reply)
-    store.add_lane_call(turn.result.session_id, "read", reply.content, path=reply.path, **reply.tokens)
+    reading = await read_kept(llm, store, turn.result, content, turn.query, facts.descriptions,
+                              {*facts.ran_in_session, *facts.ranked})
     return unbacked(reading, facts.ran_in_turn)
 
 

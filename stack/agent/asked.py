@@ -21,7 +21,7 @@ from ..tools.memory import read_memory
 from ..tools.validation import parse_arguments, without_unasked_numbers
 from ..toolsearch.surface import Toolset
 from .corrections import named_in
-from .history import conversation, said
+from .history import context_of, conversation, prompt_room, said
 from .prompt import memory_note, system_prompt
 from .toolcalls import ToolCall
 
@@ -71,10 +71,8 @@ def request_messages(store: Store, settings: Settings, session_id: str, toolset:
         store.add_message(session_id, "system", prompt, lane_prompt=True)
     note = memory_note(store.memory_snapshot(session_id, lambda: read_memory(settings)))
     opening = [{"role": "system", "content": text} for text in (prompt, note) if text]
-    context = min(settings.context_tokens, upstream_context or settings.context_tokens)
-    # The llm service generates into whatever room is left, so a quarter of the window is
-    # enough to keep free; reserving the whole cap would starve history on an 8k model.
-    budget = context - min(cap, context // 4) - estimate_tokens(toolset.offered) - estimate_tokens(opening)
+    room = prompt_room(context_of(settings.context_tokens, upstream_context), cap)
+    budget = room - estimate_tokens(toolset.offered) - estimate_tokens(opening)
     return opening + conversation(store.messages(session_id), max(budget, 0), store.failed_call_ids(session_id))
 
 
@@ -83,24 +81,8 @@ def names_an_offered_tool(query: str, toolset: Toolset) -> bool:
     return any(named_in(t["function"]["name"], query) for t in toolset.offered)
 
 
-def text_of(content: Any) -> str | None:
-    """OpenAI content is a string, null, or a list of parts; the store keeps the text."""
-    if content is None or isinstance(content, str):
-        return content
-    return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
-
-
 def started(call: ToolCall, toolset: Toolset, message_id: int) -> Call:
     """The execution row of a call about to run: under the tool it reaches, where it reaches one."""
     found = toolset.target(call.name, call.arguments)
     name, via_bridge = (found[0].name, found[2]) if found is not None else (call.name, False)
-    arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments, ensure_ascii=False)
-    return Call(message_id, call.id, name, via_bridge, call.origin, arguments)
-
-
-def incoming(message: dict[str, Any]) -> dict[str, Any]:
-    """A request's message as Store.add_messages takes it."""
-    return {"role": message["role"], "content": text_of(message.get("content")),
-            "tool_calls": message.get("tool_calls"), "tool_call_id": message.get("tool_call_id"),
-            "tool_name": message.get("name")}
-
+    return Call(message_id, call.id, name, via_bridge, call.origin, call.json_arguments())

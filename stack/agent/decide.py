@@ -139,7 +139,7 @@ def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str],
     (`tools` or the hidden ones, `known`).
     The agent's is the same for every request of a profile, so the llm keeps it as a cached (and
     warmed) prefix; proxy mode's lists the client's tools in the request's own order instead
-    (proxy.decision_listing), trading that cache for a better choice."""
+    (proxy_decide.decision_listing), trading that cache for a better choice."""
     listed = "\n".join(listed_tool(name, description) for name, description in tools)
     known = set(known) | {name for name, _ in tools}
     examples = "\n".join(

@@ -1,7 +1,9 @@
 """Stored messages to the messages of a model request, within a token budget.
 
 The store keeps everything; the model gets the newest exchanges that fit. Cuts fall on user
-messages, so a tool result is never sent without the call that asked for it.
+messages, so a tool result is never sent without the call that asked for it. The budget itself
+(context_of, prompt_room) is reckoned here too, the same for the agent's stored conversation and
+a proxy client's own.
 """
 
 from __future__ import annotations
@@ -50,6 +52,18 @@ def fitted(messages: list[dict[str, Any]], budget: int) -> tuple[list[dict[str, 
         if estimate_tokens(kept) <= budget:
             return kept, cut - head
     return messages[:head] + messages[cuts[-1]:], cuts[-1] - head
+
+
+def context_of(configured: int, upstream: int | None) -> int:
+    """The context a request has: the configured one, or the upstream's where it reports less."""
+    return min(configured, upstream or configured)
+
+
+def prompt_room(context: int, cap: int) -> int:
+    """What a request's prompt (tools, notes, conversation) may take of `context`. The llm service
+    generates into whatever room is left, so a quarter of the window is enough to keep free;
+    reserving the whole cap would starve history on an 8k model."""
+    return context - min(cap, context // 4)
 
 
 def _clean_record(rows: list[dict[str, Any]], failed_calls: frozenset[str] | set[str]) -> list[dict[str, Any]]:

@@ -18,17 +18,18 @@ from typing import Any
 from ..config import Settings
 from ..store import Store
 from ..tools.base import ToolContext
-from ..tools.execute import Outcome, run_recorded
+from ..tools.execute import run_recorded
 from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .answer_check import fallback_answer
 from .answers import composed_answer, decided_tool, facts_of, fitting_tool
-from .asked import as_asked, incoming, names_an_offered_tool, request_messages, said_in, started, text_of, unasked
+from .asked import as_asked, names_an_offered_tool, request_messages, said_in, started, unasked
 from .ledger import MODEL_CALL_BUDGET, Correction, repeated
 from .llm_client import LlmClient, ModelReply
 from .prompt import promoted_tools_note
-from .toolcalls import ToolCall, as_spelled, calls_in, forced, stored
+from .records import calls_made, finished, incoming, latest_request, record_outcome
+from .toolcalls import ToolCall, as_spelled, calls_in, forced
 from .turn import FORCED_CALL_MAX_TOKENS, Turn, TurnEnded, TurnResult, count
 
 __all__ = ["Agent", "TurnEnded", "TurnResult"]
@@ -57,8 +58,7 @@ class Agent:
                 forced_tool, reply = turn.force, await self._ask(turn, toolset)
                 calls = [as_spelled(call, turn.query)
                          for call in calls_in(reply.content, reply.tool_calls, toolset.parameters_of)]
-                message_id = self.store.add_message(turn.result.session_id, "assistant", reply.content,
-                                                    tool_calls=[stored(c) for c in calls], **reply.tokens)
+                message_id = calls_made(self.store, turn.result.session_id, reply, calls)
                 # cut by the cap, the same prompt would only run into it again: no retry
                 turn.unmade = None if calls or reply.finish_reason == "length" else forced_tool
                 for call in calls:
@@ -123,8 +123,7 @@ class Agent:
                   max_tokens: int | None, temperature: float | None) -> Turn:
         cap = min(max_tokens, self.settings.max_tokens) if max_tokens and max_tokens > 0 \
             else self.settings.max_tokens
-        query = next((text_of(m.get("content")) or "" for m in reversed(new_messages)
-                      if m.get("role") == "user"), "")
+        query = latest_request(new_messages)
         temperature = self.settings.temperature if temperature is None else temperature
         return Turn(TurnResult(session_id, "", "stop"), query, profile, cap, temperature,
                     ToolContext(self.settings, self.store, session_id))
@@ -164,7 +163,7 @@ class Agent:
         refusal = unasked(call, toolset, turn.query, said) \
             if earlier is None else None
         if refusal is not None:  # nothing ran: the next step answers in words
-            self._record(turn.ctx.session_id, message_id, call, refusal)
+            record_outcome(self.store, turn.ctx.session_id, message_id, call, refusal)
             return
         if earlier is not None:
             outcome = repeated(call.name, call.arguments, earlier)
@@ -174,24 +173,12 @@ class Agent:
                                          lambda: toolset.dispatch(call.name, call.arguments, turn.ctx))
             turn.ledger.outcomes[key] = outcome
             turn.outcomes.append(outcome)
-        self._record(turn.ctx.session_id, message_id, call, outcome)
+        record_outcome(self.store, turn.ctx.session_id, message_id, call, outcome)
         if outcome.status == "ok":
             turn.result.tools_executed.append(outcome.tool_name)
         if turn.ctx.question_for_user:
             raise TurnEnded(turn.ctx.question_for_user, "clarify")
 
-    def _record(self, session: str, message_id: int, call: ToolCall, outcome: Outcome) -> None:
-        self.store.add_tool_result(
-            session, message_id, outcome.for_model, tool_call_id=call.id, tool_name=outcome.tool_name,
-            via_bridge=outcome.via_bridge, origin=call.origin, arguments=outcome.arguments,
-            status=outcome.status, result=outcome.output if outcome.status == "ok" else None,
-            error=None if outcome.status == "ok" else outcome.output,
-            started_at=outcome.started_at, duration_ms=outcome.duration_ms,
-            execution_id=outcome.execution_id)
-
     def _finish(self, turn: Turn, end: TurnEnded) -> TurnResult:
-        if end.lane_written:
-            self.store.add_message(turn.result.session_id, "assistant", end.content, lane_note=True)
-        reason = "iteration_limit" if turn.steps_ran_out and end.reason == "stop" else end.reason
-        turn.result.content, turn.result.finish_reason = end.content, reason
-        return turn.result
+        return finished(self.store, turn.result, end,
+                        "iteration_limit" if turn.steps_ran_out and end.reason == "stop" else end.reason)

@@ -18,8 +18,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Collection, Sequence
 
+from ..store import Store
 from ..toolsearch.catalog import one_line
 from .llm_client import LlmClient, ModelReply
+from .records import kept
+from .turn import TurnResult
 
 OTHER = "another action"
 READ_MAX_TOKENS = 48
@@ -96,6 +99,16 @@ async def read_reported(llm: LlmClient, answer: str, request: str,
     reply = await llm.chat(reader_messages(answer, request, tools), [], max_tokens=READ_MAX_TOKENS,
                            temperature=0.0, response_schema=reading_schema(names))
     return parse_reading(reply.content, names), reply
+
+
+async def read_kept(llm: LlmClient, store: Store, result: TurnResult, answer: str, request: str,
+                    tools: Sequence[tuple[str, str]], keep: Collection[str]) -> Reading:
+    """The reading of a turn's answer over its tools (shortlist, `keep` kept), counted in the turn
+    and kept with the lane's own model calls (purpose "read"): the agent's and proxy mode's one
+    way to ask it."""
+    reading, reply = await read_reported(llm, answer, request, shortlist(tools, keep))
+    kept(store, result, "read", reply)
+    return reading
 
 
 def shortlist(tools: Sequence[tuple[str, str]], keep: Collection[str],

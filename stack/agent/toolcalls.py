@@ -40,6 +40,11 @@ class ToolCall:
     arguments: Any
     origin: Literal["native", "content"]
 
+    def json_arguments(self) -> str:
+        """The arguments as JSON text (as the model wrote them, where it wrote text): what an
+        execution row keeps."""
+        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments, ensure_ascii=False)
+
 
 def extract_calls(text: str, parameters_of: SchemaLookup) -> list[ToolCall]:
     if not text or "{" not in text:
@@ -290,38 +295,6 @@ def _respelled(value: Any, asked: set[str]) -> Any:
     near = [name for name in asked if name.rsplit(".", 1)[1] == suffix
             and difflib.SequenceMatcher(None, name, value).ratio() >= SAME_NAME]
     return near[0] if len(near) == 1 else value
-
-
-# A reply that is several calls holds at most this many: a small model held to a list of calls can
-# repeat its last one until the token cap; a client asking for more in one message gets the rest
-# in the next reply.
-MAX_CALLS_IN_REPLY = 8
-
-
-def several_calls_schema(tools: list[dict[str, Any]], first: str | None = None) -> dict[str, Any] | None:
-    """The JSON schema of a reply that is a list of one or more calls (each `{"name", "arguments"}`
-    with arguments under that tool's own schema) to the functions of `tools`: what a request that
-    allows parallel calls is decoded under in place of a call forced to one tool, so that "the
-    weather in A, B and C" can be three calls. With `first` (the tool the decision picked), the
-    list begins with a call to it and goes on with calls to any of them (llama.cpp's converter
-    reads no `prefixItems` followed by `items`, so each length is one tuple, its calls `$ref`s):
-    the decision's pick is kept, and a second tool the request needs can follow. How many calls,
-    and to which further tools, is the model's decoding under the grammar: no word of the request
-    decides it. None where `tools` holds no function."""
-    functions = [t["function"] for t in tools if isinstance(t.get("function"), dict) and t["function"].get("name")]
-    functions.sort(key=lambda f: f["name"] != first)
-    variants = [{"type": "object", "properties": {"name": {"const": f["name"]},
-                                                  "arguments": f.get("parameters") or {"type": "object"}},
-                 "required": ["name", "arguments"]} for f in functions]
-    if not variants:
-        return None
-    item = variants[0] if len(variants) == 1 else {"anyOf": variants}
-    if first is None or functions[0]["name"] != first or len(variants) == 1:
-        return {"type": "array", "items": item, "minItems": 1, "maxItems": MAX_CALLS_IN_REPLY}
-    calls = [{"$ref": "#/$defs/first"}, *[{"$ref": "#/$defs/call"}] * (MAX_CALLS_IN_REPLY - 1)]
-    return {"$defs": {"first": variants[0], "call": item},
-            "anyOf": [{"type": "array", "prefixItems": calls[:size], "minItems": size, "maxItems": size}
-                      for size in range(1, MAX_CALLS_IN_REPLY + 1)]}
 
 
 def distinct(calls: list[ToolCall]) -> list[ToolCall]:

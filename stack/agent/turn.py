@@ -1,6 +1,6 @@
 """One turn as plain data: what it asked, what ran, what it cost, and the exception that ends it.
 
-The agent loop (loop.py), the answer check (answers.py) and proxy mode (proxy.py) share these, so
+The agent loop (loop.py), the answer check (answers.py) and proxy mode (proxy*.py) share these, so
 a turn's accounting is written once.
 """
 

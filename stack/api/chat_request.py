@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from ..agent.proxy import ProxyRequest, ToolChoice, unanswerable_results
+from ..agent.client_history import unanswerable_results
+from ..agent.proxy_request import ProxyRequest, ToolChoice
 from ..tools.validation import outside_reference, schema_problem
 from ..toolsearch.surface import PROFILES, Profile
 from ..wire import (

@@ -17,6 +17,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from .. import __version__
+from ..agent.history import context_of
 from ..agent.llm_client import LlmClient, LlmError
 from ..config import Settings
 from .responses import MODEL_ID
@@ -37,8 +38,7 @@ async def model_facts(request: Request) -> ModelFacts:
         upstream = await llm.model_name()
     except LlmError:
         upstream = settings.model or "unknown"
-    window = await llm.context_window()
-    return ModelFacts(upstream, min(settings.context_tokens, window or settings.context_tokens))
+    return ModelFacts(upstream, context_of(settings.context_tokens, await llm.context_window()))
 
 
 discovery_routes = APIRouter()

@@ -15,7 +15,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ..agent.llm_client import LlmError
-from ..agent.proxy import continued_session
+from ..agent.records import continued_session
 from ..store import Store, new_session_id
 from ..toolsearch.surface import Profile
 from .chat_request import ChatRequest, last_user_message

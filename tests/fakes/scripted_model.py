@@ -446,7 +446,7 @@ def _logprobs(reply: Reply) -> dict[str, Any] | None:
 
 def several_allowed(body: dict[str, Any]) -> list[str] | None:
     """The tools a reply of several calls may call, where the request's reply schema is a list of
-    calls (the lane's toolcalls.several_calls_schema); None where the reply is at most one call."""
+    calls (the lane's parallel_calls.several_calls_schema); None where the reply is at most one call."""
     fmt = body.get("response_format") or {}
     schema = (fmt.get("json_schema") or {}).get("schema") or {} if isinstance(fmt, dict) else {}
     if "first" in schema.get("$defs", {}):  # a list that begins with a call to the decision's tool

@@ -174,7 +174,7 @@ def test_asked_once_more_the_model_is_told_how_to_reply_on_its_path() -> None:
 def test_a_list_of_calls_goes_as_the_reply_tools_one_property_its_refs_kept() -> None:
     """Proxy mode's several calls (toolcalls.several_calls_schema) are a list, with `$defs`: a
     tool's parameters are an object, so the list is wrapped, and read back unwrapped."""
-    from stack.agent.toolcalls import several_calls_schema
+    from stack.agent.parallel_calls import several_calls_schema
 
     schema = several_calls_schema([MEMORY, TERMINAL], first="memory")
     assert schema is not None and "$defs" in schema

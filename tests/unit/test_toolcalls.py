@@ -183,7 +183,7 @@ def test_a_file_name_is_spelled_as_the_request_spells_it(request_text, arguments
 
 
 def test_several_calls_schema_lists_each_tool_under_its_own_schema_first_one_first():
-    from stack.agent.toolcalls import MAX_CALLS_IN_REPLY, several_calls_schema
+    from stack.agent.parallel_calls import MAX_CALLS_IN_REPLY, several_calls_schema
 
     weather = {"type": "function", "function": {"name": "get_weather", "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}

@@ -1,0 +1,125 @@
+"""A proxy client's own conversation, read: what it called, what came back, and how the model
+reads it.
+
+A client that sends `tools` sends its whole conversation with every request (stateless, as
+OpenAI is), so the calls it made, their results and the latest user message are read from the
+request rather than from the store: which calls were made since the user's latest message (the
+repeat breaker, the decision's "what ran"), the conversation as the model reads it (with the
+bridge protocol where tool search is on), and as the store's rows read it (history.earlier_facts).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from .ledger import MAX_IDENTICAL_CALLS, call_key
+from .llm_client import ModelReply
+from .prompt import BRIDGE
+from .records import incoming
+from .toolcalls import ToolCall, stored
+
+
+@dataclass
+class ClientHistory:
+    """What the client's conversation says about calls: those it made, with their results."""
+
+    calls: list[tuple[str, str, str]]  # (id, name, arguments) of every assistant tool call
+    results: dict[str, str]  # tool_call_id -> the result the client sent
+    before_user: int  # how many of the calls came before the latest user message
+
+    @property
+    def used_before(self) -> list[str]:
+        return list(dict.fromkeys(name for _, name, _ in self.calls[:self.before_user]))
+
+    @property
+    def used_since(self) -> list[str]:
+        return list(dict.fromkeys(name for _, name, _ in self.calls[self.before_user:]))
+
+    @property
+    def since_user(self) -> set[str]:
+        return set(self.used_since)
+
+    def repeats(self, name: str, arguments: str) -> bool:
+        """Whether this call, made again now, would repeat itself: it is the call just answered
+        (nothing happened in between that could change its result), or it was made
+        MAX_IDENTICAL_CALLS times for this user message already. A call from an earlier user
+        message may be made again: the world it reads may have changed."""
+        key = call_key(name, arguments)
+        since = [call_key(n, a) for _, n, a in self.calls[self.before_user:]]
+        return bool(since) and (since[-1] == key or Counter(since)[key] >= MAX_IDENTICAL_CALLS)
+
+    def result_of(self, name: str, arguments: str) -> str:
+        key = call_key(name, arguments)
+        found = [self.results.get(i, "") for i, n, a in self.calls if call_key(n, a) == key]
+        return found[-1] if found else ""
+
+
+def client_history(messages: list[dict[str, Any]]) -> ClientHistory:
+    calls: list[tuple[str, str, str]] = []
+    results: dict[str, str] = {}
+    before_user = 0
+    for message in messages:
+        if message["role"] == "user":
+            before_user = len(calls)
+        for call in message.get("tool_calls") or []:
+            function = call["function"]
+            calls.append((call["id"], function["name"], function.get("arguments") or ""))
+        if message["role"] == "tool":
+            results[message["tool_call_id"]] = message.get("content") or ""
+    return ClientHistory(calls, results, before_user)
+
+
+def unanswerable_results(messages: list[dict[str, Any]]) -> list[str]:
+    """tool_call_ids of role=tool messages that answer no call an earlier assistant message made."""
+    made: set[str] = set()
+    stray = []
+    for message in messages:
+        made.update(call["id"] for call in message.get("tool_calls") or [])
+        if message["role"] == "tool" and message["tool_call_id"] not in made:
+            stray.append(message["tool_call_id"])
+    return stray
+
+
+def call_names(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """tool_call_id -> the function each assistant call of the conversation named."""
+    return {call["id"]: call["function"]["name"] for m in messages for call in m.get("tool_calls") or []}
+
+
+def as_rows(messages: list[dict[str, Any]], conversation: list[dict[str, Any]] | None = None
+            ) -> list[dict[str, Any]]:
+    """`messages` as the store keeps them (records.incoming), each result under the tool whose
+    call it answers in `conversation` (the messages themselves where not given)."""
+    names = call_names(messages if conversation is None else conversation)
+    return [incoming(message, names) for message in messages]
+
+
+def model_messages(messages: list[dict[str, Any]], bridged: bool) -> list[dict[str, Any]]:
+    """The client's conversation as the model reads it; when tool search is on, the bridge
+    protocol joins the client's system message (or opens the conversation)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "tool":
+            out.append({"role": "tool", "tool_call_id": message["tool_call_id"],
+                        "content": message.get("content") or ""})
+            continue
+        item: dict[str, Any] = {"role": role, "content": message.get("content") or ""}
+        if message.get("tool_calls"):
+            item["tool_calls"] = [{"id": c["id"], "type": "function", "function": c["function"]}
+                                  for c in message["tool_calls"]]
+        out.append(item)
+    if bridged:
+        if out and out[0]["role"] == "system":
+            out[0] = {**out[0], "content": f"{out[0]['content']}\n\n{BRIDGE}".strip()}
+        else:
+            out.insert(0, {"role": "system", "content": BRIDGE})
+    return out
+
+
+def read_back(reply: ModelReply, calls: list[ToolCall]) -> dict[str, Any]:
+    """The model's reply as it reads it back: a call salvaged from text is in tool_calls now."""
+    wire = [{k: v for k, v in stored(c).items() if k != "origin"} for c in calls]
+    salvaged = any(c.origin == "content" for c in calls)
+    return {"role": "assistant", "content": "" if salvaged else reply.content, "tool_calls": wire}

@@ -1,0 +1,153 @@
+"""The decision for a client's tools: which of them the conversation needs next, or "answer".
+
+Proxy mode asks the agent's question (decide.py) in words for a client's tools, before the first
+reply of a request (lever "decide") and again where a reply in words declined the request or told
+the user how to do it themselves (lever "declined"); a tool it picks is then forced under its
+schema. Where it said "answer", the best match is given a second look (lever "fit"). Every
+question asked is kept with the lane's own model calls (records.kept).
+"""
+
+from __future__ import annotations
+
+from ..token_estimate import estimate_tokens
+from ..tools.base import RESERVED_NAMES
+from ..toolsearch.client_tools import ClientSurface
+from .answers import second_look
+from .client_history import as_rows
+from .decide import (
+    CLIENT_DESCRIBED,
+    CLIENT_INSTRUCTION,
+    DECLINES,
+    ask_decision,
+    decline_probability,
+    listed_tool,
+    parse_decision,
+)
+from .history import earlier_facts
+from .ledger import Correction, lever_on
+from .llm_client import ModelReply
+from .proxy_turn import ProxyTurn
+from .records import hold, kept
+
+# The decision lists client tools (best match first) while their lines take no more than this: the
+# question stays small even for a client that sends thousands of tools.
+DECIDE_LIST_TOKENS = 1500
+# How much of a declining reply the decision asked again reads (lever "declined").
+DRAFT_CHARS = 300
+
+
+async def first_step(turn: ProxyTurn) -> None:
+    """The decide lever, for a client's tools: under `tool_choice: auto`, before the reply,
+    the model's constrained choice of the tool the conversation needs next, or "answer": the
+    agent's question (decide.py) in words for a client's tools (CLIENT_INSTRUCTION: they are
+    not "this computer"), its tools listed one line each, **best
+    word match for the request first** (decision_listing), what ran since the user's latest
+    message, earlier turns as facts, and of its examples those whose tools the client has. A
+    tool is then forced (its arguments decoded under its schema; a hidden one offered for that
+    call); "answer" gets a reply with no tools.
+    Measured on Qwen2.5-Coder-1.5B: offered any tool in an open reply, it called one for
+    every request, "difference between cpu and gpu?" included; of the questions tried on BFCL
+    even ids (docs/measurements.md), the agent's chose right most often, and most often of
+    all with its tools in search order (32/38 against 29/38 in the client's order: a small
+    model leans towards the first lines it reads). After a call came back, a pick of that same
+    tool is asked once more among the others (no second look at it): seen on BFCL even ids,
+    `ls` picked again after `ls` (then refused as a repeat) where `cd` came next, while in the
+    ground truth of the even multi-turn entries a step calls the tool just answered in 13 of
+    583 steps after a call.
+    After a result, "answer" is the answer, written from it: the second look (a correction)
+    is only asked where nothing ran for the user's message, so it never calls a tool the
+    decision did not pick once a result is in (seen with Hermes: `terminal` forced again
+    after it had run for the request)."""
+    if turn.request.tool_choice.mode != "auto" or turn.request.messages[-1]["role"] not in ("user", "tool"):
+        return
+    tools = decision_listing(turn.surface, turn.query)
+    tools += [(name, tool.description) for name, tool in turn.lane_tools.items()]
+    if not tools:
+        return
+    since = turn.history.calls[turn.history.before_user:]
+    ran = [(name, "ok", turn.history.results.get(call_id, "")) for call_id, name, _ in since]
+    context = _earlier(turn)
+    turn.force = await _decided(turn, tools, ran, context)
+    answered = since[-1][1] if since else None
+    if turn.force is not None and turn.force == answered:
+        turn.force = await _decided(turn, tools, ran, context, leave_out=answered)
+    elif turn.force is None and not since and tools[0][0] in turn.surface.catalog.tools:
+        turn.force = await _second_look(turn, tools[0][0])
+    turn.answer_next = turn.force is None
+
+
+async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:
+    """Lever "declined": where nothing ran for the request under tool_choice auto, a reply
+    that declines it or tells the user how to do it themselves (the model's yes-probability,
+    decide.decline_probability: no word of it is matched) is not the answer while a client
+    tool does it: the decision is asked again with that reply in view, and a client tool it
+    picks (never one that ran for the request) is forced. True when one is."""
+    lane_ran = any(o.tool_name not in RESERVED_NAMES for o in turn.outcomes)  # a bridge search may have
+    if turn.request.tool_choice.mode != "auto" or turn.history.since_user or lane_ran \
+            or not turn.surface.catalog.tools or not lever_on("declined", await turn.llm.capabilities()) \
+            or not turn.ledger.take(Correction(None, None, "declined")):
+        return False  # asked once a request, whatever it finds; never without logprobs
+    probability, asked = await decline_probability(turn.llm, turn.query, reply.content)
+    shown = "none" if probability is None else f"{probability:.2f}"
+    kept(turn.store, turn.result, "declined", asked, f"yes {shown}")
+    if probability is None or probability < DECLINES:
+        return False
+    picked = await _decided(turn, decision_listing(turn.surface, turn.query), [], _earlier(turn),
+                            draft=reply.content)
+    if picked is None:
+        return False
+    turn.force = picked
+    hold(turn.store, turn.result.session_id, reply, "it declined the request or told how, where a client tool does it")
+    return True
+
+
+def decision_listing(surface: ClientSurface, query: str) -> list[tuple[str, str]]:
+    """The client's tools as the decision lists them, as (name, description): in tool search's
+    order for `query` (the rest after, in the client's order), while their lines fit
+    DECIDE_LIST_TOKENS. With tool search on, only the tools offered directly and search's
+    CLIENT_DESCRIBED best hidden ones keep a description; the others are listed by name alone (a
+    name such as `fillFuelTank` still says what it does: search's best alone missed it for
+    "refuel the vehicle"), so the question costs a fraction of the tools block it stands for."""
+    catalog = surface.catalog
+    hits, _ = catalog.search(query, len(catalog.tools))
+    order = list(dict.fromkeys([*(hit.name for hit in hits), *catalog.tools]))
+    hidden_best = [name for name in order if name not in surface.direct][:CLIENT_DESCRIBED]
+    described = set(catalog.tools) if not surface.bridged else {*surface.direct, *hidden_best}
+    listing: list[tuple[str, str]] = []
+    budget = DECIDE_LIST_TOKENS
+    for name in order:
+        description = catalog.tools[name].description if name in described else ""
+        budget -= estimate_tokens(listed_tool(name, description))
+        if budget < 0:
+            break
+        listing.append((name, description))
+    return listing
+
+
+async def _decided(turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tuple[str, str, str]],
+                   context: str, leave_out: str | None = None, draft: str = "") -> str | None:
+    """One decision among the listed tools (all but `leave_out`, the one whose call just came
+    back: lever "decide"), recorded; the tool picked, or None for "answer". `draft`: a reply in
+    words that declined the request or told the user how (lever "declined"), shown with it."""
+    choices = [name for name, _ in tools if name != leave_out]
+    request = turn.query if not draft else (
+        f"{turn.query}\n\n(A first reply, in words, declined it or told the user how to do it: "
+        f"\"{draft.strip()[:DRAFT_CHARS]}\")")
+    reply = await ask_decision(turn.llm, request, tools, [], ran, context, known=turn.surface.catalog.tools,
+                               choices=choices if leave_out else None, instruction=CLIENT_INSTRUCTION)
+    kept(turn.store, turn.result, "decide", reply)
+    return parse_decision(reply.content, choices)
+
+
+async def _second_look(turn: ProxyTurn, name: str) -> str | None:
+    """Lever "fit": where the decision said "answer", the best word match for the request is
+    called when the model, asked about that one tool (decide.fit_probability), says it is what
+    the message asks for with a probability of at least decide.FITS. Measured on BFCL even
+    ids: the decision answered in words 9 of 64 single-tool requests the tool was made for
+    ("What key signature does C# major have?" with music_theory.key_signature offered)."""
+    return await second_look(turn.llm, turn.store, turn.result, turn.query, turn.surface.catalog.tools[name])
+
+
+def _earlier(turn: ProxyTurn) -> str:
+    """Earlier turns of the client's conversation as facts (history.earlier_facts)."""
+    return earlier_facts(as_rows(turn.request.messages))

@@ -1,0 +1,110 @@
+"""A proxy-mode reply in words: the answer the client gets, or a reply held back and corrected.
+
+A reply without calls is the answer unless it earns a correction, each within its lever's budget
+(ledger.LEVERS): a call was required; it told, spelled or wrote a call it did not make
+(corrections.py); it is call-shaped text (no call ever reaches a client as text); it is empty; it
+names the lane's bridges; it declines what a client tool does (proxy_decide.declined). An answer
+that reports an action no call of the conversation backs (the model's reading, reading.py, over
+the client's own tool names) gets the lane's receipt beside it. What the client gets is a message;
+a reply it does not get is held back, with why, among the lane's own calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from .answer_check import TurnFacts, call_shaped
+from .corrections import correction
+from .ledger import Correction
+from .llm_client import ModelReply
+from .proxy_decide import declined
+from .proxy_turn import ProxyTurn, corrected, no_answer, note
+from .reading import read_kept, receipt, unbacked
+from .records import answered
+
+# Measured on Qwen2.5-Coder-1.5B through proxy mode: after two tool results it replied with
+# nothing, and answered after this note.
+EMPTY_REPLY = ("Your reply was empty. Answer the user now in one or two sentences, using the tool results "
+               "above; or call a tool if the task still needs one.")
+# Why a reply that earned the "call" correction was held back.
+UNMADE_CALL = "it told or spelled a call it did not make"
+# The client tools search ranks best for the request, listed to the reading of an answer beside
+# those the conversation called (a client may send thousands).
+READ_RANKED = 8
+
+
+async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:
+    """A reply without calls is the answer (TurnEnded), unless it earns a correction (each within
+    its lever's budget, ledger.LEVERS): a call was required; it told, spelled or wrote a call it
+    did not make; it is empty; it reports an action no call of the conversation backs (the
+    model's reading, reading.py, over the client's own tool names). The message stored is what
+    the client gets; a reply it does not get is held back."""
+    choice, content = turn.request.tool_choice, reply.content
+    if choice.mode in ("required", "function"):
+        corrected(turn, Correction("A tool call is required here: reply with a call, not with text.", None,
+                                   "required"), reply, "a tool call was required and it made none",
+                  "The model did not make the required tool call.", force=choice.name)
+        return
+    vocabulary = frozenset(turn.surface.catalog.tools)
+    facts = _facts(turn)
+    if choice.mode != "none":
+        fix = correction(content, facts)
+        force = fix.force if fix is not None and fix.force in vocabulary - turn.history.since_user else None
+        if fix is not None and note(turn, fix, force=force,  # a hidden tool too (forced_to)
+                                    held_back=(reply, UNMADE_CALL)):
+            return
+    if call_shaped(content, vocabulary):
+        corrected(turn, Correction("That was not a valid tool call, so nothing ran. Make the call as a tool call, "
+                                   "or answer in words.", None, "call-shaped"), reply,
+                  "a tool call written as text", "I could not make a valid tool call for that request.")
+        return
+    if not content.strip():
+        corrected(turn, Correction(EMPTY_REPLY, None, "empty"), reply, "the model gave no answer",
+                  no_answer(turn.outcomes))
+        return
+    if _lane_named(turn, reply) or await declined(turn, reply):
+        return
+    missing = await _unbacked(turn, content, facts)
+    if missing:  # the conversation's truth beside the model's words; no call is forced on it
+        content = f"{content.strip()}\n\n{receipt(missing, turn.history.used_since)}"
+    raise answered(turn.store, turn.result.session_id, content, reply)
+
+
+def _facts(turn: ProxyTurn) -> TurnFacts:
+    tools = turn.surface.catalog.tools
+    return TurnFacts(turn.query, {n: t.parameters for n, t in tools.items()},
+                     {name for _, name, _ in turn.history.calls}, turn.history.since_user,
+                     ranked=tuple(h.name for h in turn.surface.catalog.search(turn.query, READ_RANKED)[0]))
+
+
+async def _unbacked(turn: ProxyTurn, content: str, facts: TurnFacts) -> list[str]:
+    """Lever "read" over the client's tools: the actions the reply reports as done that no call
+    of this request (or, where this request made none, of the session) backs. A request that
+    ran nothing is answered about earlier turns when it reports actions (a summary, "which
+    tools did you use?"): seen with Hermes, "Tools I actually used: memory, terminal,
+    session_search." on its summary step, each of which ran in an earlier turn."""
+    tools = [(name, tool.description) for name, tool in turn.surface.catalog.tools.items()]
+    reading = await read_kept(turn.llm, turn.store, turn.result, content, turn.query, tools,
+                              {*facts.ran_in_session, *facts.ranked})
+    return unbacked(reading, facts.ran_in_turn or await asyncio.to_thread(_ran_in_session, turn, facts))
+
+
+def _ran_in_session(turn: ProxyTurn, facts: TurnFacts) -> set[str]:
+    """The tools a session ran: those its conversation called, those the lane returned to the
+    client and got a result for, and the lane's own that ran."""
+    session = turn.result.session_id
+    returned = {row["tool_name"] for row in turn.store.returned_calls(session) if row.get("result") is not None}
+    return {*facts.ran_in_session, *returned, *turn.store.tools_that_ran(session)}
+
+
+def _lane_named(turn: ProxyTurn, reply: ModelReply) -> bool:
+    """Lever "lane-names": a reply that names the lane's bridges (a client has no tool_search of
+    the lane's) is told to answer without them, once; then the lane's own account ends the
+    turn. True when the turn goes on to another model call."""
+    named = turn.surface.bridges_named(reply.content)
+    if not named:
+        return False
+    corrected(turn, Correction(f"Your reply named {', '.join(named)}, which only you can use: the user does not "
+                               "have them. Answer the user without naming them, or call a tool.", None, "lane-names"),
+              reply, "it named the lane's own tools", no_answer(turn.outcomes))
+    return True
