@@ -24,6 +24,10 @@ SSE_KEEPALIVE = ": keep-alive\n\n"
 # request's `messages` and `tools` to have their stable prefix evaluated (or restored) and kept;
 # GET lists what was warmed. Other OpenAI servers answer 404, and the shim then skips warming.
 WARM_ROUTE = "/lane/warm"
+# What the lane's own llm service declares on GET WARM_ROUTE that it honours (the names of
+# agent/capabilities.Capabilities): the shim takes its word instead of probing, which would cost a
+# restarted lane's first answer a few seconds of model time (other servers are probed).
+HONOURED = ("json_schema", "tool_choice", "tool_calls", "logprobs")
 
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")

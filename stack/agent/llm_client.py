@@ -22,7 +22,7 @@ import httpx
 
 from ..token_estimate import estimate_tokens
 from ..toolsearch.asking import ModelFailed
-from ..wire import WARM_ROUTE
+from ..wire import HONOURED, WARM_ROUTE
 from .capabilities import Capabilities, Refused, probe
 from .constrained import Form, again, read, shape
 from .toolcalls import ToolCall, new_call_id
@@ -179,10 +179,24 @@ class LlmClient:
             except LlmRefused as exc:
                 raise Refused(str(exc)) from None
 
-        found = await probe(send)
+        declared = await self._declared()
+        found = declared or await probe(send)
         level = logging.INFO if found.paths()["decision"] == "schema" else logging.WARNING
-        log.log(level, "the llm service at %s honours: %s", self.base_url, found.summary())
+        log.log(level, "the llm service at %s honours (%s): %s", self.base_url,
+                "its own word" if declared else "probed", found.summary())
         return found
+
+    async def _declared(self) -> Capabilities | None:
+        """What the lane's own llm service says it honours (wire.HONOURED on its warm-up route),
+        taken at its word; None from any other server, which is probed."""
+        try:
+            response = await self._http.get(f"{self.base_url}{WARM_ROUTE}", timeout=5.0)
+            honours = response.json().get("honours") if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        if not isinstance(honours, list):
+            return None
+        return Capabilities(**{name: name in honours for name in HONOURED})
 
     def _unreachable(self) -> None:
         """The upstream went away: what it honours is asked again when it is back (it may be

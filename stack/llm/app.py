@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from stack.llm.engine import Cancelled, Engine, Generation, Job, PromptTooLong, TemplateFailure
 from stack.llm.protocol import parse_chat_request
 from stack.wire import (
+    HONOURED,
     SSE_DONE,
     WARM_ROUTE,
     ApiError,
@@ -116,7 +117,7 @@ def _add_warm_routes(app: FastAPI, engine: Engine) -> None:
 
     @app.get("/v1" + WARM_ROUTE)
     async def warmed() -> dict[str, Any]:
-        return {"prefixes": [asdict(w) for w in engine.warmed]}
+        return {"prefixes": [asdict(w) for w in engine.warmed], "honours": list(HONOURED)}
 
 
 async def _watched(request: Request, job: Job, work: Callable[[], T]) -> T:

@@ -92,6 +92,9 @@ class ScriptedModel:
     # answered apart from the script and kept in `probe_requests`.
     honours: frozenset[str] = EVERYTHING
     probe_requests: list[dict[str, Any]] = field(default_factory=list)
+    # As the lane's own llm service: these names declared on GET /v1/lane/warm (wire.HONOURED),
+    # which the shim takes instead of probing; None: no such route (404), as another server.
+    declares: tuple[str, ...] | None = None
     disconnects: int = 0
     port: int = 0
 
@@ -172,6 +175,11 @@ class ScriptedModel:
         @app.get("/health")
         async def health() -> dict[str, str]:
             return {"status": "ok"}
+
+        if self.declares is not None:
+            @app.get("/v1/lane/warm")
+            async def warmed() -> dict[str, Any]:
+                return {"prefixes": [], "honours": list(self.declares)}
 
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Any:

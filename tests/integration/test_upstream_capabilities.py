@@ -138,3 +138,16 @@ def _children(pid: int) -> list[str]:
         if int(fields[1]) == pid and b"stack.cli" in args:
             found.append(args[args.index(b"stack.cli") + 1].decode())
     return sorted(found)
+
+
+@pytest.mark.parametrize("declares", [("json_schema", "tool_choice", "tool_calls", "logprobs"),
+                                      ("json_schema", "tool_choice", "tool_calls")])
+def test_the_lanes_own_llm_is_taken_at_its_word_not_probed(tmp_path: Path, declares: tuple[str, ...]) -> None:
+    """The lane's own llm declares what it honours on its warm-up route: no probe costs a
+    restarted lane's first answer model time, and what it declares is what the shim uses."""
+    with ScriptedModel([], declares=declares) as model:
+        with ShimServer(Settings(home=tmp_path, llm_url=model.url)) as shim:
+            report = health(shim.url)
+    assert model.probe_requests == []
+    assert report["capabilities"]["logprobs"] is ("logprobs" in declares)
+    assert report["capabilities"]["paths"]["yes_no"] == ("logprobs" if "logprobs" in declares else "off")
