@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -53,7 +55,7 @@ class Lane:
     it again on the same state folder (store and saved prefixes kept)."""
 
     start: Callable[[Path | None], contextlib.AbstractContextManager[RunningLane]]
-    fake: ShellTasks | None = None
+    fake: Any = None
     running: RunningLane | None = None
     _stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
@@ -87,11 +89,12 @@ class Lane:
 
 @contextlib.contextmanager
 def agent_lane(parser: argparse.ArgumentParser, args: argparse.Namespace,
-               env: dict[str, str] | None = None) -> Iterator[Lane]:
-    """The lane the options ask for, up until the block ends."""
+               env: dict[str, str] | None = None, fake: Any = None) -> Iterator[Lane]:
+    """The lane the options ask for, up until the block ends. `fake`: the scripted model's policy
+    object for --scripted (`model()`, `begin(command)`); the shell tasks' by default."""
     extra = dict(env or {})
     if args.scripted:
-        fake = ShellTasks()
+        fake = fake or ShellTasks()
         with fake.model() as model:
             lane = Lane(lambda home: _scripted_shim(model.url, home, extra), fake).up()
             try:
@@ -120,7 +123,7 @@ def _scripted_shim(model_url: str, home: Path | None, env: dict[str, str]) -> It
     log = home / f"shim-{port}.log"
     with lane_process("lane shim", ["shim", "--llm-url", model_url, "--port", str(port), "--home", str(home)],
                       environment, log, f"http://127.0.0.1:{port}/health"):
-        yield RunningLane(f"http://127.0.0.1:{port}", home, environment, log)
+        yield RunningLane(f"http://127.0.0.1:{port}", home, environment, log, model_url)
 
 
 def session_record(db: Path, session: str) -> dict[str, Any]:
@@ -207,3 +210,59 @@ def three_tasks(workdir: Path, seed: int) -> list[Task]:
         Task("run_command", "Run the shell command `cat .token | rev` and tell me exactly what it prints.",
              "cat .token | rev", lambda _wd, answer: token[::-1] in answer),
     ]
+
+
+def run_client(argv: list[str], env: dict[str, str], lane: Lane, task: Task, workdir: Path,
+               timeout_s: float) -> tuple[float, str, str]:
+    """Run one client process on `task` in `workdir`: (wall seconds, stdout, stderr)."""
+    lane.begin(task.command)
+    started = time.monotonic()
+    try:
+        done = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout_s)
+        stdout, stderr = done.stdout, done.stderr
+    except subprocess.TimeoutExpired as exc:
+        stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else str(exc.stdout or "")
+        stderr = "timeout"
+    return time.monotonic() - started, stdout, stderr
+
+
+def store_columns(lane: Lane, before: set[str]) -> dict[str, Any]:
+    """The store's side of a row: the sessions a client run made, their model calls, peak prompt
+    tokens, the calls returned to the client and how many of them got their result back."""
+    records = [session_record(lane.db, s) for s in sessions_since(lane.db, before)]
+    return {"lane_sessions": len(records),
+            "model_calls": sum(r["model_calls"] for r in records),
+            "peak_prompt": max((r["prompt_tokens"] for r in records), default=0),
+            "returned": ",".join(name for r in records for name in r["returned"]) or "-",
+            "answered": sum(r["answered"] for r in records),
+            "lane_ran": ",".join(name for r in records for name in r["lane_ran"]) or "-"}
+
+
+def run_phases(lane: Lane, seed: int, prefix: str,
+               run: Callable[[Task, Path], dict[str, Any]]) -> list[dict[str, Any]]:
+    """The three tasks on the lane as started (the first request cold), then a restart of the lane
+    (same state folder) and the first task again; one row per run, printed as it ends."""
+    rows: list[dict[str, Any]] = []
+    for phase in ("cold", "restarted"):
+        workdir = Path(tempfile.mkdtemp(prefix=f"{prefix}-{phase}-"))
+        tasks = three_tasks(workdir, seed)
+        for task in tasks if phase == "cold" else tasks[:1]:
+            before = all_sessions(lane.db)
+            row = {"phase": phase, "task": task.name, **run(task, workdir)}
+            row["verdict"] = "pass" if task.judge(workdir, str(row.get("answer", ""))) else "fail"
+            row.update(store_columns(lane, before))
+            row["answer"] = str(row.get("answer", "")).replace("\n", " ")[-60:]
+            rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+        if phase == "cold":
+            lane.restart()
+    return rows
+
+
+def finish(rows: list[dict[str, Any]], columns: list[str], lane: Lane, json_path: Path | None) -> int:
+    """Print the table (and the store's path), write the rows as JSON; 0 when every task passed."""
+    print_table(rows, columns)
+    print(f"store: {lane.db}")
+    if json_path:
+        json_path.write_text(json.dumps(rows, indent=1))
+    return 0 if rows and all(r.get("verdict") == "pass" for r in rows) else 1

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,8 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent_lane import (  # noqa: E402
-    Lane, Task, add_agent_lane_options, agent_lane, all_sessions, npm_client, print_table,
-    session_record, sessions_since, three_tasks,
+    Lane, Task, add_agent_lane_options, agent_lane, finish, npm_client, run_client, run_phases,
 )
 
 PACKAGE = "@anthropic-ai/claude-code@2.1.328"
@@ -39,37 +37,19 @@ COLUMNS = ["phase", "task", "verdict", "wall_s", "turns", "is_error", "lane_sess
 
 
 def run_task(claude: Path, lane: Lane, task: Task, workdir: Path, timeout_s: float) -> dict[str, Any]:
-    """One `claude -p` run of `task` in `workdir`; its row."""
+    """One `claude -p` run of `task` in `workdir`, in a throwaway HOME: the client's side of its row."""
     home = Path(tempfile.mkdtemp(prefix="claude-home-"))
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": lane.url,
            "ANTHROPIC_API_KEY": os.environ.get("LANE_API_KEY", "lane-local-key"),
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-           "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "API_TIMEOUT_MS": str(int(timeout_s * 1000))}
-    before = all_sessions(lane.db)
-    lane.begin(task.command)
-    started = time.monotonic()
-    try:
-        done = subprocess.run([str(claude), "-p", task.prompt, "--output-format", "json",
-                               "--allowedTools", "Write,Edit,Bash"],
-                              cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout_s)
-        stdout, stderr = done.stdout, done.stderr
-    except subprocess.TimeoutExpired as exc:
-        stdout, stderr = str(exc.stdout or ""), "timeout"
-    wall = time.monotonic() - started
+           "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
+           "API_TIMEOUT_MS": str(int(timeout_s * 1000))}
+    wall, stdout, stderr = run_client([str(claude), "-p", task.prompt, "--output-format", "json",
+                                       "--allowedTools", "Write,Edit,Bash"], env, lane, task, workdir, timeout_s)
     record = _client_record(stdout)
-    answer = str(record.get("result", ""))
-    row: dict[str, Any] = {"task": task.name, "verdict": "pass" if task.judge(workdir, answer) else "fail",
-                           "wall_s": f"{wall:.1f}", "turns": record.get("num_turns", "-"),
-                           "is_error": record.get("is_error", stderr.strip()[-80:] or "?"),
-                           "answer": answer.replace("\n", " ")[:60]}
-    sessions = sessions_since(lane.db, before)
-    row["lane_sessions"] = len(sessions)
-    records = [session_record(lane.db, s) for s in sessions]
-    row["model_calls"] = sum(r["model_calls"] for r in records)
-    row["peak_prompt"] = max((r["prompt_tokens"] for r in records), default=0)
-    row["returned"] = ",".join(name for r in records for name in r["returned"]) or "-"
-    row["answered"] = sum(r["answered"] for r in records)
-    return row
+    return {"wall_s": f"{wall:.1f}", "turns": record.get("num_turns", "-"),
+            "is_error": record.get("is_error", stderr.strip()[-80:] or "?"),
+            "answer": str(record.get("result", ""))}
 
 
 def _client_record(stdout: str) -> dict[str, Any]:
@@ -93,21 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args(argv)
     claude = npm_client("claude-code", PACKAGE, "claude")
-    rows = []
     with agent_lane(parser, args) as lane:
-        for phase in ("cold", "restarted"):
-            workdir = Path(tempfile.mkdtemp(prefix=f"claude-{phase}-"))
-            tasks = three_tasks(workdir, args.seed)
-            for task in tasks if phase == "cold" else tasks[:1]:
-                rows.append({"phase": phase, **run_task(claude, lane, task, workdir, args.timeout)})
-                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-            if phase == "cold":
-                lane.restart()
-        rows.append({"phase": "store", "task": str(lane.db)})
-    print_table(rows, COLUMNS)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
-    return 0 if all(r.get("verdict") == "pass" for r in rows[:-1]) else 1
+        rows = run_phases(lane, args.seed, "claude",
+                          lambda task, workdir: run_task(claude, lane, task, workdir, args.timeout))
+        return finish(rows, COLUMNS, lane, args.json)
 
 
 if __name__ == "__main__":

@@ -82,3 +82,67 @@ def _last_result(messages: list[dict[str, Any]]) -> str:
             return str(parsed.get("output", parsed.get("stdout", result))).strip()
         return result.strip()
     return ""
+
+
+@dataclass
+class HermesSixSteps:
+    """The six steps as a competent model behind Hermes Agent would take them, with Hermes's own
+    tools (`memory` with a `target`, `terminal`, `session_search` whose result is JSON). It serves
+    Hermes directly (the raw llm arm) and the lane's questions in proxy mode (the decision: the
+    tool the step still needs, read from the conversation the lane last forwarded)."""
+
+    wanted: str = ANSWER
+
+    def model(self) -> ScriptedModel:
+        return ScriptedModel(script=self.reply, decision=self.decision, fit=0.05,
+                             model_name="scripted-hermes-model")
+
+    def begin(self, command: str) -> None:
+        """Nothing to announce: each step's prompt says what it needs."""
+
+    def decision(self, body: dict[str, Any]) -> Reply:
+        choices = body["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
+        return text(json.dumps({"next": self.wanted if self.wanted in choices else ANSWER}))
+
+    def reply(self, body: dict[str, Any]) -> Reply:
+        reply = self._step(body)
+        self.wanted = reply.tool_calls[0]["name"] if reply.tool_calls else ANSWER
+        return reply
+
+    def _step(self, body: dict[str, Any]) -> Reply:
+        from tests.fakes.six_step_models import _split_turn, competent
+
+        messages = body.get("messages") or []
+        ask, turn = _split_turn(messages)
+        ask = ask if isinstance(ask, str) else json.dumps(ask)
+        called = [c["function"]["name"] for m in turn for c in m.get("tool_calls") or []]
+        if "Search my past sessions" in ask:
+            return self._search(ask, called, _last_result(turn))
+        reply = competent({**body, "messages": [_plain(m) for m in messages]})
+        for item in reply.tool_calls or []:
+            if item["name"] == "memory":
+                item["arguments"] = {**item["arguments"], "target": "memory"}
+        return reply
+
+    @staticmethod
+    def _search(ask: str, called: list[str], result: str) -> Reply:
+        import re
+
+        phrase = ask.split("phrase ", 1)[1].split()[0]
+        if not called:
+            return call("session_search", {"query": phrase})
+        if called == ["session_search"]:
+            hit = re.search(r'"session_id":\s*"([^"]+)"', result)
+            if not hit:
+                return text(f"No past session contains {phrase}.")
+            return call("memory", {"action": "add", "target": "memory",
+                                   "content": f"Session containing {phrase}: {hit[1]}"})
+        return text("I found the session and saved its id to memory.")
+
+
+def _plain(message: dict[str, Any]) -> dict[str, Any]:
+    """A message whose content is text (Hermes may send a list of parts)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return {**message, "content": content or ""}
