@@ -165,9 +165,9 @@ def print_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
     """One line per row under a header; missing cells print as '-'."""
     cells = [[str(row.get(c, "-")) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) if cells else len(c) for i, c in enumerate(columns)]
-    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
     for r in cells:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)))
 
 
 @dataclass(frozen=True)

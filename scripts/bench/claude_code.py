@@ -28,7 +28,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent_lane import (  # noqa: E402
-    Lane, Task, add_agent_lane_options, agent_lane, finish, npm_client, run_client, run_phases,
+    Lane,
+    Task,
+    add_agent_lane_options,
+    agent_lane,
+    finish,
+    npm_client,
+    run_client,
+    run_phases,
 )
 
 PACKAGE = "@anthropic-ai/claude-code@2.1.328"

@@ -29,7 +29,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent_lane import (  # noqa: E402
-    Lane, Task, add_agent_lane_options, agent_lane, finish, npm_client, run_client, run_phases,
+    Lane,
+    Task,
+    add_agent_lane_options,
+    agent_lane,
+    finish,
+    npm_client,
+    run_client,
+    run_phases,
 )
 
 PACKAGE = "@openai/codex@0.169.0"

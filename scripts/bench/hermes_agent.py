@@ -46,7 +46,13 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent_lane import (  # noqa: E402
-    AGENTS_CACHE, Lane, add_agent_lane_options, agent_lane, all_sessions, print_table, session_record,
+    AGENTS_CACHE,
+    Lane,
+    add_agent_lane_options,
+    agent_lane,
+    all_sessions,
+    print_table,
+    session_record,
     sessions_since,
 )
 from lane_run import free_port  # noqa: E402
@@ -119,7 +125,8 @@ def hermes_gateway(binary: Path, config: dict[str, Any], timeout_s: float) -> It
                     break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"hermes gateway did not start: {(home / 'gateway.out').read_text()[-2000:]}")
+                    log_tail = (home / "gateway.out").read_text()[-2000:]
+                    raise RuntimeError(f"hermes gateway did not start: {log_tail}") from None
                 time.sleep(0.5)
         yield f"http://127.0.0.1:{port}/v1", home
     finally:
