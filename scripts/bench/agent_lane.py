@@ -34,6 +34,9 @@ def add_agent_lane_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scripted", action="store_true",
                         help="serve the scripted model (tests/fakes/agent_task_models.py) behind a real "
                              "`lane shim`: checks the wiring in seconds, judges no model")
+    parser.add_argument("--delay", type=float, default=0.0, metavar="S",
+                        help="with --scripted: every model reply waits S seconds, as a slow model's "
+                             "would (do the client's timeouts and the lane's keep-alives hold?)")
     add_lane_options(parser)
 
 
@@ -95,6 +98,7 @@ def agent_lane(parser: argparse.ArgumentParser, args: argparse.Namespace,
     extra = dict(env or {})
     if args.scripted:
         fake = fake or ShellTasks()
+        fake.delay_s = args.delay
         with fake.model() as model:
             lane = Lane(lambda home: _scripted_shim(model.url, home, extra), fake).up()
             try:

@@ -86,13 +86,14 @@ def hermes_binary() -> Path:
     return binary
 
 
-def hermes_config(arm: str, lane: Lane, key: str) -> dict[str, Any]:
-    """config.yaml of an arm."""
+def hermes_config(arm: str, lane: Lane, key: str, timeout_s: float) -> dict[str, Any]:
+    """config.yaml of an arm; a model call may take `timeout_s` (a CPU model is slow)."""
     assert lane.running
     shim = lane.url + "/v1"
     model = {"provider": "custom", "default": "fallback-lane", "api_key": key, "context_length": 65536,
              "base_url": lane.running.llm_url if arm == "raw" else shim}
-    config: dict[str, Any] = {"model": model}
+    config: dict[str, Any] = {"model": model, "providers": {"custom": {
+        "request_timeout_seconds": timeout_s, "stale_timeout_seconds": timeout_s}}}
     if arm == "core":
         config["platform_toolsets"] = {"api_server": CORE_TOOLSETS}
     if arm == "fallback":
@@ -207,7 +208,7 @@ def run_six(binary: Path, lane: Lane, arm: str, timeout_s: float) -> dict[str, A
     markers = Markers.fresh()
     seed, session = f"seed-{secrets.token_hex(4)}", f"six-{secrets.token_hex(4)}"
     before = all_sessions(lane.db)
-    with hermes_gateway(binary, hermes_config(arm, lane, HERMES_KEY), timeout_s) as (url, home):
+    with hermes_gateway(binary, hermes_config(arm, lane, HERMES_KEY, timeout_s), timeout_s) as (url, home):
         _, _, error = ask(url, seed, markers.render(SEED_PROMPT), timeout_s)
         walls, errors = [], [error] if error else []
         for prompt in DEFAULT_PROMPTS:
@@ -224,7 +225,7 @@ def run_six(binary: Path, lane: Lane, arm: str, timeout_s: float) -> dict[str, A
 def run_fallback(binary: Path, lane: Lane, timeout_s: float) -> dict[str, Any]:
     """One turn with a dead primary: passes when Hermes answers right and the lane's store has it."""
     before = all_sessions(lane.db)
-    with hermes_gateway(binary, hermes_config("fallback", lane, HERMES_KEY), timeout_s) as (url, home):
+    with hermes_gateway(binary, hermes_config("fallback", lane, HERMES_KEY, timeout_s), timeout_s) as (url, home):
         session = f"fallback-{secrets.token_hex(4)}"
         wall, answer, error = ask(url, session, DEFAULT_PROMPTS[0], timeout_s)
         usage = _hermes_usage(home / "state.db", session)

@@ -30,6 +30,7 @@ class ShellTasks:
     command: str = ""
     called: bool = False
     calls: list[str] = field(default_factory=list)
+    delay_s: float = 0.0  # every reply waits this long, as a slow model's would
 
     def begin(self, command: str) -> None:
         self.command, self.called = command, False
@@ -43,7 +44,7 @@ class ShellTasks:
         choices = body["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
         shell = next((name for name in SHELL_TOOLS if name in choices), None)
         picked = shell if shell and self.command and not self.called else ANSWER
-        return text(json.dumps({"next": picked}))
+        return Reply(json.dumps({"next": picked}), delay_s=self.delay_s)
 
     def reply(self, body: dict[str, Any]) -> Reply:
         tools = {t["function"]["name"]: t["function"] for t in body.get("tools") or []}
@@ -51,8 +52,9 @@ class ShellTasks:
         if shell and self.command and not self.called:
             self.called = True
             self.calls.append(shell)
-            return call(shell, _arguments(tools[shell].get("parameters") or {}, self.command))
-        return text(_last_result(body.get("messages") or []) or "Done.")
+            return call(shell, _arguments(tools[shell].get("parameters") or {}, self.command),
+                        delay_s=self.delay_s)
+        return Reply(_last_result(body.get("messages") or []) or "Done.", delay_s=self.delay_s)
 
 
 def _arguments(schema: dict[str, Any], command: str) -> dict[str, Any]:
@@ -92,6 +94,7 @@ class HermesSixSteps:
     tool the step still needs, read from the conversation the lane last forwarded)."""
 
     wanted: str = ANSWER
+    delay_s: float = 0.0  # every reply waits this long, as a slow model's would
 
     def model(self) -> ScriptedModel:
         return ScriptedModel(script=self.reply, decision=self.decision, fit=0.05,
@@ -102,11 +105,13 @@ class HermesSixSteps:
 
     def decision(self, body: dict[str, Any]) -> Reply:
         choices = body["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
-        return text(json.dumps({"next": self.wanted if self.wanted in choices else ANSWER}))
+        return Reply(json.dumps({"next": self.wanted if self.wanted in choices else ANSWER}),
+                     delay_s=self.delay_s)
 
     def reply(self, body: dict[str, Any]) -> Reply:
         reply = self._step(body)
         self.wanted = reply.tool_calls[0]["name"] if reply.tool_calls else ANSWER
+        reply.delay_s = self.delay_s
         return reply
 
     def _step(self, body: dict[str, Any]) -> Reply:
