@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import tomllib
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import yaml
 
 from stack.check.scenario import Markers
 from tests.bench_scripts import bench_script
@@ -142,3 +145,27 @@ def test_hermes_search_must_find_the_seeded_session(hermes, tmp_path: Path) -> N
     db = hermes_db(tmp_path, "six", six_rows(markers, "seed-other"))
     judged = hermes.verdicts(hermes.hermes_steps(db, "six"), markers, "seed-1")
     assert judged[4] is False and judged[:4] == [True] * 4
+
+
+def readme_block(language: str, after: str) -> str:
+    """The first ```LANGUAGE block of the README after the line holding `after`."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    rest = readme[readme.index(after):]
+    start = rest.index(f"```{language}\n") + len(language) + 4
+    return rest[start:rest.index("```", start)]
+
+
+def test_readme_codex_config_is_what_the_bench_runs() -> None:
+    readme = tomllib.loads(readme_block("toml", "**Codex CLI**"))
+    with bench_script("codex_cli") as codex:
+        ran = tomllib.loads(codex.CONFIG.format(url="http://127.0.0.1:8642", timeout_ms=1800000))
+    assert (readme["model"], readme["model_provider"]) == (ran["model"], ran["model_provider"])
+    provider = readme["model_providers"]["lane"]
+    assert provider.items() <= ran["model_providers"]["lane"].items()
+
+
+def test_readme_hermes_config_is_what_the_bench_runs(hermes) -> None:
+    readme = yaml.safe_load(readme_block("yaml", "**Hermes Agent**").replace("KEY", "lane-key"))
+    lane = SimpleNamespace(url="http://127.0.0.1:8642", running=SimpleNamespace(llm_url="http://127.0.0.1:8081/v1"))
+    ran = hermes.hermes_config("core", lane, "lane-key", 1800)
+    assert readme == ran
