@@ -31,6 +31,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -130,12 +131,12 @@ def hermes_gateway(binary: Path, config: dict[str, Any], timeout_s: float) -> It
                     raise RuntimeError(f"hermes gateway did not start: {log_tail}") from None
                 time.sleep(0.5)
         yield f"http://127.0.0.1:{port}/v1", home
-    finally:
-        proc.terminate()
+    finally:  # the gateway's whole process group: its terminal tool may have started children
+        os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(20)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
         log.close()
 
 
