@@ -132,7 +132,8 @@ def hermes_gateway(binary: Path, config: dict[str, Any], timeout_s: float) -> It
                 time.sleep(0.5)
         yield f"http://127.0.0.1:{port}/v1", home
     finally:  # the gateway's whole process group: its terminal tool may have started children
-        os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(20)
         except subprocess.TimeoutExpired:
