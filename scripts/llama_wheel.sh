@@ -3,21 +3,22 @@
 #   scripts/llama_wheel.sh .venv/bin/python
 #
 # Why: PyPI ships only the source, and a portable build (-DGGML_NATIVE=OFF: AVX2 at most) evaluates
-# prompts 41 % slower than a native one on CPUs with AVX-512 (60.7 vs 85.8 tok/s measured here on
-# Qwen2.5-Coder-1.5B, two cores; PLATFORM.md), and prompt evaluation is most of a small model's
-# latency. But a native wheel dies with an illegal instruction on a CPU without those instructions,
-# and pip caches built wheels by version only. So the wheel is built once with `--no-cache-dir` into
+# prompts about 30 % slower than one with AVX-512 on CPUs that have it (docs/measurements.md,
+# "Platform: llama.cpp builds"), and prompt evaluation is most of a small model's latency. But such
+# a wheel dies with an illegal instruction on a CPU without those instructions, and pip caches built
+# wheels by version only. So the wheel is built once with `--no-cache-dir` into
 # ~/.cache/fallback-lane/wheels/<key>/, where the key hashes the pinned version, the CMake flags,
 # the architecture and the CPU's flags from /proc/cpuinfo: another CPU gets its own build (about 5
 # minutes), never this one. Installing a cached wheel takes seconds, and nothing is done when the
 # environment already runs this key's wheel.
 #
-# CMAKE_ARGS overrides the flags. The default is still the portable build (-DGGML_NATIVE=OFF
-# -DLLAVA_BUILD=OFF): measured 2026-11-26 on this project's machines (AMX-capable CPUs under a VM), a
-# -DGGML_NATIVE=ON build of 0.3.36 dies with a general protection fault in libggml-cpu.so on any
-# prompt batch of 64 tokens or more (SmolLM2 and Qwen2.5-Coder alike), most likely its AMX code.
-# Opt in where a native build is verified: CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF"; the key
-# keeps such a wheel to its own CPU kind.
+# The default flags are this CPU's instruction sets, each named (scripts/llama_cpu_flags.sh:
+# GGML_NATIVE=OFF, AVX/AVX2/AVX-512/VNNI/BF16... as /proc/cpuinfo has them, AMX off). Not
+# -DGGML_NATIVE=ON: on this project's AMX-capable machines (CPUs under a VM) a native build of
+# 0.3.36 dies with a general protection fault in libggml-cpu.so on prompt batches of 64 tokens or
+# more; -march=native turns AMX on, the named flags leave it off at the same prompt speed.
+# CMAKE_ARGS overrides: CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" is the portable build
+# (AVX2 at most, what the Docker image uses), "-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF" the native one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py="${1:?usage: scripts/llama_wheel.sh PYTHON}"
@@ -26,7 +27,7 @@ py="${1:?usage: scripts/llama_wheel.sh PYTHON}"
 spec=$("$py" -c 'import tomllib
 extra = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["llm"]
 print(next(r for r in extra if r.lower().startswith("llama-cpp-python")))')
-cmake="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
+cmake="${CMAKE_ARGS:-$(bash scripts/llama_cpu_flags.sh)}"
 flags=$( (grep -m1 -E '^(flags|Features)' /proc/cpuinfo 2>/dev/null || true) | cut -d: -f2 | tr ' ' '\n' | sort -u | tr '\n' ' ')
 key=$(printf '%s\n' "$spec" "$cmake" "$(uname -m)" "$flags" | sha256sum | cut -c1-16)
 dir="${XDG_CACHE_HOME:-$HOME/.cache}/fallback-lane/wheels/$key"
