@@ -10,8 +10,8 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-# llama-cpp-python from a wheel cached per CPU kind (scripts/llama_wheel.sh: portable by default,
-# native with CMAKE_ARGS), never reused on another CPU; the `llm` extra below finds it installed.
+# llama-cpp-python from a wheel cached per CPU kind (scripts/llama_wheel.sh: built for this CPU's
+# instruction sets, AMX off; CMAKE_ARGS overrides), never reused on another CPU; the `llm` extra below finds it installed.
 bash scripts/llama_wheel.sh .venv/bin/python
 .venv/bin/python -m pip install --quiet -e '.[dev,llm,mcp,embed,clients]' -r tests/requirements.txt
 # Headless Chromium for the trace page's browser test (which skips where it is missing): installed

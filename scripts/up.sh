@@ -10,8 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
-# llama-cpp-python from a wheel cached per CPU kind (scripts/llama_wheel.sh: portable by default,
-# native with CMAKE_ARGS): once about 5 minutes, then nothing to do.
+# llama-cpp-python from a wheel cached per CPU kind (scripts/llama_wheel.sh: built for this CPU's
+# instruction sets, AMX off; CMAKE_ARGS overrides): once about 5 minutes, then nothing to do.
 bash scripts/llama_wheel.sh .venv/bin/python
 if [ ! -x .venv/bin/lane ] || ! .venv/bin/python -c 'import llama_cpp' 2>/dev/null; then
   .venv/bin/python -m pip install --quiet --upgrade pip
