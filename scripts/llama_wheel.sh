@@ -3,7 +3,7 @@
 #   scripts/llama_wheel.sh .venv/bin/python
 #
 # Why: PyPI ships only the source, and a portable build (-DGGML_NATIVE=OFF: AVX2 at most) evaluates
-# prompts about 30 % slower than one with AVX-512 on CPUs that have it (docs/measurements.md,
+# prompts at about two thirds the speed of one with AVX-512 on CPUs that have it (docs/measurements.md,
 # "Platform: llama.cpp builds"), and prompt evaluation is most of a small model's latency. But such
 # a wheel dies with an illegal instruction on a CPU without those instructions, and pip caches built
 # wheels by version only. So the wheel is built once with `--no-cache-dir` into
@@ -16,7 +16,8 @@
 # GGML_NATIVE=OFF, AVX/AVX2/AVX-512/VNNI/BF16... as /proc/cpuinfo has them, AMX off). Not
 # -DGGML_NATIVE=ON: on this project's AMX-capable machines (CPUs under a VM) a native build of
 # 0.3.36 dies with a general protection fault in libggml-cpu.so on prompt batches of 64 tokens or
-# more; -march=native turns AMX on, the named flags leave it off at the same prompt speed.
+# more (SIGILL on 2026-11-28); -march=native turns AMX on, the named flags leave it off at the
+# prompt speed of a native build without AMX (measured: scripts/bench/llama_builds.py).
 # CMAKE_ARGS overrides: CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" is the portable build
 # (AVX2 at most, what the Docker image uses), "-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF" the native one.
 set -euo pipefail

@@ -111,9 +111,9 @@ def _rate(result: dict, kind: str) -> float | None:
 def _print_sample(name: str, label: str, result: dict) -> None:
     if "error" in result:
         tail = result.get("stderr", "").strip().splitlines()[-1:] or [""]
-        print(f"  {name:<10} {label:<7} {result['error']}  load {result['load']}  {tail[0][:120]}", flush=True)
+        print(f"  {name:<12} {label:<7} {result['error']}  load {result['load']}  {tail[0][:120]}", flush=True)
         return
-    print(f"  {name:<10} {label:<7} prompt {result['prompt_tokens']:>5} tok {_rate(result, 'prompt'):7.1f} tok/s"
+    print(f"  {name:<12} {label:<7} prompt {result['prompt_tokens']:>5} tok {_rate(result, 'prompt'):7.1f} tok/s"
           f" · gen {_rate(result, 'gen'):5.1f} tok/s · load {result['load']}", flush=True)
 
 
@@ -126,7 +126,7 @@ def _isa(info: str) -> str:
 def _summary(builds: dict[str, str], samples: dict[str, list[dict]], ref: str) -> None:
     best = {name: max((r for r in (_rate(s, "prompt") for s in samples[name]) if r), default=None)
             for name in builds}
-    print(f"\n{'build':<10} {'ok':>5} {'prompt best':>11} {'median':>7} {'gen best':>8} {'median':>7} "
+    print(f"\n{'build':<12} {'ok':>5} {'prompt best':>11} {'median':>7} {'gen best':>8} {'median':>7} "
           f"{'prompt vs ' + ref:>16}  errors")
     for name in builds:
         prompt = [r for r in (_rate(s, "prompt") for s in samples[name]) if r]
@@ -135,10 +135,10 @@ def _summary(builds: dict[str, str], samples: dict[str, list[dict]], ref: str) -
         share = f"{best[name] / best[ref]:.1%}" if best[name] and best.get(ref) else "-"
         ok = f"{len(prompt)}/{len(samples[name])}"
         if prompt:
-            print(f"{name:<10} {ok:>5} {max(prompt):11.1f} {statistics.median(prompt):7.1f} {max(gen):8.1f}"
+            print(f"{name:<12} {ok:>5} {max(prompt):11.1f} {statistics.median(prompt):7.1f} {max(gen):8.1f}"
                   f" {statistics.median(gen):7.1f} {share:>16}  {', '.join(errors)}")
         else:
-            print(f"{name:<10} {ok:>5} {'-':>11} {'-':>7} {'-':>8} {'-':>7} {share:>16}  {', '.join(errors)}")
+            print(f"{name:<12} {ok:>5} {'-':>11} {'-':>7} {'-':>8} {'-':>7} {share:>16}  {', '.join(errors)}")
 
 
 def main() -> int:
@@ -176,7 +176,7 @@ def main() -> int:
         for name, path in builds.items():
             result = _sample(path, args, args.prompt_tokens, args.gen_tokens, args.ctx)
             if repeat == 0 and "system_info" in result:
-                print(f"  {name:<10} isa     {_isa(result['system_info'])} · {Path(result['library']).parent}")
+                print(f"  {name:<12} isa     {_isa(result['system_info'])} · {Path(result['library']).parent}")
             _print_sample(name, "sample", result)
             samples[name].append(result)
     _summary(builds, samples, ref)
