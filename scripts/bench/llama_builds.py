@@ -179,7 +179,8 @@ def main() -> int:
                 print(f"  {name:<12} isa     {_isa(result['system_info'])} · {Path(result['library']).parent}")
             _print_sample(name, "sample", result)
             samples[name].append(result)
-    _summary(builds, samples, ref)
+    if args.repeats:
+        _summary(builds, samples, ref)
     print(f"load at the end {_load()}")
     return 0
 
