@@ -25,6 +25,7 @@ import hashlib
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -161,6 +162,10 @@ def main() -> int:
     parser.add_argument("--extra", action="append", default=[], help="one more llama-server argument (repeat)")
     parser.add_argument("extra_check", nargs="*", help="after --: arguments for `lane check` (check only)")
     args = parser.parse_args()
+    # `kill` unwinds like ^C, so that llama-server and the shim stop with this script.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.command != "build" and not Path(args.model).is_file():
+        parser.error(f"{args.model} is missing; scripts/fetch_model.sh fetches it, or pass --model")
     binary = build(args.sdist, args.jobs)
     if args.command == "build":
         print(binary)
