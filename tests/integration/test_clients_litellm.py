@@ -89,7 +89,7 @@ def readme_config() -> dict:
     """The LiteLLM `config.yaml` of the README's "LiteLLM: the lane as the fallback", as people copy it."""
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^ *```yaml\n(.*?)^ *```", readme, re.S | re.M)
-    [config] = [yaml.safe_load(textwrap.dedent(b)) for b in blocks if "fallback-lane" in b]
+    [config] = [yaml.safe_load(textwrap.dedent(b)) for b in blocks if "model_list" in b]
     return config
 
 
