@@ -270,3 +270,21 @@ def finish(rows: list[dict[str, Any]], columns: list[str], lane: Lane, json_path
     if json_path:
         json_path.write_text(json.dumps(rows, indent=1))
     return 0 if rows and all(r.get("verdict") == "pass" for r in rows) else 1
+
+
+def task_bench(doc: str, argv: list[str] | None, client: tuple[str, str, str], columns: list[str],
+               run_task: Callable[[Path, Lane, Task, Path, float], dict[str, Any]]) -> int:
+    """The main of a three-task client bench (claude_code.py, codex_cli.py): `client` is the npm
+    name, package and binary; `run_task(binary, lane, task, workdir, timeout_s)` runs one task."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=doc)
+    add_agent_lane_options(parser)
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per task (default 1800)")
+    parser.add_argument("--seed", type=int, default=int(time.time()), help="random values of the tasks")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args(argv)
+    binary = npm_client(*client)
+    with agent_lane(parser, args) as lane:
+        rows = run_phases(lane, args.seed, client[0].split("-")[0],
+                          lambda task, workdir: run_task(binary, lane, task, workdir, args.timeout))
+        return finish(rows, columns, lane, args.json)

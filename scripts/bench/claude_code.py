@@ -16,12 +16,10 @@ calls returned to Claude Code (with how many got their result back).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from agent_lane import (  # noqa: E402
     Lane,
     Task,
-    add_agent_lane_options,
-    agent_lane,
-    finish,
-    npm_client,
     run_client,
-    run_phases,
+    task_bench,
 )
 
 PACKAGE = "@anthropic-ai/claude-code@2.1.328"
@@ -72,18 +66,7 @@ def _client_record(stdout: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    add_agent_lane_options(parser)
-    parser.add_argument("--timeout", type=float, default=1800, help="seconds per task (default 1800)")
-    parser.add_argument("--seed", type=int, default=int(time.time()), help="random values of the tasks")
-    parser.add_argument("--json", type=Path, help="also write the rows here")
-    args = parser.parse_args(argv)
-    claude = npm_client("claude-code", PACKAGE, "claude")
-    with agent_lane(parser, args) as lane:
-        rows = run_phases(lane, args.seed, "claude",
-                          lambda task, workdir: run_task(claude, lane, task, workdir, args.timeout))
-        return finish(rows, COLUMNS, lane, args.json)
+    return task_bench(__doc__, argv, ("claude-code", PACKAGE, "claude"), COLUMNS, run_task)
 
 
 if __name__ == "__main__":

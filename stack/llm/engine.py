@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from stack.llm.prefix_state import Warmed, hold, stable_prefix
+from stack.llm.prefix_state import Source, Warmed, hold, stable_prefix
 from stack.llm.prefix_store import PrefixStore, model_key, tokens_key
 from stack.llm.prompt_cache import PromptCache, common_prefix, context_tokens, load_state, save_state
 from stack.llm.protocol import ChatRequest
@@ -200,14 +200,7 @@ class Engine:
             if len(prefix) >= self.n_ctx:
                 raise PromptTooLong(f"the prefix has {len(prefix)} tokens; the context window holds {self.n_ctx}")
             self._abort_flag = job.cancel
-            try:
-                source, state = hold(llm, prefix, self.prompt_cache, self._prefix_store)
-            except RuntimeError:
-                if job.cancel.is_set():  # llama_decode aborted: the client left mid-prefix
-                    raise Cancelled() from None
-                raise
-            if state is not None:
-                self.prompt_cache.put(prefix, state, pinned=True)
+            source, state = self._held(llm, job, prefix)
         finally:
             self._abort_flag = None
             self._lock.release()
@@ -298,16 +291,23 @@ class Engine:
         saved = self._prefix_store.has(prefix)
         if saved and max(before, self.prompt_cache.best(prefix)[1]) == len(prefix):
             return 0  # the context or the RAM cache holds it: _restore_longest_prefix takes it from there
+        source, state = self._held(llm, job, prefix)
+        if state is not None and not saved:
+            self._unsaved = (prefix, state)
+        return len(prefix) - before if source == "evaluated" else 0
+
+    def _held(self, llm: Llama, job: Job, prefix: list[int]) -> tuple[Source, bytes | None]:
+        """prefix_state.hold, its state pinned in RAM; Cancelled when the client left mid-prefix
+        (llama_decode aborted by the job's cancel flag)."""
         try:
             source, state = hold(llm, prefix, self.prompt_cache, self._prefix_store)
         except RuntimeError:
-            if job.cancel.is_set():  # llama_decode aborted: the client left mid-opening
+            if job.cancel.is_set():
                 raise Cancelled() from None
             raise
         if state is not None:
             self.prompt_cache.put(prefix, state, pinned=True)
-            self._unsaved = None if saved else (prefix, state)
-        return len(prefix) - before if source == "evaluated" else 0
+        return source, state
 
     def _repeated_opening(self, llm: Llama, request: ChatRequest, prompt: list[int]) -> list[int] | None:
         """The tokens of the longest opening of `request` (its first k system messages, and its
