@@ -15,11 +15,14 @@ pytestmark = pytest.mark.real_model
 
 def serve(tmp_path_factory: pytest.TempPathFactory, cache_mb: int) -> Iterator[str]:
     port = free_port()
-    log = tmp_path_factory.mktemp("llm") / "llm.log"
+    folder = tmp_path_factory.mktemp("llm")
+    # its own state folder: a conversation's opening seen twice is saved there, and one saved by an
+    # earlier run would make the first request of this one look cached
     proc = start_lane(["llm", "--model", SMOLLM2, "--port", str(port), "--max-tokens", "12", "--ctx", "2048",
-                       "--threads", TEST_THREADS, "--cache-mb", str(cache_mb)], log)
+                       "--threads", TEST_THREADS, "--cache-mb", str(cache_mb), "--state-dir", str(folder / "state")],
+                      folder / "llm.log")
     try:
-        wait_healthy(f"http://127.0.0.1:{port}/health", proc, log)
+        wait_healthy(f"http://127.0.0.1:{port}/health", proc, folder / "llm.log")
         yield f"http://127.0.0.1:{port}"
     finally:
         stop(proc)
