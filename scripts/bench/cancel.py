@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """How fast does the llm service get free after a client walks away?
 
-For stream and non-stream: start a runaway generation ("write the numbers from 1 to 2000 in
-words", temperature 0), abort the client after --abort-after seconds, then at once send a
-one-token probe. "free after" is the probe's latency minus its baseline: its latency right after
-the same runaway prompt finished normally (same cache state), i.e. the time the server still
-spent on the abandoned generation. Target: <= 1 s.
+For stream and non-stream: start a runaway generation (a reply that `response_format` holds to a
+JSON array of 20,000 integers, so it cannot end early on any build), abort the client after
+--abort-after seconds, then at once send a one-token probe. "free after" is the probe's latency
+minus its baseline: its latency right after the same runaway prompt finished normally (same cache
+state), i.e. the time the server still spent on the abandoned generation. Target: <= 1 s.
 
     .venv/bin/python scripts/bench/cancel.py                 # starts `lane llm` (SmolLM2) itself
     .venv/bin/python scripts/bench/cancel.py --url http://127.0.0.1:8081 --runs 5
@@ -25,10 +25,12 @@ from pathlib import Path
 
 import httpx
 
-from stack.llm.model import embedded_model_path
-
 ROOT = Path(__file__).resolve().parents[2]
-RUNAWAY = {"messages": [{"role": "user", "content": "write the numbers from 1 to 2000 in words"}], "temperature": 0}
+sys.path.insert(0, str(ROOT))
+
+from stack.llm.model import embedded_model_path  # noqa: E402
+from tests.integration.llm_server import RUNAWAY  # noqa: E402
+
 PROBE = {"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 1, "temperature": 0}
 
 

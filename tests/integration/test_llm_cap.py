@@ -8,12 +8,11 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.integration.llm_server import lane_llm
+from tests.integration.llm_server import RUNAWAY, lane_llm
 
 pytestmark = pytest.mark.real_model
 
 CAP = 64
-RUNAWAY = [{"role": "user", "content": "write the numbers from 1 to 2000 in words"}]
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +22,7 @@ def llm_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def chat(url: str, **body: object) -> dict:
-    reply = httpx.post(f"{url}/v1/chat/completions", json={"messages": RUNAWAY, "temperature": 0, **body}, timeout=60)
+    reply = httpx.post(f"{url}/v1/chat/completions", json={**RUNAWAY, **body}, timeout=60)
     assert reply.status_code == 200, reply.text
     return reply.json()
 
@@ -50,7 +49,7 @@ def test_a_smaller_max_tokens_is_honoured(llm_url: str) -> None:
 
 
 def test_stream_is_capped_and_ends_with_a_usage_chunk(llm_url: str) -> None:
-    body = {"messages": RUNAWAY, "temperature": 0, "max_tokens": 100_000, "stream": True,
+    body = {**RUNAWAY, "max_tokens": 100_000, "stream": True,
             "stream_options": {"include_usage": True}}
     events = []
     with httpx.stream("POST", f"{llm_url}/v1/chat/completions", json=body, timeout=60) as reply:
@@ -71,7 +70,7 @@ def test_stream_is_capped_and_ends_with_a_usage_chunk(llm_url: str) -> None:
 
 
 def test_stream_without_include_usage_has_no_usage_chunk(llm_url: str) -> None:
-    body = {"messages": RUNAWAY, "max_tokens": 3, "stream": True}
+    body = {**RUNAWAY, "max_tokens": 3, "stream": True}
     with httpx.stream("POST", f"{llm_url}/v1/chat/completions", json=body, timeout=60) as reply:
         payloads = [line[6:] for line in reply.iter_lines() if line.startswith("data: ")]
     assert payloads[-1] == "[DONE]"
@@ -90,9 +89,9 @@ def test_health_and_models_describe_the_loaded_model(llm_url: str) -> None:
     [
         ({"messages": []}, "messages"),
         ({"messages": [{"role": "wizard", "content": "x"}]}, "role"),
-        ({"messages": RUNAWAY, "max_tokens": "many"}, "max_tokens"),
-        ({"messages": RUNAWAY, "stream": "yes"}, "stream"),
-        ({"messages": RUNAWAY, "temperature": 9}, "temperature"),
+        ({**RUNAWAY, "max_tokens": "many"}, "max_tokens"),
+        ({**RUNAWAY, "stream": "yes"}, "stream"),
+        ({**RUNAWAY, "temperature": 9}, "temperature"),
     ],
 )
 def test_bad_requests_get_a_400_with_an_openai_error(llm_url: str, body: dict, needle: str) -> None:
