@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import ctypes
+import json
 import logging
 import threading
 import time
@@ -47,6 +48,9 @@ WARMED_KEPT = 16
 # unless saved (scripts/bench/client_prefix.py); a state costs about 30 KB a token on disk.
 OPENING_MIN_TOKENS = 256
 OPENINGS_REMEMBERED = 256
+# Openings rendered and tokenized lately, kept so that an agent's opening is rendered once, not
+# twice per leading system message on every request (on the model's thread).
+OPENINGS_RENDERED = 8
 
 
 class PromptTooLong(ValueError):
@@ -104,6 +108,8 @@ class Engine:
         self._unsaved: tuple[list[int], bytes] | None = None
         # Openings evaluated in this run (tokens_key), oldest first: the second sighting saves one.
         self._openings_seen: OrderedDict[str, None] = OrderedDict()
+        # The stable tokens of recent openings, by their messages, tools and tool_choice.
+        self._openings_rendered: OrderedDict[str, list[int]] = OrderedDict()
         # The prefixes warmed since the start, newest last (GET /v1/lane/warm reports them).
         self.warmed: list[Warmed] = []
         self._llm: Llama | None = None
@@ -318,7 +324,7 @@ class Engine:
         if self._prefix_store is None or not leading or len(prompt) < self.opening_min_tokens:
             return None
         for count in range(len(leading), 0, -1):
-            prefix = stable_prefix(replace(request, messages=leading[:count]), lambda r: self._prompt(llm, r)[0])
+            prefix = self._opening_tokens(llm, replace(request, messages=leading[:count]))
             if len(prefix) < self.opening_min_tokens:
                 return None  # fewer messages only make it shorter
             if common_prefix(prefix, prompt) < len(prefix):
@@ -332,6 +338,19 @@ class Engine:
             while len(self._openings_seen) > OPENINGS_REMEMBERED:
                 self._openings_seen.popitem(last=False)
         return None
+
+    def _opening_tokens(self, llm: Llama, opening: ChatRequest) -> list[int]:
+        """stable_prefix of an opening, remembered: besides the loaded model's template (one per
+        engine), rendering reads only the messages, tools and tool_choice, so those make the key."""
+        key = json.dumps([opening.messages, opening.tools, opening.tool_choice], sort_keys=True, default=str)
+        tokens = self._openings_rendered.get(key)
+        if tokens is None:
+            tokens = stable_prefix(opening, lambda r: self._prompt(llm, r)[0])
+            self._openings_rendered[key] = tokens
+            while len(self._openings_rendered) > OPENINGS_RENDERED:
+                self._openings_rendered.popitem(last=False)
+        self._openings_rendered.move_to_end(key)
+        return tokens
 
     def _restore_longest_prefix(self, llm: Llama, prompt: list[int]) -> int:
         """Load the saved state sharing the longest prefix with `prompt` when it beats what the
