@@ -9,6 +9,7 @@ each; a column added to one kind of row is now added once.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping
 
 from ..store import HELD, Store, new_session_id
@@ -25,9 +26,20 @@ def text_of(content: Any) -> str | None:
     return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
+# A part of a user message that is one markup element from its own line to its own line, any tag
+# name: what an agent wraps around its user's words (Claude Code's `<system-reminder>` blocks about
+# commit attribution before "Create a file …", Codex's `<environment_context>`), not what the user
+# asks. Seen on the default model: with the reminder read as the request, Claude Code's "Create a
+# file named notes.txt …" was answered in words three times of three. A shape, no word of it.
+_ENVELOPE = re.compile(r"^<([A-Za-z][\w.:-]*)(?:[ \t][^>\n]*)?>[ \t]*\n.*?\n</\1>[ \t]*(?:\n|\Z)", re.M | re.S)
+
+
 def latest_request(messages: list[dict[str, Any]]) -> str:
-    """The text of the latest user message: what the turn is asked ("" where there is none)."""
-    return next((text_of(m.get("content")) or "" for m in reversed(messages) if m.get("role") == "user"), "")
+    """What the turn is asked: the text of the latest user message ("" where there is none),
+    without the parts its client wrapped in markup (_ENVELOPE) unless nothing else is left. The
+    stored message keeps them: they are part of the conversation, not of the question."""
+    text = next((text_of(m.get("content")) or "" for m in reversed(messages) if m.get("role") == "user"), "")
+    return _ENVELOPE.sub("", text).strip() or text
 
 
 def incoming(message: dict[str, Any], call_names: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -31,6 +31,19 @@ def test_the_latest_user_message_is_the_request():
     assert latest_request([{"role": "system", "content": "x"}]) == ""
 
 
+def test_what_a_client_wraps_in_markup_around_its_users_words_is_not_the_request():
+    reminder = "<system-reminder>\nEnd commit messages with a trailer.\n- a list\n</system-reminder>"
+    context = '<environment_context cwd="/w">\n  <shell>bash</shell>\n</environment_context>'
+    blocks = [{"type": "text", "text": reminder}, {"type": "text", "text": "Erstelle die Datei a.txt"}]
+    assert latest_request([{"role": "user", "content": blocks}]) == "Erstelle die Datei a.txt"
+    assert latest_request([{"role": "user", "content": f"{context}\n\nlist the files\n{reminder}"}]) == "list the files"
+    # Markup inside the user's own words, or nothing left besides it, stays the request.
+    assert latest_request([{"role": "user", "content": "make <b>this</b> bold"}]) == "make <b>this</b> bold"
+    assert latest_request([{"role": "user", "content": reminder}]) == reminder
+    inline = "<note>\nkeep this\n</other>\nplease"
+    assert latest_request([{"role": "user", "content": inline}]) == inline
+
+
 def test_lane_calls_are_counted_kept_apart_and_the_answer_is_a_message(tmp_path):
     store = Store(tmp_path / "state.db")
     store.create_session("s1")
