@@ -87,7 +87,7 @@ class ProxyLane:
             await first_step(turn)
             for _ in range(self.settings.max_iterations):
                 if turn.result.model_calls >= MODEL_CALL_BUDGET:  # every call is paid by a waiting user
-                    raise TurnEnded(no_answer(turn.outcomes), "stop")
+                    raise TurnEnded(no_answer(turn), "stop")
                 reply = await self._ask(turn)
                 calls = calls_of(reply, turn.surface)
                 if calls:
@@ -98,7 +98,7 @@ class ProxyLane:
             return returned(turn, done.calls, done.message_id)
         except TurnEnded as end:
             return self._finish(turn, end)
-        return self._finish(turn, TurnEnded(no_answer(turn.outcomes), "iteration_limit"))
+        return self._finish(turn, TurnEnded(no_answer(turn), "iteration_limit"))
 
     def _tools(self, turn: ProxyTurn) -> list[dict[str, Any]]:
         """The tools block of this request's model calls: the client's (as tool search shows them)

@@ -71,7 +71,7 @@ async def take_calls(turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall]) 
         key, earlier = turn.ledger.attempt(call.name, call.arguments)
         if turn.ledger.too_many(key):
             _record_ran(turn, message_id, calls[index:], decided[index:])
-            raise TurnEnded(no_answer(turn.outcomes), "repeated_call")
+            raise TurnEnded(no_answer(turn), "repeated_call")
         if earlier is not None:  # a refusal is told again as it was, not as a failure
             ran = outcome.execution_id  # a lane tool's started row is completed either way
             outcome = earlier if earlier.status == "refused" else repeated(call.name, call.arguments, earlier)

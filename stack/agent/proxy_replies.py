@@ -60,7 +60,7 @@ async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:
         return
     if not content.strip():
         corrected(turn, Correction(EMPTY_REPLY, None, "empty"), reply, "the model gave no answer",
-                  no_answer(turn.outcomes))
+                  no_answer(turn))
         return
     if _lane_named(turn, reply) or await declined(turn, reply):
         return
@@ -106,5 +106,5 @@ def _lane_named(turn: ProxyTurn, reply: ModelReply) -> bool:
         return False
     corrected(turn, Correction(f"Your reply named {', '.join(named)}, which only you can use: the user does not "
                                "have them. Answer the user without naming them, or call a tool.", None, "lane-names"),
-              reply, "it named the lane's own tools", no_answer(turn.outcomes))
+              reply, "it named the lane's own tools", no_answer(turn))
     return True

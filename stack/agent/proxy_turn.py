@@ -22,9 +22,10 @@ from ..tools.registry import Registry, granted_tools, split_core
 from ..toolsearch.client_tools import ClientSurface, client_surface, needs_search
 from ..toolsearch.surface import Profile
 from ..wire import ApiError
+from .answer_check import call_shaped
 from .client_history import ClientHistory, client_history, model_messages
 from .history import context_of, fitted, prompt_room
-from .ledger import Correction, TurnLedger
+from .ledger import Correction, TurnLedger, preview
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
 from .proxy_request import ProxyRequest, ProxyResult
@@ -91,7 +92,21 @@ async def open_turn(settings: Settings, store: Store, llm: LlmClient, registry: 
     temperature = settings.temperature if request.temperature is None else request.temperature
     return ProxyTurn(ProxyResult(session_id, "", "stop"), replace(request, temperature=temperature), surface,
                      history, query, ToolContext(settings, store, session_id), llm, opening, lane_tools,
-                     left_out=left_out)
+                     ledger=_answered_calls(history), left_out=left_out)
+
+
+def _answered_calls(history: ClientHistory) -> TurnLedger:
+    """A ledger that counts the calls the client already ran for the user's latest message, with
+    their results: the model's first repeat of one is told its result (ledger.repeated), the
+    second ends the turn with the lane's account (no_answer) instead of going round again. Seen
+    with Claude Code on the 1.5B model: `Write` ran, then was written again twice, then "I don't
+    have any information about the task", five model calls after the result."""
+    ledger = TurnLedger()
+    for call_id, name, arguments in history.calls[history.before_user:]:
+        if call_id in history.results:
+            key, _ = ledger.attempt(name, arguments)
+            ledger.outcomes[key] = Outcome(name, "ok", history.results[call_id], arguments, "", 0.0)
+    return ledger
 
 
 def _lane_tools(settings: Settings, registry: Registry | None, surface: ClientSurface) -> dict[str, Tool]:
@@ -129,13 +144,28 @@ def corrected(turn: ProxyTurn, fix: Correction, reply: ModelReply, why: str, end
         raise TurnEnded(ending, "stop")
 
 
-def no_answer(outcomes: list[Outcome]) -> str:
-    """The answer the lane writes when the model gave none: what ran inside the lane, by name and
-    status only (the agent's fallback quotes results and errors, whose schema examples are
-    call-shaped JSON, and no call may reach a client as text); the lane's bridges are never named
-    to a client."""
-    outcomes = [o for o in outcomes if o.tool_name not in RESERVED_NAMES]
-    if not outcomes:
+def no_answer(turn: ProxyTurn) -> str:
+    """The answer the lane writes when the model gave none: what the client's tools returned for
+    the user's latest message (a result quoted unless it is call-shaped: no call may reach a
+    client as text), and what ran inside the lane, by name and status only (errors carry schema
+    examples, call-shaped JSON); the lane's bridges are never named to a client."""
+    history = turn.history
+    vocabulary = frozenset(turn.surface.catalog.tools)
+    returned, answered = [], set()
+    for call_id, name, _ in history.calls[history.before_user:]:
+        result = preview(history.results.get(call_id, ""))
+        if call_id in history.results:
+            answered.add(name)  # its repeats, refused here, are told by its result
+            returned.append(f"- {name}: {result}" if result and not call_shaped(result, vocabulary)
+                            else f"- {name} returned a result")
+    outcomes = [o for o in turn.outcomes if o.tool_name not in RESERVED_NAMES
+                and not (o.status == "refused" and o.tool_name in answered)]
+    parts = ["The model gave no final answer."]
+    if returned:
+        parts.append("What your tools returned for this request:\n" + "\n".join(returned))
+    if outcomes:
+        parts.append("Steps it took inside the lane: " + ", ".join(f"{o.tool_name} ({o.status})" for o in outcomes)
+                     + ".")
+    if len(parts) == 1:
         return "The model gave no answer to that, and made no tool call."
-    steps = ", ".join(f"{o.tool_name} ({o.status})" for o in outcomes)
-    return f"The model gave no final answer. Steps it took inside the lane: {steps}."
+    return "\n".join(parts)

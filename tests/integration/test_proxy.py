@@ -243,6 +243,19 @@ def test_the_call_just_answered_is_not_returned_again(tmp_path):
         assert only_call(lane.chat(messages=later, tools=[WEATHER]).json())[0] == "get_weather"
 
 
+def test_a_call_repeated_after_its_result_twice_ends_with_that_result(tmp_path):
+    """Told once that the call already ran, the model writes it again: the turn ends with the
+    lane's account of the client's result, not another round (seen with Claude Code on the 1.5B
+    model: five model calls after the result, then "I don't have any information")."""
+    again = text('{"name": "get_weather", "arguments": {"city": "Paris"}}')
+    with running_lane(tmp_path, [again, again, text("never asked")]) as lane:
+        reply = lane.chat(messages=ASK + _answered("c0", result="sunny, 21 C"), tools=[WEATHER]).json()
+        assert reply["choices"][0]["message"]["content"].endswith("- get_weather: sunny, 21 C")
+        assert reply["choices"][0]["message"].get("tool_calls") is None
+        assert len(lane.model.requests) == 2
+        assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
+
+
 def _stuck_on_weather(then: str):
     """A decision that picks get_weather whenever it may, else `then`."""
     def decide(body):
@@ -537,9 +550,10 @@ def test_an_empty_reply_is_asked_for_an_answer_once(tmp_path):
         history = ASK + _answered("c0")
         assert lane.chat(messages=history, tools=[WEATHER]).json()["choices"][0]["message"]["content"] == "Sunny."
         assert "Your reply was empty" in lane.model.requests[1]["messages"][-1]["content"]
-        # Empty again after the note: the lane says so itself, without a call.
+        # Empty again after the note: the lane answers itself with what the client's tool returned.
         again = lane.chat(messages=history, tools=[WEATHER]).json()["choices"][0]["message"]["content"]
-        assert again == "The model gave no answer to that, and made no tool call."
+        assert again == ("The model gave no final answer.\nWhat your tools returned for this request:\n"
+                         "- get_weather: sunny")
         # The store's assistant rows are what the client got; the empty replies were held back.
         assert lane.rows("SELECT content FROM messages WHERE role = 'assistant' AND tool_calls IS NULL"
                          " ORDER BY id") == [("Sunny.",), (again,)]
