@@ -8,7 +8,8 @@ become an assistant's `tool_calls`, `tool_result` blocks `role: "tool"` messages
 `tool_choice` and `parallel_tool_calls`. Everything else is then checked by the chat parser, so
 the rules (clamped max_tokens, valid schemas, results that answer a call) are the same for both
 APIs. Fields the lane has no use for (`thinking`, `metadata`, `stop_sequences`,
-`context_management`, `output_config`, `cache_control`, a tool's `defer_loading`) are ignored.
+`context_management`, `output_config`, `cache_control`, a tool's `defer_loading`) are ignored,
+and so is Claude Code's billing line in `system` (BILLING_LINE).
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from .chat_request import ChatRequest, chat_request_from
 IGNORED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 # Anthropic's tool_choice types and the chat-completions choice each one is.
 _CHOICES = {"auto": "auto", "any": "required", "none": "none"}
+# Claude Code opens `system` with a line for Anthropic's billing (`x-anthropic-billing-header:
+# cc_version=…; cc_entrypoint=…; cch=…;`) whose hash changes on every request: left in, the model's
+# prompt differs from the 20th token on and its 4k-token opening is evaluated again each time
+# (75-95 s a request on the 1.5B model here). It means nothing to a model; llama.cpp, vLLM and
+# SGLang drop it too. A line of this API's own metadata, not words of the conversation.
+BILLING_LINE = "x-anthropic-billing-header:"
 
 
 def parse_messages_request(data: dict[str, Any], *, max_tokens_cap: int, max_tools: int) -> ChatRequest:
@@ -54,7 +61,8 @@ def chat_body(data: dict[str, Any]) -> dict[str, Any]:
 def _system(value: Any) -> str:
     if value is None:
         return ""
-    return _text(value, "system")
+    lines = _text(value, "system").split("\n")
+    return "\n".join(line for line in lines if not line.startswith(BILLING_LINE)).strip("\n")
 
 
 def _text(value: Any, where: str) -> str:

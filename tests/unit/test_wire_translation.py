@@ -35,6 +35,21 @@ def test_anthropic_blocks_become_calls_results_and_text():
         {"role": "user", "content": "Try again."}]
 
 
+def test_claude_codes_billing_line_never_reaches_the_model():
+    """Its hash changes on every request; left in, no two prompts share more than 20 tokens."""
+    for nonce in ("b80", "a0e"):
+        billing = f"x-anthropic-billing-header: cc_version=2.1.328.{nonce}; cc_entrypoint=sdk-cli; cch=1{nonce};"
+        blocks = chat_body({"max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+                            "system": [{"type": "text", "text": billing}, {"type": "text", "text": "You are X."}]})
+        plain = chat_body({"max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+                           "system": f"{billing}\nYou are X."})
+        assert blocks["messages"][0] == {"role": "system", "content": "You are X."}
+        assert plain["messages"][0]["content"] == "You are X."
+    alone = chat_body({"max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+                       "system": "x-anthropic-billing-header: cch=1;"})
+    assert alone["messages"] == [{"role": "user", "content": "hi"}]
+
+
 def test_anthropic_server_tools_are_left_out_and_choices_mapped():
     body = chat_body({"messages": [{"role": "user", "content": "hi"}],
                       "tools": [{"type": "web_search_20250305", "name": "web_search"},
