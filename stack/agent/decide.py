@@ -71,6 +71,13 @@ CLIENT_INSTRUCTION = (
     "For example:\n"
     "{examples}"
 )
+# How the question asks for the reply; `{tool}` where the tool's name goes. For a client's tools the
+# slot is not a word: seen on the 1.5B model with Claude Code's tools (Write, Read, Bash, ...), the
+# agent's `TOOL` drew the first token ("Tool" at up to 0.2), which no name but ToolSearch continues,
+# and the grammar left "answer": all three of "create notes.txt", "how many lines has data.txt",
+# "run `cat .token | rev`" were answered in words; asked with "<the tool's name>", Write and Read.
+REPLY = 'Reply with {{"next": {tool}}} or {{"next": "answer"}}.'
+AGENT_SLOT, CLIENT_SLOT = "TOOL", "\"<the tool's name>\""
 # Requests written for this prompt, none taken from a benchmark: (request, the tool that already
 # ran for it, NOTED where the notes the lane keeps answer it, or "", the next step), each kept only
 # when the lane has the tools it names; every tool the lane has but clarify is in one. Without one,
@@ -150,13 +157,14 @@ def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str],
 
 def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
                     ran: Sequence[tuple[str, str, str]], context: str = "", known: Collection[str] = (),
-                    memory: str = "", instruction: str = INSTRUCTION, now: str = "") -> list[dict[str, str]]:
+                    memory: str = "", instruction: str = INSTRUCTION, now: str = "",
+                    slot: str = AGENT_SLOT) -> list[dict[str, str]]:
     """The question: `now` the date, time and this computer's basics (situation.py, after the
     cached prefix), `tools` offered directly and `hidden` ones that search finds for this request,
     as (name, description); `ran` as (tool, status, result) of this turn; `context` what the
     conversation said before (short facts, not answers to imitate); `memory` the notes the lane
     keeps, so that a question they answer needs no tool."""
-    question = _question(request, hidden, ran, context)
+    question = _question(request, hidden, ran, context) + "\n\n" + REPLY.format(tool=slot)
     if now:
         question = f"{now}\n\n{question}"
     if memory.strip():
@@ -170,7 +178,7 @@ def _question(request: str, hidden: Sequence[tuple[str, str]], ran: Sequence[tup
     if hidden:
         question += "\n\nOther tools, found by a word search for this message (often none of them fits):\n" + "\n".join(
             listed_tool(name, description) for name, description in hidden)
-    return question + '\n\nReply with {"next": TOOL} or {"next": "answer"}.'
+    return question
 
 
 FIT_SYSTEM = "You check whether a function is the right one for a user's message."
@@ -251,10 +259,13 @@ async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, 
     """One greedy, grammar-bound model call; the caller reads it with parse_decision. `choices`
     narrows the tools the grammar admits (all of `tools` and `hidden` when None)."""
     names = list(choices) if choices is not None else [name for name, _ in [*tools, *hidden]]
-    messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction, situation())
+    # a client's tools (CLIENT_INSTRUCTION) are asked for by a slot that is not a word (REPLY)
+    slot = CLIENT_SLOT if instruction == CLIENT_INSTRUCTION else AGENT_SLOT
+    messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction, situation(), slot)
     if choices is not None:
+        asked = '{"next": ' + slot + "}"
         messages[-1]["content"] = messages[-1]["content"].replace(
-            '{"next": TOOL}', '{"next": TOOL} with TOOL one of ' + ", ".join(names))
+            asked, f"{asked} with {slot.strip(chr(34))} one of " + ", ".join(names))
     return await _asked(llm, messages, names)
 
 
