@@ -172,12 +172,26 @@ def _gist(arguments: Any, schema: dict[str, Any]) -> Any:
 
 
 def call_key(name: str, arguments: Any) -> str:
+    """The identity of a call: its name and its arguments' values, key order and number spelling
+    aside (1 and 1.0 are one value). Seen with Claude Code: the lane returned `max_results: 1.0`
+    (a `number`), the client sent the call back as `1`, and the model's same call, never seen as
+    a repeat, went to the client 36 times for one request."""
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
         except json.JSONDecodeError:
             pass
-    return f"{name}:{json.dumps(arguments, sort_keys=True, ensure_ascii=False)}"
+    return f"{name}:{json.dumps(_plain_numbers(arguments), sort_keys=True, ensure_ascii=False)}"
+
+
+def _plain_numbers(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _plain_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain_numbers(item) for item in value]
+    return value
 
 
 def repeated(name: str, arguments: Any, earlier: Outcome) -> Outcome:

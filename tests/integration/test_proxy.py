@@ -256,6 +256,23 @@ def test_a_call_repeated_after_its_result_twice_ends_with_that_result(tmp_path):
         assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
 
 
+def test_a_repeat_is_a_repeat_however_its_numbers_are_spelled(tmp_path):
+    """The lane returns a `number` as 1.0; a client sends the call back as 1: the model's same
+    call again is still the call just answered (seen with Claude Code: returned 36 times)."""
+    search = {"type": "function", "function": {"name": "find", "description": "Find things.", "parameters": {
+        "type": "object", "properties": {"query": {"type": "string"}, "max_results": {"type": "number"}},
+        "required": ["query"]}}}
+    sent_back = [{"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "type": "function", "function": {
+        "name": "find", "arguments": '{"query": "x", "max_results": 1}'}}]},
+        {"role": "tool", "tool_call_id": "c0", "content": "nothing found"}]
+    again = text('{"name": "find", "arguments": {"query": "x", "max_results": 1.0}}')
+    with running_lane(tmp_path, [again, again, text("never asked")]) as lane:
+        reply = lane.chat(messages=[{"role": "user", "content": "find x"}, *sent_back], tools=[search]).json()
+        assert reply["choices"][0]["message"].get("tool_calls") is None
+        assert reply["choices"][0]["message"]["content"].endswith("- find: nothing found")
+        assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
+
+
 def _stuck_on_weather(then: str):
     """A decision that picks get_weather whenever it may, else `then`."""
     def decide(body):
