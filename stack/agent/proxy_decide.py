@@ -53,7 +53,9 @@ async def first_step(turn: ProxyTurn) -> None:
     tool is asked once more among the others (no second look at it): seen on BFCL even ids,
     `ls` picked again after `ls` (then refused as a repeat) where `cd` came next, while in the
     ground truth of the even multi-turn entries a step calls the tool just answered in 13 of
-    583 steps after a call.
+    583 steps after a call. What that second ask picks is called only when the second look
+    (lever "fit") says it fits the request: seen with Claude Code on the 1.5B model, `Write` ran,
+    was picked again, and the ask among the others picked `ScheduleWakeup`, which Claude Code ran.
     After a result, "answer" is the answer, written from it: the second look (a correction)
     is only asked where nothing ran for the user's message, so it never calls a tool the
     decision did not pick once a result is in (seen with Hermes: `terminal` forced again
@@ -71,6 +73,8 @@ async def first_step(turn: ProxyTurn) -> None:
     answered = since[-1][1] if since else None
     if turn.force is not None and turn.force == answered:
         turn.force = await _decided(turn, tools, ran, context, leave_out=answered)
+        if turn.force in turn.surface.catalog.tools:  # a real action in the client: looked at again
+            turn.force = await _second_look(turn, turn.force)
     elif turn.force is None and not since and tools[0][0] in turn.surface.catalog.tools:
         turn.force = await _second_look(turn, tools[0][0])
     turn.answer_next = turn.force is None

@@ -301,6 +301,18 @@ def test_a_decision_for_the_tool_just_answered_is_asked_again_without_it(tmp_pat
         assert lane.rows("SELECT tool_name FROM returned_calls") == ([("get_time",)] if then == "get_time" else [])
 
 
+def test_the_other_tool_picked_after_a_result_is_called_only_when_it_fits(tmp_path):
+    """A real action in someone else's agent: the second pick is looked at again (lever "fit"),
+    and a tool the model does not think fits is not called (seen with Claude Code: Write ran,
+    then ScheduleWakeup was picked among the others and run)."""
+    with running_lane(tmp_path, [text("It is sunny in Paris.")], decision=_stuck_on_weather("get_time")) as lane:
+        lane.model.fit = 0.05
+        response = lane.chat(messages=ASK + _answered("c0"), tools=[WEATHER, TIME]).json()
+        assert response["choices"][0]["message"]["content"] == "It is sunny in Paris."
+        assert "Function: get_time" in lane.model.fit_requests[0]["messages"][-1]["content"]
+        assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
+
+
 def _many_tools(count):
     return [{"type": "function", "function": {
         "name": f"service_{i}_action", "description": f"Runs action number {i} of an unrelated service "
