@@ -56,8 +56,8 @@ async def first_step(turn: ProxyTurn) -> None:
     583 steps after a call. What that second ask picks is called only when the second look
     (lever "fit") says it fits the request: seen with Claude Code on the 1.5B model, `Write` ran,
     was picked again, and the ask among the others picked `ScheduleWakeup`, which Claude Code ran.
-    After a result, "answer" is the answer, written from it: the second look (a correction)
-    is only asked where nothing ran for the user's message, so it never calls a tool the
+    After a result, "answer" is the answer, written from it: the second look at the best match
+    after "answer" (a correction) is only asked where nothing ran for the user's message, so it never calls a tool the
     decision did not pick once a result is in (seen with Hermes: `terminal` forced again
     after it had run for the request)."""
     if turn.request.tool_choice.mode != "auto" or turn.request.messages[-1]["role"] not in ("user", "tool"):
