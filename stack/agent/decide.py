@@ -255,12 +255,11 @@ async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, 
                        hidden: Sequence[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
                        context: str = "", known: Collection[str] = (),
                        choices: Sequence[str] | None = None, memory: str = "",
-                       instruction: str = INSTRUCTION) -> ModelReply:
+                       instruction: str = INSTRUCTION, slot: str = AGENT_SLOT) -> ModelReply:
     """One greedy, grammar-bound model call; the caller reads it with parse_decision. `choices`
-    narrows the tools the grammar admits (all of `tools` and `hidden` when None)."""
+    narrows the tools the grammar admits (all of `tools` and `hidden` when None); `slot` is how
+    the reply's tool name is asked for (REPLY: CLIENT_SLOT for a client's tools)."""
     names = list(choices) if choices is not None else [name for name, _ in [*tools, *hidden]]
-    # a client's tools (CLIENT_INSTRUCTION) are asked for by a slot that is not a word (REPLY)
-    slot = CLIENT_SLOT if instruction == CLIENT_INSTRUCTION else AGENT_SLOT
     messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction, situation(), slot)
     if choices is not None:
         asked = '{"next": ' + slot + "}"

@@ -17,6 +17,7 @@ from .client_history import as_rows
 from .decide import (
     CLIENT_DESCRIBED,
     CLIENT_INSTRUCTION,
+    CLIENT_SLOT,
     DECLINES,
     ask_decision,
     decline_probability,
@@ -138,7 +139,8 @@ async def _decided(turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tupl
         f"{turn.query}\n\n(A first reply, in words, declined it or told the user how to do it: "
         f"\"{draft.strip()[:DRAFT_CHARS]}\")")
     reply = await ask_decision(turn.llm, request, tools, [], ran, context, known=turn.surface.catalog.tools,
-                               choices=choices if leave_out else None, instruction=CLIENT_INSTRUCTION)
+                               choices=choices if leave_out else None, instruction=CLIENT_INSTRUCTION,
+                               slot=CLIENT_SLOT)
     kept(turn.store, turn.result, "decide", reply)
     return parse_decision(reply.content, choices)
 

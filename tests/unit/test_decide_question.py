@@ -2,7 +2,7 @@
 
 import asyncio
 
-from stack.agent.decide import CLIENT_INSTRUCTION, INSTRUCTION, ask_decision, decide_messages
+from stack.agent.decide import CLIENT_INSTRUCTION, CLIENT_SLOT, INSTRUCTION, ask_decision, decide_messages
 from stack.agent.llm_client import ModelReply
 
 TOOLS = [("terminal", "Run a shell command."), ("memory", "Remember something for later.")]
@@ -28,9 +28,9 @@ def test_a_clients_tools_are_asked_for_by_a_slot_no_name_can_start_with():
 
     tools = [("Write", "Writes a file."), ("ToolSearch", "Fetches schemas.")]
     llm = Recorder()
-    for instruction in (INSTRUCTION, CLIENT_INSTRUCTION):
+    for instruction, slot in ((INSTRUCTION, {}), (CLIENT_INSTRUCTION, {"slot": CLIENT_SLOT})):
         for choices in (None, ["Write"]):
-            asyncio.run(ask_decision(llm, "make a.txt", tools, [], [], choices=choices, instruction=instruction))
+            asyncio.run(ask_decision(llm, "make a.txt", tools, [], [], choices=choices, instruction=instruction, **slot))
     agent, agent_narrowed, client, client_narrowed = llm.asked
     assert agent == 'Reply with {"next": TOOL} or {"next": "answer"}.'
     assert agent_narrowed == 'Reply with {"next": TOOL} with TOOL one of Write or {"next": "answer"}.'
