@@ -138,10 +138,9 @@ def coerce(schema: dict[str, Any], value: Any) -> Any:
             return _iso_date(text) or value
     if kinds == {"string"} and isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
-    if kinds == {"number"} and isinstance(value, int) and not isinstance(value, bool):
-        # A schema that says "number" and not "integer" means a real value: written 12.0, it
-        # reaches a client that tells the two apart (BFCL's "float" lists) as the kind it typed.
-        return float(value)
+    # A whole number stays whole where the schema says "number": JSON's number admits integers,
+    # and a client may read the field as one (Codex's `max_output_tokens`, declared "number",
+    # rejects 10000.0: "expected usize"). docs/measurements.md: what that costs on BFCL.
     return value
 
 

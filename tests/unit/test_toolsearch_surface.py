@@ -311,11 +311,15 @@ def test_a_description_s_first_line_does_not_end_at_an_abbreviation():
     assert one_line("Read a file. Optionally a range.") == "Read a file."
 
 
-def test_a_whole_number_where_the_schema_says_number_is_sent_as_a_real_one():
+def test_a_number_keeps_the_kind_it_was_written_in():
+    """JSON's number admits integers: a whole number is sent whole (Codex reads its "number"
+    fields as unsigned integers and rejects 10000.0), a real one as real; strings are read."""
     from stack.tools.validation import validate_arguments
 
     schema = {"type": "object", "properties": {
         "numbers": {"type": "array", "items": {"type": "number"}}, "count": {"type": "integer"},
-        "ratio": {"type": "number"}, "flag": {"type": "boolean"}}}
-    arguments = validate_arguments("f", schema, {"numbers": [12, 15.5], "count": 3, "ratio": 1, "flag": True})
-    assert json.dumps(arguments) == '{"numbers": [12.0, 15.5], "count": 3, "ratio": 1.0, "flag": true}'
+        "ratio": {"type": "number"}, "max_output_tokens": {"type": "number"}, "flag": {"type": "boolean"}}}
+    arguments = validate_arguments("f", schema, {"numbers": [12, 15.5], "count": "3", "ratio": "0.5",
+                                                 "max_output_tokens": 10000, "flag": True})
+    assert json.dumps(arguments) == ('{"numbers": [12, 15.5], "count": 3, "ratio": 0.5, '
+                                     '"max_output_tokens": 10000, "flag": true}')
