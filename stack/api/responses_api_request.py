@@ -2,7 +2,8 @@
 engine takes.
 
 Only shapes change here: `input` (a string, or `message`, `function_call` and
-`function_call_output` items) becomes chat messages, a conversation continued from
+`function_call_output` items; an output without a call joins the result before it) becomes chat
+messages, a conversation continued from
 `previous_response_id` comes first, `instructions` and system or developer messages become the
 leading system message, flat function tools (`{type, name, description, parameters}`) become
 chat tools, `max_output_tokens` becomes `max_tokens`. The chat parser then checks the result, so
@@ -93,6 +94,8 @@ def input_messages(value: Any) -> list[dict[str, Any]]:
                 last["tool_calls"] = [*last.get("tool_calls", []), call]
             else:
                 out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output" and not item.get("call_id") and isinstance(item.get("name"), str):
+            _uncalled(out, item, where)
         elif kind == "function_call_output":
             out.append(_output(item, where))
         elif kind not in _SKIPPED_ITEMS:
@@ -136,6 +139,18 @@ def _output(item: dict[str, Any], where: str) -> dict[str, Any]:
     if not isinstance(call_id, str) or not call_id:
         raise bad_request(f"{where}.call_id must be a non-empty string", "invalid_input")
     return {"role": "tool", "tool_call_id": call_id, "content": _text(item.get("output", ""), f"{where}.output")}
+
+
+def _uncalled(out: list[dict[str, Any]], item: dict[str, Any], where: str) -> None:
+    """An output the client adds without a call (no `call_id`, a `name`: Codex sends its goal's
+    objective as `goal_objective` after `create_goal` returned) is no answer to a call of the
+    model's: it joins the tool result just before it, or else stands as a message of the client's,
+    so nothing it says is lost and no call id is made up."""
+    text = f"{item['name']}: {_text(item.get('output', ''), f'{where}.output')}"
+    if out and out[-1]["role"] == "tool":
+        out[-1]["content"] = f"{out[-1]['content']}\n\n{text}"
+    else:
+        out.append({"role": "user", "content": text})
 
 
 def _tool(tool: Any, where: str) -> dict[str, Any] | None:

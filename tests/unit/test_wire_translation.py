@@ -87,6 +87,20 @@ def test_responses_items_become_chat_messages():
     assert messages[2]["content"] is None
 
 
+def test_an_output_the_client_adds_without_a_call_joins_the_result_before_it():
+    """Codex, after its create_goal ran, sends its goal's objective as an output with a name and
+    no call id (seen through the lane: a 400 ended the task)."""
+    call = {"type": "function_call", "call_id": "c1", "name": "create_goal", "arguments": '{"objective":"x"}'}
+    goal = {"type": "function_call_output", "name": "goal_objective", "namespace": "agent", "output": "Make notes.txt"}
+    messages = input_messages([{"role": "user", "content": "Make notes.txt"}, call,
+                               {"type": "function_call_output", "call_id": "c1", "output": "{\"goal\":1}"}, goal])
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+    assert messages[2]["tool_call_id"] == "c1"
+    assert messages[2]["content"] == '{"goal":1}\n\ngoal_objective: Make notes.txt'
+    alone = input_messages([goal])
+    assert alone == [{"role": "user", "content": "goal_objective: Make notes.txt"}]
+
+
 def test_responses_instructions_lead_and_earlier_conversation_comes_first():
     earlier = [{"role": "user", "content": "My codename is Falcon."}, {"role": "assistant", "content": "Noted."}]
     parsed = parse_responses_request(
