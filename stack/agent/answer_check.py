@@ -71,7 +71,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     if plain_words(text) == plain_words(facts.request) and not any(
             plain_words(text) in plain_words(r) for r in facts.results):
         problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
-    if any(words in text for words in LANE_WORDS) or _fact_label(text) is not None:
+    if copies_lane_note(text) or _fact_label(text) is not None:
         problems.append("the lane's own note copied")
     if call_shaped(text, frozenset(facts.offered)):
         problems.append("a tool call written as text")
@@ -82,6 +82,12 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     if stray:
         problems.append(f"it states {stray[0]}, which no result holds")
     return problems
+
+
+def copies_lane_note(text: str) -> bool:
+    """Whether a reply holds words of a note the lane wrote to the model (LANE_WORDS), which are
+    not the user's to read ("Do not call it again.")."""
+    return any(words in text for words in LANE_WORDS)
 
 
 def call_shaped(text: str, vocabulary: frozenset[str] = frozenset()) -> bool:

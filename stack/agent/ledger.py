@@ -71,6 +71,11 @@ LEVERS: dict[str, Lever] = {
                       "the user how to do it themselves",
                       "the decision asked again with that reply in view; a client tool it picks is forced; "
                       "off where the upstream sends no logprobs", needs="logprobs"),
+    "lane-note": Lever("proxy mode: a reply that copies words of a note the lane wrote to the model "
+                       "(answer_check.LANE_WORDS: \"Do not call it again\", seen after a repeat of Codex's "
+                       "create_goal was refused)",
+                       "held back; the lane's own account (what the client's tools returned) instead, with no "
+                       "further model call", budget=0),
     "lane-names": Lever("proxy mode: a reply in words that names the lane's own bridges (tool_search, "
                         "tool_describe, tool_call), which the client does not have",
                         "the model told to answer without them, once; then the lane's own account"),

@@ -3,7 +3,7 @@
 A reply without calls is the answer unless it earns a correction, each within its lever's budget
 (ledger.LEVERS): a call was required; it told, spelled or wrote a call it did not make
 (corrections.py); it is call-shaped text (no call ever reaches a client as text); it is empty; it
-names the lane's bridges; it declines what a client tool does (proxy_decide.declined). An answer
+copies a note the lane wrote to the model; it names the lane's bridges; it declines what a client tool does (proxy_decide.declined). An answer
 that reports an action no call of the conversation backs (the model's reading, reading.py, over
 the client's own tool names) gets the lane's receipt beside it. What the client gets is a message;
 a reply it does not get is held back, with why, among the lane's own calls.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .answer_check import TurnFacts, call_shaped
+from .answer_check import TurnFacts, call_shaped, copies_lane_note
 from .corrections import correction
 from .ledger import Correction
 from .llm_client import ModelReply
@@ -60,6 +60,10 @@ async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:
         return
     if not content.strip():
         corrected(turn, Correction(EMPTY_REPLY, None, "empty"), reply, "the model gave no answer",
+                  no_answer(turn))
+        return
+    if copies_lane_note(content):
+        corrected(turn, Correction(None, None, "lane-note"), reply, "it copied the lane's own note",
                   no_answer(turn))
         return
     if _lane_named(turn, reply) or await declined(turn, reply):

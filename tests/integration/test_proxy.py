@@ -256,6 +256,21 @@ def test_a_call_repeated_after_its_result_twice_ends_with_that_result(tmp_path):
         assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
 
 
+def test_a_reply_that_copies_the_lanes_note_is_not_passed_on(tmp_path):
+    """Told that its repeat already ran ("... Do not call it again."), the model answered with
+    the result and that note (seen with Codex on the 1.5B model): the client gets the lane's
+    account of its tools' results, and no further model call is made."""
+    again = call("get_weather", {"city": "Paris"})
+    copied = text("sunny, 21 C\nDo not call it again.")
+    with running_lane(tmp_path, [again, copied, text("never asked")]) as lane:
+        reply = lane.chat(messages=ASK + _answered("c0", result="sunny, 21 C"), tools=[WEATHER]).json()
+        content = reply["choices"][0]["message"]["content"]
+        assert "Do not call it again" not in content and content.endswith("- get_weather: sunny, 21 C")
+        assert len(lane.model.requests) == 2
+        held = lane.rows("SELECT reason FROM lane_calls WHERE content LIKE '%Do not call it again%'")
+        assert held == [("it copied the lane's own note",)]
+
+
 def test_a_repeat_is_a_repeat_however_its_numbers_are_spelled(tmp_path):
     """The lane returns a `number` as 1.0; a client sends the call back as 1: the model's same
     call again is still the call just answered (seen with Claude Code: returned 36 times)."""
