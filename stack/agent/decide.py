@@ -221,6 +221,23 @@ async def decline_probability(llm: LlmClient, request: str, reply: str) -> tuple
                                        {"role": "user", "content": question}])
 
 
+FAILED_SYSTEM = "You check whether a tool call succeeded."
+FAILED_QUESTION = ("The tool {name} was called and returned:\n{result}\n\nDid the call fail (an error, a rejected "
+                   "or missing argument) instead of doing its job? Reply yes or no.")
+# A client result the model gives at least this yes-probability of reporting a failure lets the
+# decision call that tool again (proxy mode, lever "failed").
+FAILS = 0.5
+
+
+async def failure_probability(llm: LlmClient, name: str, result: str) -> tuple[float | None, ModelReply]:
+    """The model's probability that a call's `result` reports that the call failed: one token's
+    logprobs, whatever language or shape the client's tool writes its errors in (Hermes's
+    `{"error": "Unknown action 'None'. Use: add, replace, remove"}`); no word of it is matched."""
+    question = FAILED_QUESTION.format(name=name, result=result.strip()[:MAX_REQUEST_CHARS] or "(nothing)")
+    return await yes_probability(llm, [{"role": "system", "content": FAILED_SYSTEM},
+                                       {"role": "user", "content": question}])
+
+
 async def yes_probability(llm: LlmClient, messages: list[dict[str, str]]) -> tuple[float | None, ModelReply]:
     """The model's probability of "yes" against "no" as its one-token reply to a yes/no question,
     read from the first token's logprobs; None where the service sends no logprobs."""

@@ -42,6 +42,11 @@ LEVERS: dict[str, Lever] = {
                  "the best-matching tool is called when the model's yes-probability that it fits is at "
                  "least decide.FITS (answers.second_look); off where the upstream sends no logprobs",
                  needs="logprobs"),
+    "failed": Lever("proxy mode: the decision picks the client tool whose call just came back",
+                    "the model's yes-probability that the result reports a failure (decide.failure_probability); "
+                    "at least decide.FAILS: that tool called again with the error in view, else the decision "
+                    "asked among the others; off where the upstream sends no logprobs",
+                    per_tool=True, needs="logprobs"),
     "retry": Lever("an agent turn's call that failed", "made once more, the model having read the error",
                    per_tool=True),
     "read": Lever("every answer that would reach the user (agent and proxy mode)",

@@ -19,8 +19,10 @@ from .decide import (
     CLIENT_INSTRUCTION,
     CLIENT_SLOT,
     DECLINES,
+    FAILS,
     ask_decision,
     decline_probability,
+    failure_probability,
     listed_tool,
     parse_decision,
 )
@@ -72,13 +74,28 @@ async def first_step(turn: ProxyTurn) -> None:
     context = _earlier(turn)
     turn.force = await _decided(turn, tools, ran, context)
     answered = since[-1][1] if since else None
-    if turn.force is not None and turn.force == answered:
+    if turn.force is not None and turn.force == answered and not await _failed(turn, since[-1][0], answered):
         turn.force = await _decided(turn, tools, ran, context, leave_out=answered)
         if turn.force in turn.surface.catalog.tools:  # a real action in the client: looked at again
             turn.force = await _second_look(turn, turn.force)
     elif turn.force is None and not since and tools[0][0] in turn.surface.catalog.tools:
         turn.force = await _second_look(turn, tools[0][0])
     turn.answer_next = turn.force is None
+
+
+async def _failed(turn: ProxyTurn, call_id: str, name: str) -> bool:
+    """Lever "failed": where the decision picks the tool whose call just came back, whether that
+    call failed (the model's yes-probability, decide.failure_probability: no word of the result is
+    matched); then the tool is called again, the error in view, instead of the decision being
+    asked among the others. Seen with Hermes on the 1.5B model: `memory` without its `action`
+    came back "Unknown action 'None'", the decision picked `memory` again, was asked without it,
+    and the answer was "I don't have a tool named 'None'". An identical call is still a repeat
+    (ledger.py)."""
+    if not lever_on("failed", await turn.llm.capabilities()) or not turn.ledger.take(Correction(None, name, "failed")):
+        return False
+    probability, asked = await failure_probability(turn.llm, name, turn.history.results.get(call_id, ""))
+    kept(turn.store, turn.result, "failed", asked, f"{name}: yes {'none' if probability is None else f'{probability:.2f}'}")
+    return probability is not None and probability >= FAILS
 
 
 async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:

@@ -27,7 +27,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from stack.agent.capabilities import PROBE_SYSTEM
 from stack.agent.constrained import SCHEMA_INSTRUCTION, SCHEMA_TOOL
-from stack.agent.decide import ANSWER, DECLINE_SYSTEM, FIT_SYSTEM
+from stack.agent.decide import ANSWER, DECLINE_SYSTEM, FAILED_SYSTEM, FIT_SYSTEM
 from tests.fakes.threaded_server import ThreadedServer
 
 
@@ -82,6 +82,10 @@ class ScriptedModel:
     # not. Kept apart in `decline_requests`.
     declines: float = 0.05
     decline_requests: list[dict[str, Any]] = field(default_factory=list)
+    # Proxy mode asks whether the call just answered failed (decide.failure_probability): answered
+    # with this yes-probability, by default that it did not. Kept apart in `failed_requests`.
+    failed: float = 0.05
+    failed_requests: list[dict[str, Any]] = field(default_factory=list)
     # The lane's reading of which actions an answer reports as done (agent/reading.py): answered
     # with this (literal_reading: the granted tools the reply names), by default that the reply
     # reports nothing. Kept apart in `reading_requests`.
@@ -160,6 +164,9 @@ class ScriptedModel:
         if _asks(body, DECLINE_SYSTEM):
             self.decline_requests.append(body)
             return _yes(self.declines)
+        if _asks(body, FAILED_SYSTEM):
+            self.failed_requests.append(body)
+            return _yes(self.failed)
         return None
 
     def app(self) -> FastAPI:

@@ -307,13 +307,30 @@ def test_a_decision_for_the_tool_just_answered_is_asked_again_without_it(tmp_pat
         first, second = [d["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
                          for d in lane.model.decide_requests]
         assert "get_weather" in first and "get_weather" not in second and {"get_time", "answer"} <= set(second)
-        assert [p for p, _ in lane.rows("SELECT purpose, content FROM lane_calls")][:2] == ["decide", "decide"]
+        # asked whether "sunny" reports a failure (lever "failed"): it does not
+        assert [p for p, _ in lane.rows("SELECT purpose, content FROM lane_calls")][:3] == ["decide", "failed", "decide"]
         if then == "get_time":
             assert only_call(response)[:2] == ("get_time", {"city": "Paris"})
         else:  # no second look at the tool just answered: it was the pick already
             assert response["choices"][0]["message"]["content"] == "It is sunny in Paris."
             assert lane.model.requests[0].get("tools") in (None, [])
         assert lane.rows("SELECT tool_name FROM returned_calls") == ([("get_time",)] if then == "get_time" else [])
+
+
+def test_a_tool_whose_call_failed_is_called_again_with_the_error_in_view(tmp_path):
+    """Lever "failed": the decision picks the tool just answered and the model reads its result
+    as a failure: that tool is forced again, not asked among the others (seen with Hermes:
+    `memory` without its `action`, "Unknown action 'None'", then "I don't have a tool named
+    'None'"). A result it does not read as a failure keeps the old way (the test above)."""
+    error = '{"error": "Unknown city \'Pariss\'", "success": false}'
+    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})], decision=_stuck_on_weather("answer")) as lane:
+        lane.model.failed = 0.9
+        response = lane.chat(messages=ASK + _answered("c0", '{"city": "Pariss"}', error), tools=[WEATHER, TIME]).json()
+        assert only_call(response)[:2] == ("get_weather", {"city": "Paris"})
+        assert len(lane.model.decide_requests) == 1
+        [asked] = lane.model.failed_requests
+        assert "Unknown city" in asked["messages"][-1]["content"]
+        assert lane.rows("SELECT content FROM lane_calls WHERE purpose = 'failed'") == [("get_weather: yes 0.90",)]
 
 
 def test_the_other_tool_picked_after_a_result_is_called_only_when_it_fits(tmp_path):
