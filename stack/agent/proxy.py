@@ -111,7 +111,8 @@ class ProxyLane:
         if choice.mode == "none" or turn.answer_next:
             tools: list[dict[str, Any]] = []
         elif pinned in turn.surface.catalog.tools:
-            tools = turn.surface.forced_to(pinned)
+            tools = [_saying(tool, turn.must_say) if tool["function"]["name"] == turn.force else tool
+                     for tool in turn.surface.forced_to(pinned)]
         else:
             tools = self._tools(turn)
         in_tools = turn.force in {t["function"]["name"] for t in tools}
@@ -128,10 +129,19 @@ class ProxyLane:
         reply = await self.llm.chat(turn.opening + turn.scratch, tools, max_tokens=max_tokens,
                                     temperature=turn.request.temperature,
                                     tool_choice=None if several else tool_choice, response_schema=several)
-        turn.force, turn.answer_next = None, False
+        turn.force, turn.answer_next, turn.must_say = None, False, ()
         count(turn.result, reply)
         return reply
 
     def _finish(self, turn: ProxyTurn, end: TurnEnded) -> ProxyResult:
         finished(self.store, turn.result, end)
         return turn.result
+
+
+def _saying(tool: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """`tool` as offered for one forced call whose grammar also requires the properties `names`."""
+    if not names:
+        return tool
+    parameters = tool["function"].get("parameters") or {}
+    required = list(dict.fromkeys([*(parameters.get("required") or []), *names]))
+    return {**tool, "function": {**tool["function"], "parameters": {**parameters, "required": required}}}

@@ -9,6 +9,8 @@ question asked is kept with the lane's own model calls (records.kept).
 
 from __future__ import annotations
 
+import json
+
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES
 from ..toolsearch.client_tools import ClientSurface
@@ -94,8 +96,27 @@ async def _failed(turn: ProxyTurn, call_id: str, name: str) -> bool:
     if not lever_on("failed", await turn.llm.capabilities()) or not turn.ledger.take(Correction(None, name, "failed")):
         return False
     probability, asked = await failure_probability(turn.llm, name, turn.history.results.get(call_id, ""))
-    kept(turn.store, turn.result, "failed", asked, f"{name}: yes {'none' if probability is None else f'{probability:.2f}'}")
-    return probability is not None and probability >= FAILS
+    shown = "none" if probability is None else f"{probability:.2f}"
+    kept(turn.store, turn.result, "failed", asked, f"{name}: yes {shown}")
+    if probability is None or probability < FAILS:
+        return False
+    turn.must_say = _choices_left_out(turn, call_id, name)
+    return True
+
+
+def _choices_left_out(turn: ProxyTurn, call_id: str, name: str) -> tuple[str, ...]:
+    """The optional properties with a fixed set of values (`enum`: a mode, such as Hermes's
+    memory `action`) that the failed call `call_id` left out: its retry must say them. Free text,
+    numbers and lists stay optional."""
+    try:
+        arguments = json.loads(next((args for cid, _, args in turn.history.calls if cid == call_id), "{}") or "{}")
+    except json.JSONDecodeError:
+        arguments = {}
+    given = set(arguments) if isinstance(arguments, dict) else set()
+    schema = turn.surface.catalog.tools[name].parameters if name in turn.surface.catalog.tools else {}
+    required = set(schema.get("required") or ())
+    return tuple(key for key, spec in (schema.get("properties") or {}).items()
+                 if isinstance(spec, dict) and "enum" in spec and key not in required and key not in given)
 
 
 async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:

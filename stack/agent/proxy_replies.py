@@ -3,9 +3,10 @@
 A reply without calls is the answer unless it earns a correction, each within its lever's budget
 (ledger.LEVERS): a call was required; it told, spelled or wrote a call it did not make
 (corrections.py); it is call-shaped text (no call ever reaches a client as text); it is empty; it
-copies a note the lane wrote to the model; it names the lane's bridges; it declines what a client tool does (proxy_decide.declined). An answer
-that reports an action no call of the conversation backs (the model's reading, reading.py, over
-the client's own tool names) gets the lane's receipt beside it. What the client gets is a message;
+copies a note the lane wrote to the model; it names the lane's bridges; it declines what a client
+tool does (proxy_decide.declined). An answer that reports an action no call of the conversation
+backs (the model's reading, reading.py, over the client's own tool names) gets the lane's receipt
+beside it. What the client gets is a message;
 a reply it does not get is held back, with why, among the lane's own calls.
 """
 

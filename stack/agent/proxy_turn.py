@@ -51,6 +51,9 @@ class ProxyTurn:
     ledger: TurnLedger = field(default_factory=TurnLedger)
     outcomes: list[Outcome] = field(default_factory=list)
     force: str | None = None
+    # The optional choices (`enum` properties) the forced call must also say: those a failed call of
+    # the same tool left out (lever "failed": Hermes's `memory` without `action`).
+    must_say: tuple[str, ...] = ()
     # After a call that repeats itself (ClientHistory.repeats) the next model call gets no tools:
     # seen on Qwen2.5-Coder-1.5B, told "already done", it made the same call again rather than answer.
     answer_next: bool = False

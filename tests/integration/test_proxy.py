@@ -308,7 +308,8 @@ def test_a_decision_for_the_tool_just_answered_is_asked_again_without_it(tmp_pat
                          for d in lane.model.decide_requests]
         assert "get_weather" in first and "get_weather" not in second and {"get_time", "answer"} <= set(second)
         # asked whether "sunny" reports a failure (lever "failed"): it does not
-        assert [p for p, _ in lane.rows("SELECT purpose, content FROM lane_calls")][:3] == ["decide", "failed", "decide"]
+        asked = [p for p, _ in lane.rows("SELECT purpose, content FROM lane_calls")]
+        assert asked[:3] == ["decide", "failed", "decide"]
         if then == "get_time":
             assert only_call(response)[:2] == ("get_time", {"city": "Paris"})
         else:  # no second look at the tool just answered: it was the pick already
@@ -331,6 +332,30 @@ def test_a_tool_whose_call_failed_is_called_again_with_the_error_in_view(tmp_pat
         [asked] = lane.model.failed_requests
         assert "Unknown city" in asked["messages"][-1]["content"]
         assert lane.rows("SELECT content FROM lane_calls WHERE purpose = 'failed'") == [("get_weather: yes 0.90",)]
+
+
+def test_the_retry_of_a_failed_call_must_say_the_choices_it_left_out(tmp_path):
+    """Hermes's `memory` requires only `target`; sent without its optional `action` (an enum) it
+    fails. Its retry is decoded with `action` required too; free text stays optional."""
+    memory = {"type": "function", "function": {"name": "memory", "description": "Save a note.", "parameters": {
+        "type": "object", "required": ["target"], "properties": {
+            "action": {"type": "string", "enum": ["add", "replace", "remove"]},
+            "target": {"type": "string", "enum": ["memory", "user"]},
+            "content": {"type": "string"}, "old_text": {"type": "string"}}}}}
+    sent = [{"role": "user", "content": "remember that my codename is TUNDRA"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c0", "type": "function", "function": {
+                "name": "memory", "arguments": '{"target": "user", "content": "TUNDRA"}'}}]},
+            {"role": "tool", "tool_call_id": "c0", "content": "Unknown action 'None'. Use: add, replace, remove"}]
+    def decide(body):
+        return Reply(content=json.dumps({"next": "memory"}))
+    retry = call("memory", {"action": "add", "target": "user", "content": "TUNDRA"})
+    with running_lane(tmp_path, [retry], decision=decide) as lane:
+        lane.model.failed = 0.9
+        response = lane.chat(messages=sent, tools=[memory]).json()
+        assert only_call(response)[1] == {"action": "add", "target": "user", "content": "TUNDRA"}
+        [forced] = [r for r in lane.model.requests if r.get("tools")]
+        [schema] = [t["function"]["parameters"] for t in forced["tools"] if t["function"]["name"] == "memory"]
+        assert schema["required"] == ["target", "action"]
 
 
 def test_the_other_tool_picked_after_a_result_is_called_only_when_it_fits(tmp_path):

@@ -30,7 +30,8 @@ def test_a_clients_tools_are_asked_for_by_a_slot_no_name_can_start_with():
     llm = Recorder()
     for instruction, slot in ((INSTRUCTION, {}), (CLIENT_INSTRUCTION, {"slot": CLIENT_SLOT})):
         for choices in (None, ["Write"]):
-            asyncio.run(ask_decision(llm, "make a.txt", tools, [], [], choices=choices, instruction=instruction, **slot))
+            asyncio.run(ask_decision(llm, "make a.txt", tools, [], [], choices=choices,
+                                     instruction=instruction, **slot))
     agent, agent_narrowed, client, client_narrowed = llm.asked
     assert agent == 'Reply with {"next": TOOL} or {"next": "answer"}.'
     assert agent_narrowed == 'Reply with {"next": TOOL} with TOOL one of Write or {"next": "answer"}.'
