@@ -61,13 +61,15 @@ INSTRUCTION = (
 # for a client's tools are only the answers (no example tool is the client's), and a question the
 # model can answer itself ("What key signature does C# major have?", with music_theory.key_signature
 # offered) was answered: the sentence on answering yourself took simple_python from 37/45 to 42/45
-# on even ids, live_irrelevance from 25/30 to 23/30, live_multiple 24/30 both.
+# on even ids, live_irrelevance from 25/30 to 23/30, live_multiple 24/30 both. "What the
+# conversation already says" joined the list after Hermes on the 1.5B model answered "What is my
+# project codename?", two messages after the user gave it, by picking `memory` (a write).
 CLIENT_INSTRUCTION = (
     "You decide the next step of an assistant. Its tools:\n"
     "{tools}\n\n"
     "Pick the one tool that does what the user's message asks, or \"answer\" when none of them does. "
     "When a tool does what the message asks, pick it even if you could answer yourself. "
-    "Greetings, chat and general knowledge need none. "
+    "Greetings, chat, general knowledge and what the conversation already says need none. "
     "For example:\n"
     "{examples}"
 )
