@@ -17,7 +17,7 @@ from typing import Any
 
 from ..tools.base import Tool, ToolContext
 from ..tools.execute import Call, Outcome, refused, run_recorded, run_tool, unmet_precondition
-from ..tools.validation import without_defaults
+from ..tools.validation import without_defaults, without_unsourced
 from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
 from ..toolsearch.client_tools import ClientSurface
 from ..toolsearch.surface import guessed_task
@@ -27,7 +27,7 @@ from .ledger import Correction, repeated
 from .llm_client import ModelReply
 from .proxy_request import CallsReturned, ClientCall, ProxyResult
 from .proxy_turn import ProxyTurn, corrected, no_answer
-from .records import calls_made, record_outcome
+from .records import calls_made, record_outcome, text_of
 from .toolcalls import ToolCall, distinct, extract_calls, python_calls, unmistakable_calls
 from .turn import TurnEnded
 
@@ -130,8 +130,11 @@ def _checked(turn: ProxyTurn, call: ToolCall, tool: Tool, arguments: Any, *,
     outcome = run_tool(replace(tool, run=_as_validated), arguments, turn.ctx, via_bridge=via_bridge)
     if outcome.status != "ok":
         return outcome
-    outcome = replace(outcome, arguments=json.dumps(
-        without_defaults(tool.parameters, json.loads(outcome.arguments)), ensure_ascii=False))
+    arguments = without_defaults(tool.parameters, json.loads(outcome.arguments))
+    conversation = "\n".join([*(text_of(m.get("content")) or "" for m in turn.request.messages),
+                              *(arguments for _, _, arguments in turn.history.calls)])
+    outcome = replace(outcome, arguments=json.dumps(without_unsourced(tool.parameters, arguments, conversation),
+                                                    ensure_ascii=False))
     if turn.history.repeats(tool.name, outcome.arguments):
         earlier = replace(outcome, output=turn.history.result_of(tool.name, outcome.arguments))
         turn.answer_next = True

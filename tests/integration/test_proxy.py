@@ -144,6 +144,21 @@ def test_an_optional_argument_set_to_its_declared_default_is_left_out(tmp_path):
         assert lane.rows("SELECT arguments FROM returned_calls") == [('{"name": "me", "limit": 2}',)]
 
 
+def test_an_optional_text_nobody_gave_is_left_out(tmp_path):
+    """Seen with Hermes on the 1.5B model: session_search(query, session_id="...") failed in
+    Hermes ("session_id not found: ..."). An optional string the conversation nowhere holds is left
+    out; one it holds (any case), a choice among the schema's values and a required one stay."""
+    search = {"type": "function", "function": {"name": "session_search", "description": "Search past sessions.",
+              "parameters": {"type": "object", "required": ["query"], "properties": {
+                  "query": {"type": "string"}, "session_id": {"type": "string"}, "role": {"type": "string"},
+                  "sort": {"type": "string", "enum": ["newest", "oldest"]}, "window": {"type": "integer"}}}}}
+    made = {"query": "lunch plans", "session_id": "...", "role": "USER", "sort": "newest", "window": 10}
+    with running_lane(tmp_path, [call("session_search", made)]) as lane:
+        reply = lane.chat(messages=[{"role": "user", "content": "find what the user said about lunch plans"}],
+                          tools=[search]).json()
+        assert only_call(reply)[1] == {"query": "lunch plans", "role": "USER", "sort": "newest", "window": 10}
+
+
 def test_tool_choice_is_passed_to_the_model(tmp_path):
     with running_lane(tmp_path, [call("get_time", {"city": "Oslo"}), call("get_weather", {"city": "Oslo"}),
                                  text("No tools needed.")]) as lane:
@@ -462,7 +477,8 @@ def test_a_client_tool_named_like_a_bridge_is_the_clients_own(tmp_path):
     own = {"type": "function", "function": {"name": "tool_search", "description": "Search my tools.",
                                             "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
     with running_lane(tmp_path, [call("tool_search", {"q": "x"})]) as lane:
-        reply = lane.chat(messages=ASK, tools=_many_tools(60) + [own]).json()
+        reply = lane.chat(messages=[{"role": "user", "content": "search my tools for x"}],
+                          tools=_many_tools(60) + [own]).json()
         assert only_call(reply)[:2] == ("tool_search", {"q": "x"})
         assert "tool_call" not in offered(lane.model.requests[0])
 
