@@ -85,7 +85,10 @@ LEVERS: dict[str, Lever] = {
                         "tool_describe, tool_call), which the client does not have",
                         "the model told to answer without them, once; then the lane's own account"),
     "required": Lever("proxy mode: tool_choice required and a reply without a call", "the model told, once"),
-    "none": Lever("proxy mode: a call where no tool may be called", "the model told to answer in words, once"),
+    "none": Lever("proxy mode: a call where no tool may be called (tool_choice none), or one written as text in "
+                  "a reply asked for as the answer (after a result, the decision said \"answer\"; seen with "
+                  "Hermes: memory written again after it had succeeded, five times)",
+                  "the model told to answer in words, once; then the lane's own account"),
 }
 # The model calls one turn may make (decisions, calls, answers, readings); past it the turn ends with
 # the lane's account of what ran. The six steps took 22 calls in all, at most 6 in one step.

@@ -129,6 +129,7 @@ class ProxyLane:
         reply = await self.llm.chat(turn.opening + turn.scratch, tools, max_tokens=max_tokens,
                                     temperature=turn.request.temperature,
                                     tool_choice=None if several else tool_choice, response_schema=several)
+        turn.answering = turn.answer_next
         turn.force, turn.answer_next, turn.must_say = None, False, ()
         count(turn.result, reply)
         return reply

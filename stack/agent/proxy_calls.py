@@ -51,6 +51,13 @@ async def take_calls(turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall]) 
                   reply, "it made a tool call where none was allowed",
                   "I could not answer that without a tool call, and none was allowed.")
         return
+    # after a result, offered no tools, it wrote a new call (a repeat is told its result, ledger.py)
+    if turn.answering and turn.history.since_user and not all(turn.history.repeats(c.name, c.arguments)
+                                                              for c in calls):
+        corrected(turn, Correction("Answer the user now in words, from the tool results above; make no call.",
+                                   None, "none"), reply, "it wrote a call where the answer was due", no_answer(turn))
+        turn.answer_next = True
+        return
     message_id = calls_made(turn.store, turn.result.session_id, reply, calls)
     decided: list[ClientCall | Outcome] = []
     try:

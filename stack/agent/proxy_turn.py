@@ -57,6 +57,7 @@ class ProxyTurn:
     # After a call that repeats itself (ClientHistory.repeats) the next model call gets no tools:
     # seen on Qwen2.5-Coder-1.5B, told "already done", it made the same call again rather than answer.
     answer_next: bool = False
+    answering: bool = False  # the reply in hand was asked for as an answer (answer_next): it may make no call
     left_out: int = 0  # the client's oldest messages not shown to the model (fitted)
 
     @property

@@ -258,6 +258,21 @@ def test_the_call_just_answered_is_not_returned_again(tmp_path):
         assert only_call(lane.chat(messages=later, tools=[WEATHER]).json())[0] == "get_weather"
 
 
+def test_a_call_written_as_text_where_the_answer_was_due_is_not_returned(tmp_path):
+    """After a result, the decision said "answer" and the reply was asked for with no tools; the
+    model wrote a call as text anyway (seen with Hermes: `memory` written again after it had
+    succeeded, five rounds): it is told to answer, once, and its answer is passed on."""
+    again = text('{"name": "get_weather", "arguments": {"city": "Rome"}}')
+    with running_lane(tmp_path, [again, text("It is sunny in Paris.")], decision="answer") as lane:
+        reply = lane.chat(messages=ASK + _answered("c0"), tools=[WEATHER]).json()
+        assert reply["choices"][0]["message"]["content"] == "It is sunny in Paris."
+        assert reply["choices"][0]["message"].get("tool_calls") is None
+        assert lane.rows("SELECT count(*) FROM returned_calls") == [(0,)]
+        assert lane.rows("SELECT reason FROM lane_calls WHERE reason IS NOT NULL") == [
+            ("it wrote a call where the answer was due",)]
+        assert all(not r.get("tools") for r in lane.model.requests)
+
+
 def test_a_call_repeated_after_its_result_twice_ends_with_that_result(tmp_path):
     """Told once that the call already ran, the model writes it again: the turn ends with the
     lane's account of the client's result, not another round (seen with Claude Code on the 1.5B
