@@ -33,7 +33,8 @@ LANE_WORDS = ("Do not call it again", "Already done: this exact call", "Not run:
               "now with the arguments the request needs", "The latest tool result was",
               "Answer not passed on", "I could not write a reliable answer",
               "so I have no checked answer to give", "The model's reply was not passed on",
-              "ran for the user's last message", "Nothing has run for the user's", "The lane's record:")
+              "ran for the user's last message", "Nothing has run for the user's", "The lane's record:",
+              "The model gave no final answer", "What your tools returned for this request")
 # The labels the lane's own questions put before facts (history.earlier_facts, prompt.turn_facts),
 # which a small model copies to the front of its answer ("The assistant answered: 42").
 FACT_LABELS = ("the assistant answered:", "the assistant said:", "the user said:", "the user's message:",

@@ -95,9 +95,18 @@ def as_rows(messages: list[dict[str, Any]], conversation: list[dict[str, Any]] |
     return [incoming(message, names) for message in messages]
 
 
+# How the lane's own account opens, when the model gave no answer (proxy_turn.no_answer); and what
+# the model reads in its place when a client sends it back as an assistant message.
+NO_FINAL_ANSWER = "The model gave no final answer."
+NO_ANSWER_SHOWN = "(no answer)"
+
+
 def model_messages(messages: list[dict[str, Any]], bridged: bool) -> list[dict[str, Any]]:
     """The client's conversation as the model reads it; when tool search is on, the bridge
-    protocol joins the client's system message (or opens the conversation)."""
+    protocol joins the client's system message (or opens the conversation). An earlier answer
+    that was the lane's own account is shown as NO_ANSWER_SHOWN: seen with Hermes on the 1.5B
+    model, which sends the conversation back, the model copied such an account at length (888
+    tokens, 154 s) in place of its answer. The results it quoted are in the tool messages."""
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message["role"]
@@ -105,7 +114,10 @@ def model_messages(messages: list[dict[str, Any]], bridged: bool) -> list[dict[s
             out.append({"role": "tool", "tool_call_id": message["tool_call_id"],
                         "content": message.get("content") or ""})
             continue
-        item: dict[str, Any] = {"role": role, "content": message.get("content") or ""}
+        content = message.get("content") or ""
+        if role == "assistant" and isinstance(content, str) and content.startswith(NO_FINAL_ANSWER):
+            content = NO_ANSWER_SHOWN
+        item: dict[str, Any] = {"role": role, "content": content}
         if message.get("tool_calls"):
             item["tool_calls"] = [{"id": c["id"], "type": "function", "function": c["function"]}
                                   for c in message["tool_calls"]]

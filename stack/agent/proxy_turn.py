@@ -23,7 +23,7 @@ from ..toolsearch.client_tools import ClientSurface, client_surface, needs_searc
 from ..toolsearch.surface import Profile
 from ..wire import ApiError
 from .answer_check import call_shaped
-from .client_history import ClientHistory, client_history, model_messages
+from .client_history import NO_FINAL_ANSWER, ClientHistory, client_history, model_messages
 from .history import context_of, fitted, prompt_room
 from .ledger import Correction, TurnLedger, preview
 from .llm_client import LlmClient, ModelReply
@@ -164,7 +164,7 @@ def no_answer(turn: ProxyTurn) -> str:
                             else f"- {name} returned a result")
     outcomes = [o for o in turn.outcomes if o.tool_name not in RESERVED_NAMES
                 and not (o.status == "refused" and o.tool_name in answered)]
-    parts = ["The model gave no final answer."]
+    parts = [NO_FINAL_ANSWER]
     if returned:
         parts.append("What your tools returned for this request:\n" + "\n".join(returned))
     if outcomes:

@@ -301,6 +301,21 @@ def test_a_reply_that_copies_the_lanes_note_is_not_passed_on(tmp_path):
         assert held == [("it copied the lane's own note",)]
 
 
+def test_the_lanes_earlier_account_is_not_shown_to_the_model_as_its_answer(tmp_path):
+    """A client sends the conversation back with the lane's own account as an assistant message:
+    the model reads "(no answer)" in its place (seen with Hermes: the model copied the account,
+    888 tokens, instead of answering)."""
+    account = "The model gave no final answer.\nWhat your tools returned for this request:\n- get_weather: sunny"
+    earlier = ASK + _answered("c0") + [{"role": "assistant", "content": account},
+                                       {"role": "user", "content": "thanks, and tomorrow?"}]
+    with running_lane(tmp_path, [text("I cannot tell tomorrow's weather.")], decision="answer") as lane:
+        lane.chat(messages=earlier, tools=[WEATHER])
+        shown = [m["content"] for m in lane.model.requests[-1]["messages"] if m["role"] == "assistant"]
+        assert "(no answer)" in shown and not any("gave no final answer" in (c or "") for c in shown)
+        stored = lane.rows("SELECT content FROM messages WHERE role = 'assistant'")
+        assert (account,) in stored  # the record keeps what the client sent
+
+
 def test_a_repeat_is_a_repeat_however_its_numbers_are_spelled(tmp_path):
     """The lane returns a `number` as 1.0; a client sends the call back as 1: the model's same
     call again is still the call just answered (seen with Claude Code: returned 36 times)."""
