@@ -183,7 +183,7 @@ def test_promoted_tool_is_offered_and_called_directly(lane):
     # Not in `tools`, so its call is forced as the bridge's reply format; a direct call still runs.
     assert bridged_target(first) == "currency_convert" and "tool_choice" not in first
     assert executions(settings) == [("currency_convert", "ok", 0, json.dumps(
-        {"amount": 5.0, "to": "JPY"}))]  # "amount" is a number, not an integer: sent as 5.0
+        {"amount": 5, "to": "JPY"}))]  # "amount" is a number: a whole one is sent as written
     assert result.tools_executed == ["currency_convert"]
     assert "- currency_convert (ok): 10 JPY" in facts(composed)
 
