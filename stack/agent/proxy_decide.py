@@ -76,7 +76,9 @@ async def first_step(turn: ProxyTurn) -> None:
     context = _earlier(turn)
     turn.force = await _decided(turn, tools, ran, context)
     answered = since[-1][1] if since else None
-    if turn.force is not None and turn.force == answered and not await _failed(turn, since[-1][0], answered):
+    retried = sum(name == answered for _, name, _ in since) > 1  # one retry for the user's message
+    if turn.force is not None and turn.force == answered and (
+            retried or not await _failed(turn, since[-1][0], answered)):
         turn.force = await _decided(turn, tools, ran, context, leave_out=answered)
         if turn.force in turn.surface.catalog.tools:  # a real action in the client: looked at again
             turn.force = await _second_look(turn, turn.force)
@@ -92,7 +94,8 @@ async def _failed(turn: ProxyTurn, call_id: str, name: str) -> bool:
     asked among the others. Seen with Hermes on the 1.5B model: `memory` without its `action`
     came back "Unknown action 'None'", the decision picked `memory` again, was asked without it,
     and the answer was "I don't have a tool named 'None'". An identical call is still a repeat
-    (ledger.py)."""
+    (ledger.py), and a tool called twice for the user's message is not retried again (seen:
+    memory retried, "Entry already exists" read as a failure, retried again)."""
     if not lever_on("failed", await turn.llm.capabilities()) or not turn.ledger.take(Correction(None, name, "failed")):
         return False
     probability, asked = await failure_probability(turn.llm, name, turn.history.results.get(call_id, ""))

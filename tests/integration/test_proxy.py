@@ -379,6 +379,18 @@ def test_a_tool_whose_call_failed_is_called_again_with_the_error_in_view(tmp_pat
         assert lane.rows("SELECT content FROM lane_calls WHERE purpose = 'failed'") == [("get_weather: yes 0.90",)]
 
 
+def test_a_tool_called_twice_for_the_message_is_not_retried_again(tmp_path):
+    """Seen with Hermes: memory retried, its "Entry already exists" read as a failure, retried
+    again, round after round. Twice for one user message, the tool is asked among the others."""
+    error = '{"error": "Unknown city", "success": false}'
+    twice = ASK + _answered("c0", '{"city": "Pariss"}', error) + _answered("c1", '{"city": "Paaris"}', error)
+    with running_lane(tmp_path, [text("I could not get the weather.")], decision=_stuck_on_weather("answer")) as lane:
+        lane.model.failed = 0.9
+        response = lane.chat(messages=twice, tools=[WEATHER, TIME]).json()
+        assert response["choices"][0]["message"]["content"] == "I could not get the weather."
+        assert lane.model.failed_requests == [] and len(lane.model.decide_requests) == 2
+
+
 def test_the_retry_of_a_failed_call_must_say_the_choices_it_left_out(tmp_path):
     """Hermes's `memory` requires only `target`; sent without its optional `action` (an enum) it
     fails. Its retry is decoded with `action` required too; free text stays optional."""
