@@ -139,7 +139,7 @@ def _checked(turn: ProxyTurn, call: ToolCall, tool: Tool, arguments: Any, *,
         return outcome
     arguments = without_defaults(tool.parameters, json.loads(outcome.arguments))
     conversation = "\n".join([*(text_of(m.get("content")) or "" for m in turn.request.messages),
-                              *(arguments for _, _, arguments in turn.history.calls)])
+                              *(given for _, _, given in turn.history.calls)])
     outcome = replace(outcome, arguments=json.dumps(without_unsourced(tool.parameters, arguments, conversation),
                                                     ensure_ascii=False))
     if turn.history.repeats(tool.name, outcome.arguments):
