@@ -51,9 +51,10 @@ async def take_calls(turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall]) 
                   reply, "it made a tool call where none was allowed",
                   "I could not answer that without a tool call, and none was allowed.")
         return
-    # after a result, offered no tools, it wrote a new call (a repeat is told its result, ledger.py)
-    if turn.answering and turn.history.since_user and not all(turn.history.repeats(c.name, c.arguments)
-                                                              for c in calls):
+    # after a result, offered no tools, it wrote another call of a tool that already ran for the
+    # message (a repeat is told its result, ledger.py; a next step, "then save it", is made)
+    if turn.answering and any(c.name in turn.history.since_user and not turn.history.repeats(c.name, c.arguments)
+                              for c in calls):
         corrected(turn, Correction("Answer the user now in words, from the tool results above; make no call.",
                                    None, "none"), reply, "it wrote a call where the answer was due", no_answer(turn))
         turn.answer_next = True

@@ -175,20 +175,20 @@ def without_unasked_numbers(schema: dict[str, Any], arguments: dict[str, Any], r
 
 
 def without_unsourced(schema: dict[str, Any], arguments: dict[str, Any], said: str) -> dict[str, Any]:
-    """The arguments less each optional text nobody gave: a string that the conversation (`said`:
-    its messages and calls, the client's own instructions, its tools' results) nowhere holds, for
-    a property that is no choice among the schema's own values (`enum`). A client's tool reads a
-    left-out argument as its own default; a made-up one it acts on. Seen through proxy mode on
-    the 1.5B model: Hermes's session_search(query, session_id="...") failed with "session_id not
-    found: ..."; Codex's exec_command got justification="No" where its schema says to omit it.
-    Numbers stay: a request says them in words too ("two of them")."""
+    """The arguments less each optional text nobody gave: a string none of whose words (runs of
+    letters or digits, any script) the conversation (`said`: its messages and calls, the client's
+    own instructions, its tools' results) holds, "..." included, for a property that is no choice
+    among the schema's own values (`enum`). A client's tool reads a left-out argument as its own
+    default; a made-up one it acts on. Seen through proxy mode on the 1.5B model: Hermes's
+    session_search(query, session_id="...") failed with "session_id not found: ...". A text the
+    model composes from the conversation's words (a note's content) stays; numbers stay."""
     props, required = schema.get("properties") or {}, set(schema.get("required") or ())
-    text = said.casefold()
+    known = set(re.findall(r"\w+", said.casefold()))
 
     def made_up(key: str, value: Any) -> bool:
         spec = props.get(key)
         return (key not in required and isinstance(spec, dict) and "enum" not in spec
-                and isinstance(value, str) and value.strip().casefold() not in text)
+                and isinstance(value, str) and not known & set(re.findall(r"\w+", value.casefold())))
 
     return {key: value for key, value in arguments.items() if not made_up(key, value)}
 

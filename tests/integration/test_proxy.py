@@ -146,17 +146,21 @@ def test_an_optional_argument_set_to_its_declared_default_is_left_out(tmp_path):
 
 def test_an_optional_text_nobody_gave_is_left_out(tmp_path):
     """Seen with Hermes on the 1.5B model: session_search(query, session_id="...") failed in
-    Hermes ("session_id not found: ..."). An optional string the conversation nowhere holds is left
-    out; one it holds (any case), a choice among the schema's values and a required one stay."""
+    Hermes ("session_id not found: ..."). An optional string none of whose words the conversation
+    holds is left out ("...", "f00dcafe"); one the model composed from its words (any case), a
+    choice among the schema's values and a required one stay."""
     search = {"type": "function", "function": {"name": "session_search", "description": "Search past sessions.",
               "parameters": {"type": "object", "required": ["query"], "properties": {
                   "query": {"type": "string"}, "session_id": {"type": "string"}, "role": {"type": "string"},
-                  "sort": {"type": "string", "enum": ["newest", "oldest"]}, "window": {"type": "integer"}}}}}
-    made = {"query": "lunch plans", "session_id": "...", "role": "USER", "sort": "newest", "window": 10}
+                  "sort": {"type": "string", "enum": ["newest", "oldest"]}, "window": {"type": "integer"},
+                  "note": {"type": "string"}}}}}
+    made = {"query": "lunch plans", "session_id": "...", "role": "USER said lunch", "sort": "newest", "window": 10,
+            "note": "f00dcafe"}
     with running_lane(tmp_path, [call("session_search", made)]) as lane:
         reply = lane.chat(messages=[{"role": "user", "content": "find what the user said about lunch plans"}],
                           tools=[search]).json()
-        assert only_call(reply)[1] == {"query": "lunch plans", "role": "USER", "sort": "newest", "window": 10}
+        assert only_call(reply)[1] == {"query": "lunch plans", "role": "USER said lunch", "sort": "newest",
+                                       "window": 10}
 
 
 def test_tool_choice_is_passed_to_the_model(tmp_path):
@@ -789,7 +793,7 @@ def test_a_hidden_client_tool_the_decision_picks_is_offered_for_the_forced_call(
         return Reply(content=json.dumps({"next": next(c for c in choices if c not in shown and c != "answer")}))
 
     tools = _many_tools(60) + [WEATHER]
-    ask = [{"role": "user", "content": "Run the action of an unrelated service with a long description"}]
+    ask = [{"role": "user", "content": "Run the action of an unrelated service with a long description, value v"}]
     with running_lane(tmp_path, lambda body: call(forced_name(body), {"value": "v"}),
                       decision=hidden_pick) as lane:
         reply = lane.chat(messages=ask, tools=tools).json()
