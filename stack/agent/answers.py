@@ -155,13 +155,22 @@ async def second_look(llm: LlmClient, store: Store, result: TurnResult, request:
     (decide.fit_probability), says it is what the message asks for with a probability of at
     least decide.FITS; the question is kept with the lane's own model calls. Off (no call made)
     where the upstream sends no logprobs."""
-    if not lever_on("fit", await llm.capabilities()):
+    probability = await fit_of(llm, store, result, request, tool, "fit")
+    return tool.name if probability is not None and probability >= FITS else None
+
+
+async def fit_of(llm: LlmClient, store: Store, result: TurnResult, request: str, tool: Tool,
+                 lever: str) -> float | None:
+    """The model's yes-probability that calling `tool` is what `request` asks for
+    (decide.fit_probability), the question kept with the lane's own model calls under `lever`;
+    None (no call made) where the upstream sends no logprobs."""
+    if not lever_on(lever, await llm.capabilities()):
         return None
     probability, reply = await fit_probability(llm, request, tool.name, tool.description,
                                                list((tool.parameters.get("properties") or {})))
     shown = "none" if probability is None else f"{probability:.2f}"
-    kept(store, result, "fit", reply, f"{tool.name}: yes {shown}")
-    return tool.name if probability is not None and probability >= FITS else None
+    kept(store, result, lever, reply, f"{tool.name}: yes {shown}")
+    return probability
 
 
 async def fitting_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset) -> str | None:

@@ -42,6 +42,9 @@ LEVERS: dict[str, Lever] = {
                  "the best-matching tool is called when the model's yes-probability that it fits is at "
                  "least decide.FITS (answers.second_look); off where the upstream sends no logprobs",
                  needs="logprobs"),
+    "doubt": Lever("proxy mode: the decision picked a client tool whose fit the model reads under decide.DOUBTS",
+                   "the decision asked once more among the others; its pick is called where its fit is higher "
+                   "(proxy_decide._doubted); off where the upstream sends no logprobs", needs="logprobs"),
     "failed": Lever("proxy mode: the decision picks the client tool whose call just came back",
                     "the model's yes-probability that the result reports a failure (decide.failure_probability); "
                     "at least decide.FAILS: that tool called again with the error in view, else the decision "

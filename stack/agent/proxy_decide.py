@@ -14,13 +14,14 @@ import json
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES
 from ..toolsearch.client_tools import ClientSurface
-from .answers import second_look
+from .answers import fit_of, second_look
 from .client_history import as_rows
 from .decide import (
     CLIENT_DESCRIBED,
     CLIENT_INSTRUCTION,
     CLIENT_SLOT,
     DECLINES,
+    DOUBTS,
     FAILS,
     ask_decision,
     decline_probability,
@@ -77,14 +78,45 @@ async def first_step(turn: ProxyTurn) -> None:
     turn.force = await _decided(turn, tools, ran, context)
     answered = since[-1][1] if since else None
     retried = sum(name == answered for _, name, _ in since) > 1  # one retry for the user's message
-    if turn.force is not None and turn.force == answered and (
-            retried or not await _failed(turn, since[-1][0], answered)):
-        turn.force = await _decided(turn, tools, ran, context, leave_out=answered)
-        if turn.force in turn.surface.catalog.tools:  # a real action in the client: looked at again
-            turn.force = await _second_look(turn, turn.force)
-    elif turn.force is None and not since and tools[0][0] in turn.surface.catalog.tools:
-        turn.force = await _second_look(turn, tools[0][0])
+    catalog = turn.surface.catalog.tools
+    if turn.force is not None and turn.force == answered:
+        if retried or not await _failed(turn, since[-1][0], answered):
+            turn.force = await _decided(turn, tools, ran, context, leave_out=answered)
+            if turn.force in catalog:  # a real action in the client: looked at again
+                turn.force = await _second_look(turn, turn.force)
+    elif turn.force is None:
+        if not since and tools[0][0] in catalog:
+            turn.force = await _second_look(turn, tools[0][0])
+    elif turn.force in catalog:
+        turn.force = await _doubted(turn, tools, ran, context, turn.force)
     turn.answer_next = turn.force is None
+
+
+async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tuple[str, str, str]],
+                   context: str, picked: str) -> str:
+    """Lever "doubt": a client tool the decision picked, whose fit the model reads under
+    decide.DOUBTS (answers.fit_of: asked about that one tool, its full description in view), is
+    weighed against the decision's pick among the others: the one that fits better is called.
+    Never "answer" instead: a tool the model doubts is swapped only for a tool it trusts more.
+    Seen on the 1.5B model with Codex's tools: "Create a file notes.txt …" picked `create_goal`
+    (fit 0.57; exec_command 0.84) and "How many lines does data.txt have?" `view_image` (0.42;
+    exec_command 0.74), the request's verb echoed into a name; the decision alone reads only a
+    line of each tool, the fit question the whole description ("only when explicitly requested")."""
+    others = [name for name, _ in tools if name != picked]
+    if not others or not turn.ledger.take(Correction(None, None, "doubt")):
+        return picked
+    first = await _fit(turn, picked)
+    if first is None or first >= DOUBTS:
+        return picked
+    other = await _decided(turn, tools, ran, context, leave_out=picked)
+    if other is None or other == picked:
+        return picked
+    second = await _fit(turn, other) if other in turn.surface.catalog.tools else 1.0  # the lane's own
+    return other if second is not None and second > first else picked
+
+
+async def _fit(turn: ProxyTurn, name: str) -> float | None:
+    return await fit_of(turn.llm, turn.store, turn.result, turn.query, turn.surface.catalog.tools[name], "doubt")
 
 
 async def _failed(turn: ProxyTurn, call_id: str, name: str) -> bool:

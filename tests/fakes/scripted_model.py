@@ -73,9 +73,10 @@ class ScriptedModel:
     decision: str | Reply | Callable[[dict[str, Any]], Reply] | None = None
     decide_requests: list[dict[str, Any]] = field(default_factory=list)
     # Proxy mode's second look (decide.fit_probability) asks whether one tool fits: answered with
-    # this yes-probability, or by default as a model that follows its script would: high when its
-    # next scripted reply calls that tool, low otherwise. Kept apart in `fit_requests`.
-    fit: float | None = None
+    # this yes-probability (per tool name where it is a dict: 0.05 for a tool it does not name), or
+    # by default as a model that follows its script would: high when its next scripted reply calls
+    # that tool, low otherwise. Kept apart in `fit_requests`.
+    fit: float | dict[str, float] | None = None
     fit_requests: list[dict[str, Any]] = field(default_factory=list)
     # Proxy mode asks whether a reply in words declines the request or tells the user how
     # (decide.decline_probability): answered with this yes-probability, by default that it does
@@ -136,9 +137,9 @@ class ScriptedModel:
 
     def _fit(self, question: dict[str, Any]) -> Reply:
         """The second look's one-token answer, its yes-probability in the first token's logprobs."""
-        probability = self.fit
+        asked = re.search(r"^Function: (\S+)", question["messages"][-1]["content"], re.MULTILINE)
+        probability = self.fit.get(asked.group(1) if asked else "", 0.05) if isinstance(self.fit, dict) else self.fit
         if probability is None:
-            asked = re.search(r"^Function: (\S+)", question["messages"][-1]["content"], re.MULTILINE)
             upcoming = self.script[self._served] if isinstance(self.script, list) and \
                 self._served < len(self.script) else None
             calls = [c["name"] for c in upcoming.tool_calls or []] if upcoming else []

@@ -112,6 +112,41 @@ def test_a_request_naming_two_steps_gets_the_second_called_with_its_required_arg
         assert "action" in lane.model.requests[1]["messages"][-1]["content"]  # told what was missing
 
 
+# (b2) a pick the model doubts, weighed against its next pick
+
+WARM = [{"role": "user", "content": "How warm is it in Paris?"}]
+
+
+def test_a_doubted_pick_is_swapped_for_the_tool_that_fits_better(tmp_path):
+    """The decision echoes a word into get_time; asked about get_time alone the model doubts it
+    (fit 0.05, under DOUBTS), so the decision is asked among the others: get_weather, which fits
+    (0.95), is the call returned."""
+    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})],
+                      decision=decisions("get_time", "get_weather")) as lane:
+        reply = lane.chat(messages=WARM, tools=[TIME, WEATHER]).json()
+        assert only_call(reply)[:2] == ("get_weather", {"city": "Paris"})
+        assert purposes(lane)[:4] == ["decide", "doubt", "decide", "doubt"]
+        assert "get_time" not in lane.model.decide_requests[1]["response_format"]["json_schema"]["schema"][
+            "properties"]["next"]["enum"]
+
+
+def test_a_doubted_pick_stays_where_the_other_fits_worse(tmp_path):
+    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})],
+                      decision=decisions("get_weather", "get_time")) as lane:
+        lane.model.fit = {"get_weather": 0.5, "get_time": 0.2}
+        reply = lane.chat(messages=WARM, tools=[TIME, WEATHER]).json()
+        assert only_call(reply)[:2] == ("get_weather", {"city": "Paris"})
+        assert len(lane.model.decide_requests) == 2 and len(lane.model.fit_requests) == 2
+
+
+def test_a_pick_that_fits_is_not_weighed(tmp_path):
+    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})],
+                      decision=decisions("get_weather")) as lane:
+        reply = lane.chat(messages=WARM, tools=[TIME, WEATHER]).json()
+        assert only_call(reply)[0] == "get_weather"
+        assert len(lane.model.decide_requests) == 1 and len(lane.model.fit_requests) == 1
+
+
 # (c) the lane's own tools are never named to a client
 
 def test_a_reply_naming_the_lanes_bridges_is_answered_again_without_them(tmp_path):
