@@ -43,8 +43,9 @@ LEVERS: dict[str, Lever] = {
                  "least decide.FITS (answers.second_look); off where the upstream sends no logprobs",
                  needs="logprobs"),
     "doubt": Lever("proxy mode: the decision picked a client tool whose fit the model reads under decide.DOUBTS",
-                   "the decision asked once more among the others; its pick is called where its fit is higher "
-                   "(proxy_decide._doubted); off where the upstream sends no logprobs", needs="logprobs"),
+                   "the decision asked again among the others (up to proxy_decide.DOUBT_PICKS picks, until one is "
+                   "trusted); the pick that fits best is called, never \"answer\" instead; off where the upstream "
+                   "sends no logprobs", needs="logprobs"),
     "failed": Lever("proxy mode: the decision picks the client tool whose call just came back",
                     "the model's yes-probability that the result reports a failure (decide.failure_probability); "
                     "at least decide.FAILS: that tool called again with the error in view, else the decision "
@@ -74,11 +75,12 @@ LEVERS: dict[str, Lever] = {
     "empty": Lever("proxy mode: a reply with no call and no words", "the model told, once"),
     "call-shaped": Lever("proxy mode: a reply with call-shaped text that is no valid call",
                          "the model told to make it a call, once"),
-    "declined": Lever("proxy mode under tool_choice auto: a reply in words where nothing ran for the request, "
-                      "which the model, asked (decide.decline_probability), says declines the request or tells "
-                      "the user how to do it themselves",
-                      "the decision asked again with that reply in view; a client tool it picks is forced; "
-                      "off where the upstream sends no logprobs", needs="logprobs"),
+    "declined": Lever("proxy mode under tool_choice auto: a reply in words which the model, asked "
+                      "(decide.decline_probability), says declines the request or tells the user how to do it "
+                      "themselves",
+                      "the decision asked again with that reply and this request's results in view, among the "
+                      "client tools that have not run for it; a tool it picks is forced; off where the upstream "
+                      "sends no logprobs", needs="logprobs"),
     "lane-note": Lever("proxy mode: a reply that copies words of a note the lane wrote to the model "
                        "(answer_check.LANE_WORDS: \"Do not call it again\", seen after a repeat of Codex's "
                        "create_goal was refused)",

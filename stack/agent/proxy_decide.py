@@ -10,6 +10,7 @@ question asked is kept with the lane's own model calls (records.kept).
 from __future__ import annotations
 
 import json
+from typing import Collection
 
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES
@@ -40,6 +41,8 @@ from .records import hold, kept
 DECIDE_LIST_TOKENS = 1500
 # How much of a declining reply the decision asked again reads (lever "declined").
 DRAFT_CHARS = 300
+# Lever "doubt": at most this many picks (the decision's first included) are weighed by their fit.
+DOUBT_PICKS = 3
 
 
 async def first_step(turn: ProxyTurn) -> None:
@@ -73,7 +76,7 @@ async def first_step(turn: ProxyTurn) -> None:
     if not tools:
         return
     since = turn.history.calls[turn.history.before_user:]
-    ran = [(name, "ok", turn.history.results.get(call_id, "")) for call_id, name, _ in since]
+    ran = _ran(turn)
     context = _earlier(turn)
     turn.force = await _decided(turn, tools, ran, context)
     answered = since[-1][1] if since else None
@@ -81,7 +84,7 @@ async def first_step(turn: ProxyTurn) -> None:
     catalog = turn.surface.catalog.tools
     if turn.force is not None and turn.force == answered:
         if retried or not await _failed(turn, since[-1][0], answered):
-            turn.force = await _decided(turn, tools, ran, context, leave_out=answered)
+            turn.force = await _decided(turn, tools, ran, context, leave_out=[answered])
             if turn.force in catalog:  # a real action in the client: looked at again
                 turn.force = await _second_look(turn, turn.force)
     elif turn.force is None:
@@ -96,23 +99,27 @@ async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tupl
                    context: str, picked: str) -> str:
     """Lever "doubt": a client tool the decision picked, whose fit the model reads under
     decide.DOUBTS (answers.fit_of: asked about that one tool, its full description in view), is
-    weighed against the decision's pick among the others: the one that fits better is called.
-    Never "answer" instead: a tool the model doubts is swapped only for a tool it trusts more.
-    Seen on the 1.5B model with Codex's tools: "Create a file notes.txt …" picked `create_goal`
-    (fit 0.57; exec_command 0.84) and "How many lines does data.txt have?" `view_image` (0.42;
-    exec_command 0.74), the request's verb echoed into a name; the decision alone reads only a
-    line of each tool, the fit question the whole description ("only when explicitly requested")."""
-    others = [name for name, _ in tools if name != picked]
-    if not others or not turn.ledger.take(Correction(None, None, "doubt")):
+    weighed against the decision's next picks among the others (up to DOUBT_PICKS in all, until
+    one is trusted): the one that fits best is called. Never "answer" instead: a tool the model
+    doubts is swapped only for a tool it trusts more. Seen on the 1.5B model with Codex's tools:
+    "Create a file notes.txt …" picked `create_goal` (fit 0.55), then `write_stdin` (0.69), where
+    exec_command read 0.84; the decision alone reads only a line of each tool, the fit question
+    the whole description ("only when explicitly requested")."""
+    if not turn.ledger.take(Correction(None, None, "doubt")):
         return picked
-    first = await _fit(turn, picked)
-    if first is None or first >= DOUBTS:
-        return picked
-    other = await _decided(turn, tools, ran, context, leave_out=picked)
-    if other is None or other == picked:
-        return picked
-    second = await _fit(turn, other) if other in turn.surface.catalog.tools else 1.0  # the lane's own
-    return other if second is not None and second > first else picked
+    best, best_fit = picked, await _fit(turn, picked)
+    weighed = [picked]
+    while best_fit is not None and best_fit < DOUBTS and len(weighed) < DOUBT_PICKS:
+        if not [name for name, _ in tools if name not in weighed]:
+            break
+        other = await _decided(turn, tools, ran, context, leave_out=weighed)
+        if other is None:
+            break
+        weighed.append(other)
+        fit = await _fit(turn, other) if other in turn.surface.catalog.tools else 1.0  # the lane's own
+        if fit is not None and fit > best_fit:
+            best, best_fit = other, fit
+    return best
 
 
 async def _fit(turn: ProxyTurn, name: str) -> float | None:
@@ -155,14 +162,17 @@ def _choices_left_out(turn: ProxyTurn, call_id: str, name: str) -> tuple[str, ..
 
 
 async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:
-    """Lever "declined": where nothing ran for the request under tool_choice auto, a reply
-    that declines it or tells the user how to do it themselves (the model's yes-probability,
-    decide.decline_probability: no word of it is matched) is not the answer while a client
-    tool does it: the decision is asked again with that reply in view, and a client tool it
-    picks (never one that ran for the request) is forced. True when one is."""
+    """Lever "declined": under tool_choice auto, a reply that declines the request or tells the
+    user how to do it themselves (the model's yes-probability, decide.decline_probability: no
+    word of it is matched) is not the answer while a client tool does it: the decision is asked
+    again with that reply and what ran for the request in view, among the client tools that have
+    not run for it, and a tool it picks is forced. After a result too: seen with Hermes on the
+    1.5B model, "run `echo $((6*7))`, then save the output to memory": the terminal returned 42
+    and the reply was "I'm sorry, but I can't assist with that." where memory was the step named
+    next. True when a tool is forced."""
     lane_ran = any(o.tool_name not in RESERVED_NAMES for o in turn.outcomes)  # a bridge search may have
-    if turn.request.tool_choice.mode != "auto" or turn.history.since_user or lane_ran \
-            or not turn.surface.catalog.tools or not lever_on("declined", await turn.llm.capabilities()) \
+    if turn.request.tool_choice.mode != "auto" or lane_ran or not turn.surface.catalog.tools \
+            or not lever_on("declined", await turn.llm.capabilities()) \
             or not turn.ledger.take(Correction(None, None, "declined")):
         return False  # asked once a request, whatever it finds; never without logprobs
     probability, asked = await decline_probability(turn.llm, turn.query, reply.content)
@@ -170,8 +180,8 @@ async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:
     kept(turn.store, turn.result, "declined", asked, f"yes {shown}")
     if probability is None or probability < DECLINES:
         return False
-    picked = await _decided(turn, decision_listing(turn.surface, turn.query), [], _earlier(turn),
-                            draft=reply.content)
+    picked = await _decided(turn, decision_listing(turn.surface, turn.query), _ran(turn), _earlier(turn),
+                            leave_out=turn.history.since_user, draft=reply.content)
     if picked is None:
         return False
     turn.force = picked
@@ -203,11 +213,12 @@ def decision_listing(surface: ClientSurface, query: str) -> list[tuple[str, str]
 
 
 async def _decided(turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tuple[str, str, str]],
-                   context: str, leave_out: str | None = None, draft: str = "") -> str | None:
-    """One decision among the listed tools (all but `leave_out`, the one whose call just came
-    back: lever "decide"), recorded; the tool picked, or None for "answer". `draft`: a reply in
-    words that declined the request or told the user how (lever "declined"), shown with it."""
-    choices = [name for name, _ in tools if name != leave_out]
+                   context: str, leave_out: Collection[str] = (), draft: str = "") -> str | None:
+    """One decision among the listed tools (all but `leave_out`: the tool whose call just came
+    back, picks already weighed, tools that ran for the request), recorded; the tool picked, or
+    None for "answer". `draft`: a reply in words that declined the request or told the user how
+    (lever "declined"), shown with it."""
+    choices = [name for name, _ in tools if name not in leave_out]
     request = turn.query if not draft else (
         f"{turn.query}\n\n(A first reply, in words, declined it or told the user how to do it: "
         f"\"{draft.strip()[:DRAFT_CHARS]}\")")
@@ -225,6 +236,12 @@ async def _second_look(turn: ProxyTurn, name: str) -> str | None:
     ids: the decision answered in words 9 of 64 single-tool requests the tool was made for
     ("What key signature does C# major have?" with music_theory.key_signature offered)."""
     return await second_look(turn.llm, turn.store, turn.result, turn.query, turn.surface.catalog.tools[name])
+
+
+def _ran(turn: ProxyTurn) -> list[tuple[str, str, str]]:
+    """What ran for the user's latest message, as the decision reads it: (tool, status, result)."""
+    return [(name, "ok", turn.history.results.get(call_id, ""))
+            for call_id, name, _ in turn.history.calls[turn.history.before_user:]]
 
 
 def _earlier(turn: ProxyTurn) -> str:

@@ -130,6 +130,19 @@ def test_a_doubted_pick_is_swapped_for_the_tool_that_fits_better(tmp_path):
             "properties"]["next"]["enum"]
 
 
+def test_picks_are_weighed_until_one_is_trusted(tmp_path):
+    """get_time, then cp are doubted; the third pick, get_weather, fits and is called; the
+    decision was asked each time without the picks already weighed."""
+    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})],
+                      decision=decisions("get_time", "cp", "get_weather")) as lane:
+        reply = lane.chat(messages=WARM, tools=[CP, TIME, WEATHER]).json()
+        assert only_call(reply)[:2] == ("get_weather", {"city": "Paris"})
+        offered = [r["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
+                   for r in lane.model.decide_requests]
+        assert [sorted(o) for o in offered] == [["answer", "cp", "get_time", "get_weather"],
+                                                ["answer", "cp", "get_weather"], ["answer", "get_weather"]]
+
+
 def test_a_doubted_pick_stays_where_the_other_fits_worse(tmp_path):
     with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})],
                       decision=decisions("get_weather", "get_time")) as lane:
@@ -145,6 +158,25 @@ def test_a_pick_that_fits_is_not_weighed(tmp_path):
         reply = lane.chat(messages=WARM, tools=[TIME, WEATHER]).json()
         assert only_call(reply)[0] == "get_weather"
         assert len(lane.model.decide_requests) == 1 and len(lane.model.fit_requests) == 1
+
+
+def test_a_refusal_after_a_result_gets_the_step_the_request_names_next(tmp_path):
+    """"Run X, then save the output": the terminal's result is in, the decision says "answer" and
+    the reply refuses; asked again with the refusal in view (the terminal, which ran, left out),
+    the decision picks memory, which is called; the refusal is held back."""
+    refusal = "I'm sorry, but I can't assist with that."
+    ask = [{"role": "user", "content": "Run `echo $((6*7))`, then save the output to memory."}]
+    history = ask + ran("t1", "terminal", {"command": "echo $((6*7))"}, "42")
+    saved = call("memory", {"action": "add", "content": "42"})
+    with running_lane(tmp_path, with_tools_a_call(saved, refusal), decision=decisions("answer", "memory")) as lane:
+        lane.model.declines, lane.model.fit = 0.9, 0.05
+        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY]).json()
+        assert only_call(reply)[:2] == ("memory", {"action": "add", "content": "42"})
+        asked_again = lane.model.decide_requests[-1]
+        assert asked_again["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"] == [
+            "memory", "answer"]
+        assert refusal in asked_again["messages"][-1]["content"] and "42" in asked_again["messages"][-1]["content"]
+        assert lane.rows("SELECT count(*) FROM messages WHERE content = ?", refusal) == [(0,)]
 
 
 # (c) the lane's own tools are never named to a client
