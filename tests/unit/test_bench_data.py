@@ -143,3 +143,28 @@ def test_the_example_book_covers_every_catalog_tool_as_the_lane_reads_it(catalog
             requests = tuple(entry["requests"])
             assert len(requests) <= REQUESTS_PER_STYLE
             assert parse_requests("\n".join(requests)) == requests, doc.name  # as the lane reads them
+
+
+def test_client_toolsets_name_real_tools_of_their_toolset(catalog):
+    """The held-out requests of scripts/bench/client_toolsets.py: each toolset 35-47 real tools,
+    every expected tool in its request's toolset, every follow-up ending with its tool's result,
+    and the judge passing a right call and failing a wrong one."""
+    data = json.loads((DATA / "client_toolsets_heldout.json").read_text(encoding="utf-8"))
+    with bench_script("client_toolsets") as judge:
+        for request in data["requests"]:
+            tools = judge.toolset_tools(catalog, data["toolsets"][request["toolset"]])
+            assert 35 <= len(tools) <= 47
+            names = {t["function"]["name"] for t in tools}
+            assert set(request["expect"]["tools"]) <= names
+            assert (request["kind"] == "tool") == bool(request["expect"]["tools"])
+            assert request["messages"][-1]["role"] == ("tool" if request["kind"] == "followup" else "user")
+            if request["kind"] == "tool":
+                name = request["expect"]["tools"][0]
+                schema = next(t["function"]["parameters"] for t in tools if t["function"]["name"] == name)
+                made = {k: "x" for k in schema.get("required", [])}
+                call = {"function": {"name": name, "arguments": json.dumps(made)}}
+                assert judge.verdict(request, {"tool_calls": [call]}, tools) == (True, "")
+                assert judge.verdict(request, {"content": "Done."}, tools) == (False, "no call")
+            else:
+                assert judge.verdict(request, {"content": "Use tool_search."}, tools) == (False, "named a bridge")
+    assert {r["lang"] for r in data["requests"]} >= {"en", "es", "de", "fr"}
