@@ -41,8 +41,9 @@ from .records import hold, kept
 DECIDE_LIST_TOKENS = 1500
 # How much of a declining reply the decision asked again reads (lever "declined").
 DRAFT_CHARS = 300
-# Lever "doubt": at most this many picks (the decision's first included) are weighed by their fit.
-DOUBT_PICKS = 3
+# Lever "doubt": a doubted pick is weighed against this many of the listing's first client tools
+# (each a one-token question of ~100-200 prompt tokens, ~1 s on two cores).
+DOUBT_WEIGHED = 6
 
 
 async def first_step(turn: ProxyTurn) -> None:
@@ -91,34 +92,30 @@ async def first_step(turn: ProxyTurn) -> None:
         if not since and tools[0][0] in catalog:
             turn.force = await _second_look(turn, tools[0][0])
     elif turn.force in catalog:
-        turn.force = await _doubted(turn, tools, ran, context, turn.force)
+        turn.force = await _doubted(turn, tools, turn.force)
     turn.answer_next = turn.force is None
 
 
-async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tuple[str, str, str]],
-                   context: str, picked: str) -> str:
+async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -> str:
     """Lever "doubt": a client tool the decision picked, whose fit the model reads under
-    decide.DOUBTS (answers.fit_of: asked about that one tool, its full description in view), is
-    weighed against the decision's next picks among the others (up to DOUBT_PICKS in all, until
-    one is trusted): the one that fits best is called. Never "answer" instead: a tool the model
-    doubts is swapped only for a tool it trusts more. Seen on the 1.5B model with Codex's tools:
-    "Create a file notes.txt …" picked `create_goal` (fit 0.55), then `write_stdin` (0.69), where
-    exec_command read 0.84; the decision alone reads only a line of each tool, the fit question
+    decide.DOUBTS (answers.fit_of: asked about that one tool, its whole description in view), is
+    weighed against the first DOUBT_WEIGHED client tools of the decision's listing (search's best
+    for the request first): the one that fits best is called. Never "answer" instead: a tool the
+    model doubts is swapped only for a tool it trusts more. Seen on the 1.5B model with Codex's
+    tools: "Create a file notes.txt …" picked `create_goal` (fit 0.55) and, asked again among the
+    others, `write_stdin` (0.69) and `update_goal` (0.60), where exec_command read 0.84: the
+    decision reads one line of each tool and echoes the request's verb, the fit question reads
     the whole description ("only when explicitly requested")."""
     if not turn.ledger.take(Correction(None, None, "doubt")):
         return picked
     best, best_fit = picked, await _fit(turn, picked)
-    weighed = [picked]
-    while best_fit is not None and best_fit < DOUBTS and len(weighed) < DOUBT_PICKS:
-        if not [name for name, _ in tools if name not in weighed]:
-            break
-        other = await _decided(turn, tools, ran, context, leave_out=weighed)
-        if other is None:
-            break
-        weighed.append(other)
-        fit = await _fit(turn, other) if other in turn.surface.catalog.tools else 1.0  # the lane's own
+    if best_fit is None or best_fit >= DOUBTS:
+        return picked
+    catalog = turn.surface.catalog.tools
+    for name in [name for name, _ in tools if name in catalog and name != picked][:DOUBT_WEIGHED]:
+        fit = await _fit(turn, name)
         if fit is not None and fit > best_fit:
-            best, best_fit = other, fit
+            best, best_fit = name, fit
     return best
 
 

@@ -4,6 +4,7 @@ the step the request names next; the lane's bridges are never named to a client;
 correction makes a client run a call its user did not ask for."""
 
 import json
+import re
 
 from tests.fakes.scripted_model import Reply, call, literal_reading, text
 from tests.integration.test_api_chat import running_lane
@@ -119,37 +120,26 @@ WARM = [{"role": "user", "content": "How warm is it in Paris?"}]
 
 def test_a_doubted_pick_is_swapped_for_the_tool_that_fits_better(tmp_path):
     """The decision echoes a word into get_time; asked about get_time alone the model doubts it
-    (fit 0.05, under DOUBTS), so the decision is asked among the others: get_weather, which fits
-    (0.95), is the call returned."""
+    (fit 0.05, under DOUBTS), so the listed tools are weighed too: get_weather fits (0.95) and is
+    the call returned; cp (0.05) is not; the decision is not asked again."""
     with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})],
-                      decision=decisions("get_time", "get_weather")) as lane:
-        reply = lane.chat(messages=WARM, tools=[TIME, WEATHER]).json()
-        assert only_call(reply)[:2] == ("get_weather", {"city": "Paris"})
-        assert purposes(lane)[:4] == ["decide", "doubt", "decide", "doubt"]
-        assert "get_time" not in lane.model.decide_requests[1]["response_format"]["json_schema"]["schema"][
-            "properties"]["next"]["enum"]
-
-
-def test_picks_are_weighed_until_one_is_trusted(tmp_path):
-    """get_time, then cp are doubted; the third pick, get_weather, fits and is called; the
-    decision was asked each time without the picks already weighed."""
-    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})],
-                      decision=decisions("get_time", "cp", "get_weather")) as lane:
+                      decision=decisions("get_time")) as lane:
         reply = lane.chat(messages=WARM, tools=[CP, TIME, WEATHER]).json()
         assert only_call(reply)[:2] == ("get_weather", {"city": "Paris"})
-        offered = [r["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"]
-                   for r in lane.model.decide_requests]
-        assert [sorted(o) for o in offered] == [["answer", "cp", "get_time", "get_weather"],
-                                                ["answer", "cp", "get_weather"], ["answer", "get_weather"]]
+        assert purposes(lane)[:4] == ["decide", "doubt", "doubt", "doubt"]
+        asked = [re.search(r"^Function: (\S+)", r["messages"][-1]["content"], re.MULTILINE).group(1)
+                 for r in lane.model.fit_requests]
+        assert asked[0] == "get_time" and sorted(asked[1:]) == ["cp", "get_weather"]
+        assert len(lane.model.decide_requests) == 1
 
 
-def test_a_doubted_pick_stays_where_the_other_fits_worse(tmp_path):
+def test_a_doubted_pick_stays_where_the_others_fit_worse(tmp_path):
     with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})],
-                      decision=decisions("get_weather", "get_time")) as lane:
+                      decision=decisions("get_weather")) as lane:
         lane.model.fit = {"get_weather": 0.5, "get_time": 0.2}
         reply = lane.chat(messages=WARM, tools=[TIME, WEATHER]).json()
         assert only_call(reply)[:2] == ("get_weather", {"city": "Paris"})
-        assert len(lane.model.decide_requests) == 2 and len(lane.model.fit_requests) == 2
+        assert len(lane.model.decide_requests) == 1 and len(lane.model.fit_requests) == 2
 
 
 def test_a_pick_that_fits_is_not_weighed(tmp_path):
