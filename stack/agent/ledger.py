@@ -43,9 +43,10 @@ LEVERS: dict[str, Lever] = {
                  "least decide.FITS (answers.second_look); off where the upstream sends no logprobs",
                  needs="logprobs"),
     "doubt": Lever("proxy mode: the decision picked a client tool whose fit the model reads under decide.DOUBTS",
-                   "the first proxy_decide.DOUBT_WEIGHED client tools of the decision's listing weighed by their "
-                   "fit too; the one that fits best is called, never \"answer\" instead; off where the upstream "
-                   "sends no logprobs", needs="logprobs"),
+                   "the first proxy_decide.DOUBT_WEIGHED client tools of the decision's listing that have not run "
+                   "for the message weighed by their fit too; the one that fits best is called; \"answer\" only "
+                   "after a result where none reaches DOUBTS; off where the upstream sends no logprobs",
+                   needs="logprobs"),
     "failed": Lever("proxy mode: the decision picks the client tool whose call just came back",
                     "the model's yes-probability that the result reports a failure (decide.failure_probability); "
                     "at least decide.FAILS: that tool called again with the error in view, else the decision "

@@ -96,27 +96,31 @@ async def first_step(turn: ProxyTurn) -> None:
     turn.answer_next = turn.force is None
 
 
-async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -> str:
+async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -> str | None:
     """Lever "doubt": a client tool the decision picked, whose fit the model reads under
     decide.DOUBTS (answers.fit_of: asked about that one tool, its whole description in view), is
     weighed against the first DOUBT_WEIGHED client tools of the decision's listing (search's best
-    for the request first): the one that fits best is called. Never "answer" instead: a tool the
-    model doubts is swapped only for a tool it trusts more. Seen on the 1.5B model with Codex's
-    tools: "Create a file notes.txt …" picked `create_goal` (fit 0.55) and, asked again among the
-    others, `write_stdin` (0.69) and `update_goal` (0.60), where exec_command read 0.84: the
-    decision reads one line of each tool and echoes the request's verb, the fit question reads
-    the whole description ("only when explicitly requested")."""
+    for the request first) that have not run for the user's message: the one that fits best is
+    called. Before any result a doubted tool is only swapped for a tool the model trusts more,
+    never for "answer"; after a result, where none reaches DOUBTS, the answer is next (a result is
+    in, and no step the model trusts is left).
+    Seen on the 1.5B model with Codex's tools: "Create a file notes.txt …" picked `create_goal`
+    (fit 0.55) and, asked again among the others, `write_stdin` (0.69) and `update_goal` (0.60),
+    where exec_command read 0.84: the decision reads one line of each tool and echoes the request's
+    verb, the fit question reads the whole description ("only when explicitly requested"). Once
+    exec_command had run, the decision picked create_goal again, and weighing it against every
+    tool called exec_command twice more (the line written three times)."""
     if not turn.ledger.take(Correction(None, None, "doubt")):
         return picked
     best, best_fit = picked, await _fit(turn, picked)
     if best_fit is None or best_fit >= DOUBTS:
         return picked
-    catalog = turn.surface.catalog.tools
-    for name in [name for name, _ in tools if name in catalog and name != picked][:DOUBT_WEIGHED]:
+    catalog, ran = turn.surface.catalog.tools, turn.history.since_user
+    for name in [name for name, _ in tools if name in catalog and name not in ran | {picked}][:DOUBT_WEIGHED]:
         fit = await _fit(turn, name)
         if fit is not None and fit > best_fit:
             best, best_fit = name, fit
-    return best
+    return None if ran and best_fit < DOUBTS else best
 
 
 async def _fit(turn: ProxyTurn, name: str) -> float | None:

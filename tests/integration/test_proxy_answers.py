@@ -142,6 +142,20 @@ def test_a_doubted_pick_stays_where_the_others_fit_worse(tmp_path):
         assert len(lane.model.decide_requests) == 1 and len(lane.model.fit_requests) == 2
 
 
+def test_after_a_result_a_doubted_pick_with_nothing_trusted_left_is_the_answer(tmp_path):
+    """get_weather answered; the decision picks get_time, which the model doubts, and cp fits no
+    better: the answer is written from the result. get_weather, which ran, is not weighed."""
+    history = WARM + ran("w1", "get_weather", {"city": "Paris"}, "21 C, sunny")
+    with running_lane(tmp_path, with_tools_a_call(call("get_weather", {"city": "Paris"}), "21 C and sunny."),
+                      decision=decisions("get_time")) as lane:
+        lane.model.fit = {"get_weather": 0.95}
+        reply = lane.chat(messages=history, tools=[CP, TIME, WEATHER]).json()["choices"][0]
+        assert "tool_calls" not in reply["message"] and reply["message"]["content"] == "21 C and sunny."
+        asked = [re.search(r"^Function: (\S+)", r["messages"][-1]["content"], re.MULTILINE).group(1)
+                 for r in lane.model.fit_requests]
+        assert asked == ["get_time", "cp"]
+
+
 def test_a_pick_that_fits_is_not_weighed(tmp_path):
     with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})],
                       decision=decisions("get_weather")) as lane:
