@@ -24,6 +24,7 @@ from .decide import (
     DECLINES,
     DOUBTS,
     FAILS,
+    FITS,
     ask_decision,
     decline_probability,
     failure_probability,
@@ -102,14 +103,15 @@ async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -
     weighed against the first DOUBT_WEIGHED client tools of the decision's listing (search's best
     for the request first) that have not run for the user's message: the one that fits best is
     called. Before any result a doubted tool is only swapped for a tool the model trusts more,
-    never for "answer"; after a result, where none reaches DOUBTS, the answer is next (a result is
-    in, and no step the model trusts is left).
+    never for "answer"; after a result the answer is next unless the best reaches decide.FITS,
+    the bar of every tool called after a result that the decision did not pick (_second_look).
     Seen on the 1.5B model with Codex's tools: "Create a file notes.txt …" picked `create_goal`
     (fit 0.55) and, asked again among the others, `write_stdin` (0.69) and `update_goal` (0.60),
     where exec_command read 0.84: the decision reads one line of each tool and echoes the request's
     verb, the fit question reads the whole description ("only when explicitly requested"). Once
     exec_command had run, the decision picked create_goal again, and weighing it against every
-    tool called exec_command twice more (the line written three times)."""
+    tool called exec_command twice more (the line written three times); weighed against the
+    others, write_stdin (0.70) was called after it."""
     if not turn.ledger.take(Correction(None, None, "doubt")):
         return picked
     best, best_fit = picked, await _fit(turn, picked)
@@ -120,7 +122,7 @@ async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -
         fit = await _fit(turn, name)
         if fit is not None and fit > best_fit:
             best, best_fit = name, fit
-    return None if ran and best_fit < DOUBTS else best
+    return None if ran and (best == picked or best_fit < FITS) else best
 
 
 async def _fit(turn: ProxyTurn, name: str) -> float | None:
