@@ -3,7 +3,8 @@
 Proxy mode asks the agent's question (decide.py) in words for a client's tools, before the first
 reply of a request (lever "decide") and again where a reply in words declined the request or told
 the user how to do it themselves (lever "declined"); a tool it picks is then forced under its
-schema. Where it said "answer", the best match is given a second look (lever "fit"). Every
+schema. Where it said "answer", the best match is given a second look (lever "fit"); where it
+picked a tool the model doubts, the listing's others are weighed by their fit (lever "doubt"). Every
 question asked is kept with the lane's own model calls (records.kept).
 """
 
@@ -55,7 +56,8 @@ async def first_step(turn: ProxyTurn) -> None:
     word match for the request first** (decision_listing), what ran since the user's latest
     message, earlier turns as facts, and of its examples those whose tools the client has. A
     tool is then forced (its arguments decoded under its schema; a hidden one offered for that
-    call); "answer" gets a reply with no tools.
+    call); "answer" gets a reply with no tools. A tool picked that the model doubts is weighed
+    against the listing's others first (lever "doubt", _doubted).
     Measured on Qwen2.5-Coder-1.5B: offered any tool in an open reply, it called one for
     every request, "difference between cpu and gpu?" included; of the questions tried on BFCL
     even ids (docs/measurements.md), the agent's chose right most often, and most often of
@@ -68,9 +70,9 @@ async def first_step(turn: ProxyTurn) -> None:
     (lever "fit") says it fits the request: seen with Claude Code on the 1.5B model, `Write` ran,
     was picked again, and the ask among the others picked `ScheduleWakeup`, which Claude Code ran.
     After a result, "answer" is the answer, written from it: the second look at the best match
-    after "answer" (a correction) is only asked where nothing ran for the user's message, so it never calls a tool the
-    decision did not pick once a result is in (seen with Hermes: `terminal` forced again
-    after it had run for the request)."""
+    after "answer" (a correction) is only asked where nothing ran for the user's message, so it
+    never calls a tool the decision did not pick once a result is in (seen with Hermes:
+    `terminal` forced again after it had run for the request)."""
     if turn.request.tool_choice.mode != "auto" or turn.request.messages[-1]["role"] not in ("user", "tool"):
         return
     tools = decision_listing(turn.surface, turn.query)
@@ -172,7 +174,9 @@ async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:
     not run for it, and a tool it picks is forced. After a result too: seen with Hermes on the
     1.5B model, "run `echo $((6*7))`, then save the output to memory": the terminal returned 42
     and the reply was "I'm sorry, but I can't assist with that." where memory was the step named
-    next. True when a tool is forced."""
+    next. There the pick is called only where its fit reaches decide.FITS (_second_look): seen
+    with Codex, "The command `touch notes.txt` was executed successfully." read as declining
+    (0.79), and write_stdin, picked without exec_command, was called. True when a tool is forced."""
     lane_ran = any(o.tool_name not in RESERVED_NAMES for o in turn.outcomes)  # a bridge search may have
     if turn.request.tool_choice.mode != "auto" or lane_ran or not turn.surface.catalog.tools \
             or not lever_on("declined", await turn.llm.capabilities()) \
@@ -185,6 +189,8 @@ async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:
         return False
     picked = await _decided(turn, decision_listing(turn.surface, turn.query), _ran(turn), _earlier(turn),
                             leave_out=turn.history.since_user, draft=reply.content)
+    if picked is not None and turn.history.since_user and picked in turn.surface.catalog.tools:
+        picked = await _second_look(turn, picked)  # after a result, as every pick but the decision's first
     if picked is None:
         return False
     turn.force = picked

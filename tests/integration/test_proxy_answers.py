@@ -173,7 +173,7 @@ def test_a_refusal_after_a_result_gets_the_step_the_request_names_next(tmp_path)
     history = ask + ran("t1", "terminal", {"command": "echo $((6*7))"}, "42")
     saved = call("memory", {"action": "add", "content": "42"})
     with running_lane(tmp_path, with_tools_a_call(saved, refusal), decision=decisions("answer", "memory")) as lane:
-        lane.model.declines, lane.model.fit = 0.9, 0.05
+        lane.model.declines, lane.model.fit = 0.9, {"memory": 0.9}
         reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY]).json()
         assert only_call(reply)[:2] == ("memory", {"action": "add", "content": "42"})
         asked_again = lane.model.decide_requests[-1]
@@ -181,6 +181,19 @@ def test_a_refusal_after_a_result_gets_the_step_the_request_names_next(tmp_path)
             "memory", "answer"]
         assert refusal in asked_again["messages"][-1]["content"] and "42" in asked_again["messages"][-1]["content"]
         assert lane.rows("SELECT count(*) FROM messages WHERE content = ?", refusal) == [(0,)]
+
+
+def test_after_a_result_a_step_picked_on_a_refusal_must_fit(tmp_path):
+    """The same, but the model reads memory's fit at 0.3: nothing more is called for the client,
+    and the reply is passed on."""
+    refusal = "I'm sorry, but I can't assist with that."
+    ask = [{"role": "user", "content": "Run `echo $((6*7))`, then save the output to memory."}]
+    history = ask + ran("t1", "terminal", {"command": "echo $((6*7))"}, "42")
+    saved = call("memory", {"action": "add", "content": "42"})
+    with running_lane(tmp_path, with_tools_a_call(saved, refusal), decision=decisions("answer", "memory")) as lane:
+        lane.model.declines, lane.model.fit = 0.9, {"memory": 0.3}
+        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY]).json()["choices"][0]
+        assert "tool_calls" not in reply["message"] and reply["message"]["content"].startswith(refusal)
 
 
 # (c) the lane's own tools are never named to a client
