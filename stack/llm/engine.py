@@ -28,7 +28,7 @@ from stack.llm.prefix_store import PrefixStore, model_key, tokens_key
 from stack.llm.prompt_cache import PromptCache, common_prefix, context_tokens, load_state, save_state
 from stack.llm.protocol import ChatRequest
 from stack.llm.template_quirks import single_braces, wants_object_arguments, with_object_arguments
-from stack.llm.tool_grammar import call_schema, grammar_text
+from stack.llm.tool_grammar import call_schema, for_grammar, grammar_text
 from stack.llm.tool_prompt import with_tools_in_system_message
 
 if TYPE_CHECKING:
@@ -265,7 +265,7 @@ class Engine:
         self._abort_flag = job.cancel
         evaluated = self._hold_opening(llm, job, prompt)
         cached = self._restore_longest_prefix(llm, prompt) - evaluated
-        grammar = _grammar(call_schema(request.tools, request.tool_choice) or request.response_schema)
+        grammar = _grammar(call_schema(request.tools, request.tool_choice) or request.response_schema, self._vocab)
         outcome = self._sample(llm, job, prompt, stops, min(request.max_tokens, room), emit, grammar)
         if not outcome.cancelled and self.prompt_cache.budget_bytes:
             self.prompt_cache.put(context_tokens(llm), save_state(llm))
@@ -440,17 +440,42 @@ def _token_logprobs(llm: Llama, token: int, alternatives: int) -> dict[str, Any]
     return {**entry(token), "top_logprobs": [entry(t) for t in best]}
 
 
-def _grammar(schema: dict[str, Any] | None) -> LlamaGrammar | None:
-    """A forced tool call's or response format's grammar; a schema the converter cannot express leaves decoding free."""
+def _grammar(schema: dict[str, Any] | None, vocab: Any) -> LlamaGrammar | None:
+    """A forced tool call's or response format's grammar (tool_grammar.for_grammar: huge bounds
+    left out), parsed with the model's vocabulary before it is used; a schema the converter
+    cannot express leaves decoding free.
+    The parse comes first because llama.cpp does not survive a grammar it cannot parse: seen
+    with Google Calendar's MCP `create-event`, whose email `pattern` `^[^\\s@]+@…` the converter
+    wrote as a class with `\\s` ("unknown escape"), the llm service died of a segfault in the
+    next sampling step. A schema the converter or the parser refuses is tried once more
+    without its `pattern`s."""
     if schema is None:
         return None
     from llama_cpp import LlamaGrammar
 
-    try:
-        return LlamaGrammar.from_string(grammar_text(schema), verbose=False)
-    except Exception as exc:  # the converter and the parser reject some valid JSON schemas
-        log.warning("no grammar for the forced tool call (%s); decoding freely", exc)
-        return None
+    for patterns in (True, False):
+        try:
+            text = grammar_text(for_grammar(schema, patterns=patterns))
+        except Exception as exc:  # the converter rejects some valid JSON schemas (a pattern's syntax)
+            why = str(exc)
+        else:
+            if _parses(text, vocab):
+                return LlamaGrammar.from_string(text, verbose=False)
+            why = "llama.cpp cannot parse it"
+        log.warning("no grammar for this schema (%s)%s", why,
+                    "; trying it without its patterns" if patterns else "; decoding freely")
+    return None
+
+
+def _parses(text: str, vocab: Any) -> bool:
+    """Whether llama.cpp parses the grammar (its sampler is built once and freed)."""
+    import llama_cpp
+
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab, text.encode("utf-8"), b"root")
+    if not sampler:
+        return False
+    llama_cpp.llama_sampler_free(sampler)
+    return True
 
 
 class _StopScanner:

@@ -37,3 +37,27 @@ def grammar_text(schema: dict[str, Any]) -> str:
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     return json_schema_to_gbnf(json.dumps(schema))
+
+
+# Keywords whose values are data, not schemas: left as they are.
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", "description", "title"})
+# Length and count bounds the converter writes out as that many nested repetitions: over this,
+# left out of the grammar (Stripe's MCP `update_dispute` says `maxLength: 20000`, and llama.cpp's
+# parser, given the 20,000-deep rule, overflows its stack and takes the process down).
+MAX_BOUND = 64
+_BOUNDS = frozenset({"maxLength", "minLength", "maxItems", "minItems"})
+
+
+def for_grammar(schema: Any, *, patterns: bool = True) -> Any:
+    """The schema as the grammar holds it: bounds over MAX_BOUND left out, and with `patterns`
+    false every `pattern` keyword too (a property named "pattern" stays: its value is a schema),
+    the keyword whose regular expressions the converter translates least reliably. The shim
+    validates arguments against the client's whole schema afterwards."""
+    if isinstance(schema, list):
+        return [for_grammar(item, patterns=patterns) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {key: value if key in _DATA_KEYWORDS else for_grammar(value, patterns=patterns)
+            for key, value in schema.items()
+            if not (key == "pattern" and isinstance(value, str) and not patterns)
+            and not (key in _BOUNDS and isinstance(value, int) and value > MAX_BOUND)}

@@ -103,3 +103,22 @@ def test_auto_tool_choice_leaves_decoding_free(engine: Engine) -> None:
             "tool_choice": "auto", "max_tokens": 8, "temperature": 0}
     outcome, _ = run(engine, body)
     assert not outcome.text.lstrip().startswith('{"name"')
+
+
+# Shapes of real MCP schemas (scripts/bench/data/catalog.json): Google Calendar's attendee email
+# pattern, which the converter writes as a class llama.cpp cannot parse, and Stripe's
+# `maxLength: 20000`, which it writes 20,000 rules deep: each once took the llm process down.
+INVITE = {"type": "function", "function": {"name": "invite", "description": "Invite someone.", "parameters": {
+    "type": "object", "properties": {
+        "email": {"type": "string", "pattern": "^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$"},
+        "note": {"type": "string", "maxLength": 20000}},
+    "required": ["email"]}}}
+
+
+def test_a_schema_llama_cpp_cannot_parse_is_decoded_without_it_and_the_engine_lives(engine: Engine) -> None:
+    body = {"messages": [{"role": "user", "content": "Invite ana@example.org."}], "tools": [INVITE],
+            "tool_choice": {"type": "function", "function": {"name": "invite"}}, "max_tokens": 32, "temperature": 0}
+    outcome, _ = run(engine, body)
+    assert re.match(r'\{\s*"name"\s*:\s*"invite"\s*,\s*"arguments"\s*:\s*\{\s*"email"', outcome.text)
+    again, _ = run(engine, {"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 2})
+    assert again.completion_tokens >= 1
