@@ -76,12 +76,11 @@ LEVERS: dict[str, Lever] = {
     "empty": Lever("proxy mode: a reply with no call and no words", "the model told, once"),
     "call-shaped": Lever("proxy mode: a reply with call-shaped text that is no valid call",
                          "the model told to make it a call, once"),
-    "declined": Lever("proxy mode under tool_choice auto: a reply in words which the model, asked "
-                      "(decide.decline_probability), says declines the request or tells the user how to do it "
-                      "themselves",
-                      "the decision asked again with that reply and this request's results in view, among the "
-                      "client tools that have not run for it; a tool it picks is forced; off where the upstream "
-                      "sends no logprobs", needs="logprobs"),
+    "declined": Lever("proxy mode under tool_choice auto: a reply in words where nothing ran for the request, "
+                      "which the model, asked (decide.decline_probability), says declines the request or tells "
+                      "the user how to do it themselves",
+                      "the decision asked again with that reply in view; a client tool it picks is forced; "
+                      "off where the upstream sends no logprobs", needs="logprobs"),
     "lane-note": Lever("proxy mode: a reply that copies words of a note the lane wrote to the model "
                        "(answer_check.LANE_WORDS: \"Do not call it again\", seen after a repeat of Codex's "
                        "create_goal was refused)",

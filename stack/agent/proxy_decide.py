@@ -167,19 +167,17 @@ def _choices_left_out(turn: ProxyTurn, call_id: str, name: str) -> tuple[str, ..
 
 
 async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:
-    """Lever "declined": under tool_choice auto, a reply that declines the request or tells the
-    user how to do it themselves (the model's yes-probability, decide.decline_probability: no
-    word of it is matched) is not the answer while a client tool does it: the decision is asked
-    again with that reply and what ran for the request in view, among the client tools that have
-    not run for it, and a tool it picks is forced. After a result too: seen with Hermes on the
-    1.5B model, "run `echo $((6*7))`, then save the output to memory": the terminal returned 42
-    and the reply was "I'm sorry, but I can't assist with that." where memory was the step named
-    next. There the pick is called only where its fit reaches decide.FITS (_second_look): seen
-    with Codex, "The command `touch notes.txt` was executed successfully." read as declining
-    (0.79), and write_stdin, picked without exec_command, was called. True when a tool is forced."""
+    """Lever "declined": where nothing ran for the request under tool_choice auto, a reply
+    that declines it or tells the user how to do it themselves (the model's yes-probability,
+    decide.decline_probability: no word of it is matched) is not the answer while a client
+    tool does it: the decision is asked again with that reply in view, and a client tool it
+    picks (never one that ran for the request) is forced. True when one is. Not asked after a
+    result (tried on 2026-11-29 for Hermes's "I'm sorry, but I can't assist" after the terminal
+    ran: on Hermes and Codex it fired on a bare session id, a summary and a report of `touch`,
+    0.70-0.79, and never called a useful step; docs/measurements.md)."""
     lane_ran = any(o.tool_name not in RESERVED_NAMES for o in turn.outcomes)  # a bridge search may have
-    if turn.request.tool_choice.mode != "auto" or lane_ran or not turn.surface.catalog.tools \
-            or not lever_on("declined", await turn.llm.capabilities()) \
+    if turn.request.tool_choice.mode != "auto" or turn.history.since_user or lane_ran \
+            or not turn.surface.catalog.tools or not lever_on("declined", await turn.llm.capabilities()) \
             or not turn.ledger.take(Correction(None, None, "declined")):
         return False  # asked once a request, whatever it finds; never without logprobs
     probability, asked = await decline_probability(turn.llm, turn.query, reply.content)
@@ -187,10 +185,8 @@ async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:
     kept(turn.store, turn.result, "declined", asked, f"yes {shown}")
     if probability is None or probability < DECLINES:
         return False
-    picked = await _decided(turn, decision_listing(turn.surface, turn.query), _ran(turn), _earlier(turn),
-                            leave_out=turn.history.since_user, draft=reply.content)
-    if picked is not None and turn.history.since_user and picked in turn.surface.catalog.tools:
-        picked = await _second_look(turn, picked)  # after a result, as every pick but the decision's first
+    picked = await _decided(turn, decision_listing(turn.surface, turn.query), [], _earlier(turn),
+                            draft=reply.content)
     if picked is None:
         return False
     turn.force = picked

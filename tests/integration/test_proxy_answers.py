@@ -6,8 +6,6 @@ correction makes a client run a call its user did not ask for."""
 import json
 import re
 
-import pytest
-
 from tests.fakes.scripted_model import Reply, call, literal_reading, text
 from tests.integration.test_api_chat import running_lane
 from tests.integration.test_proxy import CP, TIME, WEATHER, _many_tools, only_call
@@ -164,33 +162,6 @@ def test_a_pick_that_fits_is_not_weighed(tmp_path):
         reply = lane.chat(messages=WARM, tools=[TIME, WEATHER]).json()
         assert only_call(reply)[0] == "get_weather"
         assert len(lane.model.decide_requests) == 1 and len(lane.model.fit_requests) == 1
-
-
-REFUSAL = "I'm sorry, but I can't assist with that."
-SAVE_42 = ([{"role": "user", "content": "Run `echo $((6*7))`, then save the output to memory."}]
-           + ran("t1", "terminal", {"command": "echo $((6*7))"}, "42"))
-
-
-@pytest.mark.parametrize("memory_fit", [0.9, 0.3])
-def test_a_refusal_after_a_result_gets_the_step_the_request_names_next_where_it_fits(tmp_path, memory_fit):
-    """"Run X, then save the output": the terminal's result is in, the decision says "answer" and
-    the reply refuses; asked again with the refusal and the result in view (the terminal, which
-    ran, left out), the decision picks memory, which is called where the model reads its fit at
-    FITS or more (the refusal held back), and not at 0.3 (the reply passed on)."""
-    saved = call("memory", {"action": "add", "content": "42"})
-    with running_lane(tmp_path, with_tools_a_call(saved, REFUSAL), decision=decisions("answer", "memory")) as lane:
-        lane.model.declines, lane.model.fit = 0.9, {"memory": memory_fit}
-        reply = lane.chat(messages=SAVE_42, tools=[TERMINAL, MEMORY]).json()
-        asked_again = lane.model.decide_requests[-1]
-        assert asked_again["response_format"]["json_schema"]["schema"]["properties"]["next"]["enum"] == [
-            "memory", "answer"]
-        assert REFUSAL in asked_again["messages"][-1]["content"] and "42" in asked_again["messages"][-1]["content"]
-        if memory_fit < 0.8:
-            message = reply["choices"][0]["message"]
-            assert "tool_calls" not in message and message["content"].startswith(REFUSAL)
-            return
-        assert only_call(reply)[:2] == ("memory", {"action": "add", "content": "42"})
-        assert lane.rows("SELECT count(*) FROM messages WHERE content = ?", REFUSAL) == [(0,)]
 
 
 # (c) the lane's own tools are never named to a client
