@@ -41,7 +41,7 @@ RESULT_CHARS = 200
 # decision answered scored 0.80-0.89, and 4 of the 23 irrelevance requests it answered 0.81-0.90.
 FITS = 0.8
 # Proxy mode (lever "doubt"): a client tool the decision picked whose fit is under this is weighed
-# against the decision's next pick. Probed on ten requests in four languages against Claude Code's
+# against the listing's other tools by their fit. Probed on ten requests in four languages against Claude Code's
 # and Codex's tools (docs/measurements.md): right picks read 0.67-0.94, wrong ones 0.13-0.67; the
 # two overlap, so the threshold only chooses which picks are weighed, the comparison decides.
 DOUBTS = 0.7

@@ -44,8 +44,8 @@ LEVERS: dict[str, Lever] = {
                  needs="logprobs"),
     "doubt": Lever("proxy mode: the decision picked a client tool whose fit the model reads under decide.DOUBTS",
                    "the first proxy_decide.DOUBT_WEIGHED client tools of the decision's listing that have not run "
-                   "for the message weighed by their fit too; the one that fits best is called; \"answer\" only "
-                   "after a result where none reaches DOUBTS; off where the upstream sends no logprobs",
+                   "for the message weighed by their fit too; the one that fits best is called; after a result, "
+                   "\"answer\" unless it reaches decide.FITS; off where the upstream sends no logprobs",
                    needs="logprobs"),
     "failed": Lever("proxy mode: the decision picks the client tool whose call just came back",
                     "the model's yes-probability that the result reports a failure (decide.failure_probability); "

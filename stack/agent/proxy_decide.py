@@ -11,7 +11,6 @@ question asked is kept with the lane's own model calls (records.kept).
 from __future__ import annotations
 
 import json
-from typing import Collection
 
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES
@@ -88,7 +87,7 @@ async def first_step(turn: ProxyTurn) -> None:
     catalog = turn.surface.catalog.tools
     if turn.force is not None and turn.force == answered:
         if retried or not await _failed(turn, since[-1][0], answered):
-            turn.force = await _decided(turn, tools, ran, context, leave_out=[answered])
+            turn.force = await _decided(turn, tools, ran, context, leave_out=answered)
             if turn.force in catalog:  # a real action in the client: looked at again
                 turn.force = await _second_look(turn, turn.force)
     elif turn.force is None:
@@ -218,12 +217,11 @@ def decision_listing(surface: ClientSurface, query: str) -> list[tuple[str, str]
 
 
 async def _decided(turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tuple[str, str, str]],
-                   context: str, leave_out: Collection[str] = (), draft: str = "") -> str | None:
-    """One decision among the listed tools (all but `leave_out`: the tool whose call just came
-    back, picks already weighed, tools that ran for the request), recorded; the tool picked, or
-    None for "answer". `draft`: a reply in words that declined the request or told the user how
-    (lever "declined"), shown with it."""
-    choices = [name for name, _ in tools if name not in leave_out]
+                   context: str, leave_out: str | None = None, draft: str = "") -> str | None:
+    """One decision among the listed tools (all but `leave_out`, the one whose call just came
+    back: lever "decide"), recorded; the tool picked, or None for "answer". `draft`: a reply in
+    words that declined the request or told the user how (lever "declined"), shown with it."""
+    choices = [name for name, _ in tools if name != leave_out]
     request = turn.query if not draft else (
         f"{turn.query}\n\n(A first reply, in words, declined it or told the user how to do it: "
         f"\"{draft.strip()[:DRAFT_CHARS]}\")")
