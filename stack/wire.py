@@ -27,7 +27,7 @@ WARM_ROUTE = "/lane/warm"
 # What the lane's own llm service declares on GET WARM_ROUTE that it honours (the names of
 # agent/capabilities.Capabilities): the shim takes its word instead of probing, which would cost a
 # restarted lane's first answer a few seconds of model time (other servers are probed).
-HONOURED = ("json_schema", "tool_choice", "tool_calls", "logprobs")
+HONOURED = ("json_schema", "tool_choice", "tool_calls", "logprobs", "hidden_state")
 
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")

@@ -4,13 +4,18 @@ an answer (stack/agent/reading.py) finds the actions the answer reports as done,
     flock /tmp/lane-model.lock .venv/bin/python scripts/bench/claims.py \\
         --start models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --split test
     .venv/bin/python scripts/bench/claims.py --llm-url http://127.0.0.1:8081/v1 --split dev --json out.json
+    .venv/bin/python scripts/bench/claims.py --llm-url http://127.0.0.1:8081/v1 --split dev --fit
+
+`--fit` fits the reading's probe (reading.py) for the service's model on the development part and
+writes stack/agent/data/reader-<model>.json; a reading then uses it wherever that model serves.
 
 Each corpus item (scripts/bench/data/claims_{dev,test}.jsonl, written blind by a helper) holds the
 tools the assistant had, the user's message, the answer, and the labels: `reports` (the tools
 whose action the answer states as done) and `other_action` (an action no listed tool does). An
 item's labels are a set of actions (`reading.OTHER` standing for other_action); a predicted action
 in the set is a true positive, one outside it a false positive, a labelled one not predicted a
-false negative. Precision and recall are over actions, per language; an item is exact when the
+false negative (the probe, where there is one, decides whether anything is reported at all).
+Precision and recall are over actions, per language; an item is exact when the
 predicted set equals the labelled one, and "flagged right" when both say it reports something
 (or both say nothing). claims_test.jsonl is never tuned on: its numbers are reported, not read
 item by item.
@@ -36,14 +41,20 @@ if str(ROOT) not in sys.path:
 from lane_run import free_port, lane_process  # noqa: E402  (scripts/bench, this script's folder)
 
 from stack.agent.llm_client import LlmClient  # noqa: E402
-from stack.agent.reading import OTHER, read_reported  # noqa: E402
+from stack.agent.reading import OTHER, PROBES, probe_text, read_reported  # noqa: E402
 
 DATA = Path(__file__).resolve().parent / "data"
 
 
+# The parts: the development files (fitted and tuned on), and two test files never tuned on
+# (test2 adds languages the development part lacks: Dutch, Polish, Italian).
+SPLITS = {"dev": ("claims_dev.jsonl", "claims_dev_2.jsonl"), "test": ("claims_test.jsonl",),
+          "test2": ("claims_test_2.jsonl",)}
+
+
 def load(split: str) -> list[dict[str, Any]]:
-    path = DATA / f"claims_{split}.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [json.loads(line) for name in SPLITS[split] if (DATA / name).is_file()
+            for line in (DATA / name).read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def sample(items: list[dict[str, Any]], per_language: int) -> list[dict[str, Any]]:
@@ -83,17 +94,82 @@ async def run(items: list[dict[str, Any]], llm_url: str) -> list[dict[str, Any]]
         for item in items:
             tools = [(t["name"], t.get("description", "")) for t in item["tools"]]
             started = time.monotonic()
-            reading, reply = await read_reported(llm, item["answer"], item.get("request", ""), tools)
+            reading, replies = await read_reported(llm, item["answer"], item.get("request", ""), tools)
             predicted = set(reading.tools) | ({OTHER} if reading.other else set())
             out.append({"id": item["id"], "lang": item["lang"], "form": item["form"], "gold": sorted(gold(item)),
-                        "predicted": sorted(predicted), "read": reading.read, "raw": reply.content,
-                        "wall_s": round(time.monotonic() - started, 2), "prompt_tokens": reply.prompt_tokens})
+                        "predicted": sorted(predicted), "read": reading.read,
+                        "raw": " | ".join(reply.content for reply in replies),
+                        "wall_s": round(time.monotonic() - started, 2),
+                        "prompt_tokens": sum(reply.prompt_tokens for reply in replies)})
             mark = "ok " if predicted == gold(item) else "MISS"
             print(f"{mark} {item['id']:<8} {out[-1]['wall_s']:5.1f}s gold {sorted(gold(item))} "
                   f"read {sorted(predicted)}", flush=True)
     finally:
         await llm.aclose()
     return out
+
+
+async def states(items: list[dict[str, Any]], llm_url: str) -> list[list[float]]:
+    """The hidden state the probe reads (reading.probe_text) for each item, from the service."""
+    llm = LlmClient(llm_url, model=None, timeout_s=120)
+    out = []
+    try:
+        for index, item in enumerate(items):
+            tools = [(t["name"], t.get("description", "")) for t in item["tools"]]
+            embedded = await llm.embedding(probe_text(item["answer"], item.get("request", ""), tools))
+            if embedded is None:
+                raise SystemExit("the llm service gives no hidden state (/v1/embeddings)")
+            out.append(embedded[0])
+            if index % 25 == 0:
+                print(f"  {index}/{len(items)} states", flush=True)
+        return out
+    finally:
+        await llm.aclose()
+
+
+def fit(items: list[dict[str, Any]], vectors: list[list[float]], model: str, recall: float) -> dict[str, Any]:
+    """A logistic regression on the states (standardised, L2 chosen by 5-fold cross-validation),
+    and the highest threshold whose out-of-fold recall of "reports something" reaches `recall`:
+    a report missed is an unbacked claim passed on, an honest answer flagged costs a line."""
+    import numpy as np
+
+    x = np.array(vectors, dtype=np.float64)
+    y = np.array([bool(gold(item)) for item in items], dtype=np.float64)
+    mu, sd = x.mean(0), x.std(0) + 1e-6
+    z = (x - mu) / sd
+
+    def train(a: Any, b: Any, lam: float) -> tuple[Any, float]:
+        w, c = np.zeros(a.shape[1]), 0.0
+        for _ in range(3000):
+            p = 1 / (1 + np.exp(-(a @ w + c)))
+            w -= 0.05 * (a.T @ (p - b) / len(b) + lam * w)
+            c -= 0.05 * float((p - b).mean())
+        return w, c
+
+    folds = np.array_split(np.random.default_rng(53).permutation(len(y)), 5)
+    best: tuple[float, float, Any] | None = None
+    for lam in (0.001, 0.01, 0.1):
+        out_of_fold = np.zeros(len(y))
+        for fold in folds:
+            rest = np.setdiff1d(np.arange(len(y)), fold)
+            w, c = train(z[rest], y[rest], lam)
+            out_of_fold[fold] = 1 / (1 + np.exp(-(z[fold] @ w + c)))
+        accuracy = float(((out_of_fold >= 0.5) == (y > 0)).mean())
+        print(f"  L2 {lam}: out-of-fold accuracy {accuracy:.3f}")
+        if best is None or accuracy > best[0]:
+            best = (accuracy, lam, out_of_fold)
+    assert best is not None
+    _, lam, out_of_fold = best
+    threshold = max(t for t in np.arange(0.02, 0.99, 0.01)
+                    if ((out_of_fold >= t) & (y > 0)).sum() >= recall * (y > 0).sum())
+    w, c = train(z, y, lam)
+    flagged = out_of_fold >= threshold
+    print(f"  chosen L2 {lam}, threshold {threshold:.2f}: out-of-fold precision "
+          f"{((flagged) & (y > 0)).sum() / max(flagged.sum(), 1):.3f} recall "
+          f"{((flagged) & (y > 0)).sum() / (y > 0).sum():.3f}")
+    return {"model": model, "fitted_on": [*SPLITS["dev"]], "items": len(y), "l2": lam,
+            "threshold": round(float(threshold), 2), "bias": float(c - (mu / sd) @ w),
+            "weights": [float(v) for v in w / sd]}
 
 
 def report(items: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -110,6 +186,14 @@ def report(items: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[s
             "median_wall_s": sorted(r["wall_s"] for r in results)[len(results) // 2] if results else 0}
 
 
+async def _model_name(llm_url: str) -> str:
+    llm = LlmClient(llm_url, model=None, timeout_s=30)
+    try:
+        return await llm.model_name()
+    finally:
+        await llm.aclose()
+
+
 def show(name: str, part: dict[str, Any]) -> str:
     return (f"  {name:<14} {part['items']:>4} items  actions: precision {part['precision']:.3f} recall "
             f"{part['recall']:.3f} exact {part['exact']}/{part['items']}  any claim: precision "
@@ -119,7 +203,11 @@ def show(name: str, part: dict[str, Any]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=["dev", "test"], default="dev")
+    parser.add_argument("--split", choices=sorted(SPLITS), default="dev")
+    parser.add_argument("--fit", action="store_true",
+                        help="fit the reading's probe for the service's model on the split (dev only) "
+                             "and write it to stack/agent/data/")
+    parser.add_argument("--recall", type=float, default=0.95, help="--fit: out-of-fold recall the threshold keeps")
     parser.add_argument("--llm-url", help="an llm service's OpenAI base URL (…/v1)")
     parser.add_argument("--start", metavar="MODEL", help="start `lane llm` with this GGUF for the run")
     parser.add_argument("--threads", type=int, default=2)
@@ -132,6 +220,15 @@ def main() -> int:
     items = load(args.split)[:args.limit or None]
     if args.per_language:
         items = sample(items, args.per_language)
+    if args.fit:
+        if args.split != "dev" or not args.llm_url:
+            parser.error("--fit takes --split dev and --llm-url (the service whose model it is for)")
+        model = asyncio.run(_model_name(args.llm_url))
+        probe = fit(items, asyncio.run(states(items, args.llm_url)), model, args.recall)
+        path = PROBES / f"reader-{Path(model).name}.json"
+        path.write_text(json.dumps(probe) + "\n", encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
+        return 0
     if args.rescore:
         results = json.loads(args.rescore.read_text())["results"]
         items = [item for item in items if item["id"] in {r["id"] for r in results}]

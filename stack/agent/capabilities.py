@@ -62,13 +62,18 @@ class Capabilities:
     tool_choice: bool = True
     tool_calls: bool = True
     logprobs: bool = True
+    # The last token's hidden state from /v1/embeddings (the reading's probe, reading.probed).
+    # Only the lane's own llm service declares it: another server's embeddings may be pooled or
+    # normalised differently, and a probe fitted on one kind of state reads nothing in another.
+    hidden_state: bool = False
 
     def paths(self) -> dict[str, str]:
         """How each kind of constrained call reaches this upstream (constrained.py's paths)."""
         decision = "schema" if self.json_schema else "tool" if self.tool_calls else "text"
         forced = "named" if self.tool_choice else "schema" if self.json_schema else \
             "offered" if self.tool_calls else "text"
-        return {"decision": decision, "forced_call": forced, "yes_no": "logprobs" if self.logprobs else "off"}
+        return {"decision": decision, "forced_call": forced, "yes_no": "logprobs" if self.logprobs else "off",
+                "reading": "probe" if self.hidden_state else "list"}
 
     def report(self) -> dict[str, Any]:
         """/health's `capabilities` object."""
@@ -112,7 +117,8 @@ async def probe(send: Send) -> Capabilities:
     tool_choice = called == PROBE_TOOLS[1]
     tool_calls = called is not None or await _called(send, CALL_PROBE) is not None
     logprobs = await _honoured(send, LOGPROBS_PROBE, lambda reply: bool(reply.logprobs))
-    return Capabilities(json_schema=schema, tool_choice=tool_choice, tool_calls=tool_calls, logprobs=logprobs)
+    return Capabilities(json_schema=schema, tool_choice=tool_choice, tool_calls=tool_calls, logprobs=logprobs,
+                        hidden_state=False)
 
 
 async def _honoured(send: Send, body: dict[str, Any], shows: Callable[[ProbeReply], bool]) -> bool:

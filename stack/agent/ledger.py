@@ -58,7 +58,10 @@ LEVERS: dict[str, Lever] = {
                   "the model's constrained reading of the actions the answer reports as done "
                   "(reading.py: an enum over the granted tools and \"another action\"), held to the "
                   "store's executions (reading.unbacked); what the store does not back gets the lane's "
-                  "receipt beside the answer (reading.receipt), and no tool is forced on it"),
+                  "receipt beside the answer (reading.receipt), and no tool is forced on it. Where the "
+                  "upstream gives its model's hidden state and a probe was fitted for that model, the probe "
+                  "decides first whether the answer reports anything (reading.probed); only then is the "
+                  "list asked"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "
                      "no tool is forced after it",
                      "written once more, the model told why (prompt.COMPOSE_AGAIN)"),

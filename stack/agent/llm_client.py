@@ -205,6 +205,29 @@ class LlmClient:
             log.info("the llm service at %s is unreachable; it will be probed again", self.base_url)
         self._capabilities = self._info = None
 
+    async def embedding(self, text: str) -> tuple[list[float], int] | None:
+        """The service's vector for `text` and its token count (OpenAI's /embeddings shape; the
+        lane's llm service gives the last token's hidden state, Engine.embed); None when the
+        service has no such route. LlmError when it fails."""
+        try:
+            response = await self._http.post(f"{self.base_url}/embeddings",
+                                              json={"model": await self.model_name(), "input": text})
+        except (httpx.ConnectError, httpx.RemoteProtocolError) as exc:
+            raise LlmNotReady(f"llm service at {self.base_url} unreachable: {exc}") from None
+        except httpx.HTTPError as exc:
+            raise LlmError(f"llm service at {self.base_url} failed to embed: {type(exc).__name__} {exc}") from None
+        if response.status_code in (404, 405, 501):
+            return None
+        if response.status_code >= 400:
+            raise LlmError(f"llm service answered {response.status_code} to embeddings: {response.text[:500]}")
+        try:
+            payload = response.json()
+            vector = [float(x) for x in payload["data"][0]["embedding"]]
+            tokens = int((payload.get("usage") or {}).get("prompt_tokens") or 0)
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise LlmError(f"llm service sent an unreadable embedding: {exc}") from None
+        return vector, tokens
+
     async def warm_supported(self) -> bool | None:
         """Whether the service has the lane's warm-up route: False for another OpenAI server,
         None when it cannot tell yet (not up, or slow to answer)."""

@@ -10,12 +10,25 @@ executions, which no wording can change, and what the store does not back gets t
 receipt beside the answer (receipt). The same question serves proxy mode with the client's
 own tool names, and the everyday benchmark's judge (scored on the labelled claims corpus,
 scripts/bench/claims.py).
+
+Asked that way, the 1.5B model lists a tool for nearly every answer (half the honest ones
+flagged). What it makes of the answer is better than what it writes: a linear probe on the hidden
+state it would read its next token from, after the answer and the question "does the reply state
+that an action was carried out?", separates reports from the rest in five languages where the
+list does not (docs/measurements.md, "The reading of an answer"). So, where the upstream gives that
+state (the lane's llm service: /v1/embeddings, Engine.embed) and a probe was fitted for its model
+(stack/agent/data/reader-<model>.json, by `scripts/bench/claims.py fit`, on the development part
+of the corpus only), the probe decides whether the answer reports anything, and the list is asked
+only which actions an answer that does reports.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any, Collection, Sequence
 
 from ..store import Store
@@ -92,13 +105,75 @@ def parse_reading(content: str, names: Collection[str]) -> Reading:
     return Reading(frozenset(d for d in done if isinstance(d, str) and d in names), OTHER in done)
 
 
+PROBES = Path(__file__).resolve().parent / "data"
+PROBE_QUESTION = "Question: does the assistant's reply state that an action was carried out? Answer:"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A linear probe over one model's hidden state (probe_text's last token): the probability
+    that the answer reports an action as done is sigmoid(weights . state + bias); at or above
+    `threshold` it does. Fitted on the claims corpus's development part (scripts/bench/claims.py)."""
+
+    model: str
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float
+
+    def probability(self, state: Sequence[float]) -> float | None:
+        if len(state) != len(self.weights):
+            return None
+        z = sum(w * x for w, x in zip(self.weights, state, strict=True)) + self.bias
+        return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
+
+
+def probe_text(answer: str, request: str, tools: Sequence[tuple[str, str]]) -> str:
+    """What the probe reads: plain text, no chat template (any server, any model), the tools first
+    (a cached prefix per tool set), the question last (its last token is the state read)."""
+    listed = "\n".join(f"- {name}: {one_line(description)[:DESCRIPTION_CHARS]}" for name, description in tools)
+    return (f"Tools the assistant had:\n{listed}\n\nUser: {request.strip()[:MAX_REQUEST_CHARS]}\n\n"
+            f"Assistant: {answer.strip()[:MAX_ANSWER_CHARS]}\n\n{PROBE_QUESTION}")
+
+
+@cache
+def probe_for(model: str) -> Probe | None:
+    """The probe fitted for `model` (the name the upstream lists), if one was."""
+    path = PROBES / f"reader-{Path(model).name}.json"
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return Probe(data["model"], tuple(data["weights"]), float(data["bias"]), float(data["threshold"]))
+
+
+async def probed(llm: LlmClient, answer: str, request: str,
+                 tools: Sequence[tuple[str, str]]) -> tuple[bool, ModelReply] | None:
+    """Whether the probe reads `answer` as reporting an action as done, and the call to count and
+    record (its probability in the content); None where the upstream's model has no probe or gives
+    no hidden state."""
+    probe = probe_for(await llm.model_name())
+    if probe is None or not (await llm.capabilities()).hidden_state:
+        return None
+    embedded = await llm.embedding(probe_text(answer, request, tools))
+    probability = None if embedded is None else probe.probability(embedded[0])
+    if probability is None or embedded is None:
+        return None
+    reports = probability >= probe.threshold
+    said = "reports an action" if reports else "reports nothing"
+    return reports, ModelReply(f"probe: {probability:.2f}, {said}", prompt_tokens=embedded[1], path="probe")
+
+
 async def read_reported(llm: LlmClient, answer: str, request: str,
-                        tools: Sequence[tuple[str, str]]) -> tuple[Reading, ModelReply]:
-    """The model's reading of what `answer` reports as done, with the reply to count and record."""
+                        tools: Sequence[tuple[str, str]]) -> tuple[Reading, list[ModelReply]]:
+    """The model's reading of what `answer` reports as done, with the calls to count and record:
+    the probe's (where there is one) and, unless it says the answer reports nothing, the list's."""
     names = [name for name, _ in tools]
+    gate = await probed(llm, answer, request, tools)
+    replies = [] if gate is None else [gate[1]]
+    if gate is not None and not gate[0]:
+        return Reading(), replies
     reply = await llm.chat(reader_messages(answer, request, tools), [], max_tokens=READ_MAX_TOKENS,
                            temperature=0.0, response_schema=reading_schema(names))
-    return parse_reading(reply.content, names), reply
+    return parse_reading(reply.content, names), [*replies, reply]
 
 
 async def read_kept(llm: LlmClient, store: Store, result: TurnResult, answer: str, request: str,
@@ -106,8 +181,9 @@ async def read_kept(llm: LlmClient, store: Store, result: TurnResult, answer: st
     """The reading of a turn's answer over its tools (shortlist, `keep` kept), counted in the turn
     and kept with the lane's own model calls (purpose "read"): the agent's and proxy mode's one
     way to ask it."""
-    reading, reply = await read_reported(llm, answer, request, shortlist(tools, keep))
-    kept(store, result, "read", reply)
+    reading, replies = await read_reported(llm, answer, request, shortlist(tools, keep))
+    for reply in replies:
+        kept(store, result, "read", reply)
     return reading
 
 

@@ -1,4 +1,4 @@
-"""The llm service's HTTP face: OpenAI-compatible chat completions, models and health.
+"""The llm service's HTTP face: OpenAI-compatible chat completions, embeddings, models and health.
 
 Every generation runs in its own worker thread (the engine's lock queues them), while the event
 loop watches the client. When the client disconnects or times out, streaming or not, the job's
@@ -22,7 +22,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from stack.llm.engine import Cancelled, Engine, Generation, Job, PromptTooLong, TemplateFailure
-from stack.llm.protocol import parse_chat_request
+from stack.llm.protocol import parse_chat_request, parse_embedding_request
 from stack.wire import (
     HONOURED,
     SSE_DONE,
@@ -81,6 +81,7 @@ def create_app(engine: Engine, *, model_id: str, on_load_failure: Callable[[], N
             return StreamingResponse(stream, media_type="text/event-stream")
         return await _complete(request, engine, job, completion_id, model_id)
 
+    _add_embedding_route(app, engine, model_id)
     _add_warm_routes(app, engine)
     return app
 
@@ -98,6 +99,31 @@ async def _job_of(request: Request, engine: Engine) -> "Job | JSONResponse":
     return Job(chat)
 
 
+def _add_embedding_route(app: FastAPI, engine: Engine, model_id: str) -> None:
+    @app.post("/v1/embeddings")
+    async def embeddings(request: Request) -> JSONResponse:
+        """OpenAI's embeddings shape; the vector is the last token's hidden state (Engine.embed:
+        what the lane's probes read), not a sentence-similarity embedding."""
+        try:
+            text = parse_embedding_request(await request.body())
+        except ApiError as exc:
+            return JSONResponse(exc.body, status_code=exc.status)
+        if not engine.loaded:
+            return JSONResponse(error_body(engine.load_error or "the model is still loading", "model_not_ready",
+                                           "server_error"), status_code=503)
+        cancel = threading.Event()
+        try:
+            vector, tokens = await _watched(request, cancel, lambda: engine.embed(text, cancel))
+        except Cancelled:
+            return JSONResponse(error_body("the client went away", "cancelled"), status_code=499)
+        except Exception as exc:
+            status, body = _failure(exc)
+            return JSONResponse(body, status_code=status)
+        return JSONResponse({"object": "list", "model": model_id,
+                             "data": [{"object": "embedding", "index": 0, "embedding": vector}],
+                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+
+
 def _add_warm_routes(app: FastAPI, engine: Engine) -> None:
     @app.post("/v1" + WARM_ROUTE)
     async def warm(request: Request) -> JSONResponse:
@@ -107,7 +133,7 @@ def _add_warm_routes(app: FastAPI, engine: Engine) -> None:
         if isinstance(job, JSONResponse):
             return job
         try:
-            warmed = await _watched(request, job, lambda: engine.warm(job))
+            warmed = await _watched(request, job.cancel, lambda: engine.warm(job))
         except Cancelled:
             return JSONResponse(error_body("the client went away", "cancelled"), status_code=499)
         except Exception as exc:
@@ -120,24 +146,24 @@ def _add_warm_routes(app: FastAPI, engine: Engine) -> None:
         return {"prefixes": [asdict(w) for w in engine.warmed], "honours": list(HONOURED)}
 
 
-async def _watched(request: Request, job: Job, work: Callable[[], T]) -> T:
-    """`work` in a worker thread; the job's cancel flag is set when the client leaves."""
+async def _watched(request: Request, cancel: threading.Event, work: Callable[[], T]) -> T:
+    """`work` in a worker thread; the cancel flag is set when the client leaves."""
     done = asyncio.ensure_future(asyncio.to_thread(work))
-    await _until_done(request, job, done)
+    await _until_done(request, cancel, done)
     return done.result()
 
 
-async def _until_done(request: Request, job: Job, done: "asyncio.Future[Any]") -> None:
+async def _until_done(request: Request, cancel: threading.Event, done: "asyncio.Future[Any]") -> None:
     """Wait for `done`, setting the job's cancel flag when the client leaves (or the server shuts
     down and cancels this handler): a small model never generates for nobody."""
     try:
         while not done.done():
             await asyncio.wait({done}, timeout=DISCONNECT_POLL_S)
-            if not done.done() and not job.cancel.is_set() and await request.is_disconnected():
-                job.cancel.set()
+            if not done.done() and not cancel.is_set() and await request.is_disconnected():
+                cancel.set()
     finally:
         if not done.done():
-            job.cancel.set()
+            cancel.set()
 
 
 def _loading_in_background(engine: Engine, on_load_failure: Callable[[], None] | None) -> Lifespan:
@@ -212,7 +238,7 @@ async def _complete(
     request: Request, engine: Engine, job: Job, completion_id: str, model_id: str
 ) -> JSONResponse:
     done = _start(engine, job, completion_id, lambda _piece: None)
-    await _until_done(request, job, done)
+    await _until_done(request, job.cancel, done)
     try:
         outcome = done.result()
     except Cancelled:

@@ -185,10 +185,10 @@ class Engine:
         self._abort_callback = llama_cpp.ggml_abort_callback(should_abort)  # type: ignore[attr-defined]
         lib.llama_set_abort_callback(llm.ctx, self._abort_callback, None)
 
-    def _acquire(self, job: Job) -> None:
+    def _acquire(self, cancel: threading.Event) -> None:
         """The model's lock; Cancelled when the job's client leaves while it waits."""
         while not self._lock.acquire(timeout=LOCK_POLL_S):
-            if job.cancel.is_set():
+            if cancel.is_set():
                 raise Cancelled()
 
     def warm(self, job: Job) -> Warmed:
@@ -197,7 +197,7 @@ class Engine:
         with them evaluates only what follows. It queues for the model like any request: a
         request that arrives meanwhile waits for it, and needs the same prefix anyway."""
         started = time.monotonic()
-        self._acquire(job)
+        self._acquire(job.cancel)
         try:
             llm = self._llm
             if llm is None or self._formatter is None:
@@ -226,7 +226,7 @@ class Engine:
         Raises Cancelled when the client left before the model was free, PromptTooLong when the
         prompt does not fit."""
         queued = time.monotonic()
-        self._acquire(job)
+        self._acquire(job.cancel)
         try:
             if job.cancel.is_set():
                 raise Cancelled()
@@ -241,6 +241,48 @@ class Engine:
             if unsaved is not None and self._prefix_store is not None:  # the disk after the lock
                 self._prefix_store.save(*unsaved)
                 log.info("saved a request's %d-token opening", len(unsaved[0]))
+
+    def embed(self, text: str, cancel: threading.Event) -> tuple[list[float], int]:
+        """The hidden state the model reads its next token from after `text` (the last token's,
+        after the final norm), and the number of tokens. A decoder's last position holds what it
+        makes of the whole text, so a linear probe on it answers a yes/no question about the text
+        in any language at the cost of one prompt evaluation, no sampling (the lane's reading of
+        an answer, stack/agent/probe.py). The same context serves it: embeddings are switched on
+        for this one evaluation, as llama-server does per request, and the longest cached prefix
+        is reused."""
+        from llama_cpp import llama_cpp
+
+        self._acquire(cancel)
+        try:
+            llm = self._llm
+            if llm is None:
+                raise RuntimeError("the model is not loaded yet")
+            tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+            if not tokens or len(tokens) >= self.n_ctx:
+                raise PromptTooLong(f"the input has {len(tokens)} tokens; the context window holds {self.n_ctx}")
+            self._abort_flag = cancel
+            llm.n_tokens = self._restore_longest_prefix(llm, tokens)
+            llama_cpp.llama_set_embeddings(llm.ctx, True)
+            try:
+                try:
+                    llm.eval(tokens[llm.n_tokens:])
+                except RuntimeError:
+                    if cancel.is_set():  # llama_decode "aborted": the client left mid-prompt
+                        raise Cancelled() from None
+                    raise
+                pointer = llama_cpp.llama_get_embeddings_ith(llm.ctx, -1)
+                if not pointer:
+                    raise RuntimeError("llama.cpp returned no hidden state")
+                vector = [float(pointer[i]) for i in range(llama_cpp.llama_model_n_embd(llm.model))]
+            finally:
+                llama_cpp.llama_set_embeddings(llm.ctx, False)
+                llm._requires_eval = True  # the logits of this evaluation are not a generation's
+            if cancel.is_set():
+                raise Cancelled()
+            return vector, len(tokens)
+        finally:
+            self._abort_flag = None
+            self._lock.release()
 
     def _render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                 tool_choice: Any) -> Any:

@@ -145,3 +145,22 @@ def _stop_strings(value: Any) -> tuple[str, ...]:
     if len(items) > MAX_STOP_STRINGS:
         raise bad_request(f"'stop' takes at most {MAX_STOP_STRINGS} strings")
     return tuple(s for s in items if s)
+
+
+MAX_EMBEDDING_INPUT_CHARS = 64_000
+
+
+def parse_embedding_request(raw: bytes) -> str:
+    """The one text of an OpenAI embeddings request (`input`: a string, or a list of one string);
+    ApiError when bad. One text a request: each is a full prompt evaluation on the one model."""
+    body = load_object(raw)
+    value = body.get("input")
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if not isinstance(value, str) or not value:
+        raise bad_request("'input' must be one non-empty string", "invalid_input")
+    if len(value) > MAX_EMBEDDING_INPUT_CHARS:
+        raise bad_request(f"'input' is longer than {MAX_EMBEDDING_INPUT_CHARS} characters", "invalid_input")
+    if body.get("encoding_format") not in (None, "float"):
+        raise bad_request("'encoding_format' must be \"float\"", "invalid_value")
+    return value

@@ -122,3 +122,28 @@ def test_a_schema_llama_cpp_cannot_parse_is_decoded_without_it_and_the_engine_li
     assert re.match(r'\{\s*"name"\s*:\s*"invite"\s*,\s*"arguments"\s*:\s*\{\s*"email"', outcome.text)
     again, _ = run(engine, {"messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 2})
     assert again.completion_tokens >= 1
+
+
+def test_embed_gives_the_last_tokens_hidden_state_and_leaves_generation_as_it_was(engine: Engine) -> None:
+    """The state a probe reads is the one llama.cpp's own last-token pooling gives (a context made
+    for embeddings only), whatever the context held before; and greedy generation afterwards is
+    what it was before: switching embeddings on for one evaluation leaves no trace."""
+    import threading
+
+    from llama_cpp import LLAMA_POOLING_TYPE_LAST, Llama
+
+    body = {"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 8, "temperature": 0.0}
+    before, _ = run(engine, body)
+    text = "Assistant: I saved the note.\n\nQuestion: was an action carried out? Answer:"
+    first, tokens = engine.embed(text, threading.Event())
+    again, _ = engine.embed(text, threading.Event())  # the whole text cached now: read again
+    other, _ = engine.embed("Assistant: The capital of Peru is Lima.\n\nQuestion: was an action carried out? Answer:",
+                            threading.Event())
+    after, _ = run(engine, body)
+    reference = Llama(str(engine.model_path), embedding=True, pooling_type=LLAMA_POOLING_TYPE_LAST, n_ctx=256,
+                      n_threads=int(TEST_THREADS), verbose=False).embed(text)
+    assert tokens > 10 and len(first) == len(reference)
+    assert max(abs(a - b) for a, b in zip(first, reference, strict=True)) < 1e-3 * max(abs(b) for b in reference)
+    assert max(abs(a - b) for a, b in zip(first, again, strict=True)) < 1e-3 * max(abs(b) for b in reference)
+    assert max(abs(a - b) for a, b in zip(first, other, strict=True)) > 1e-2 * max(abs(b) for b in reference)
+    assert after.text == before.text  # type: ignore[attr-defined]

@@ -1,5 +1,6 @@
-"""OpenAI's `logprobs` from `lane llm` on the real SmolLM2-135M, and the first token's
-alternatives as the lane's own client reads them from a stream."""
+"""OpenAI's `logprobs` and the hidden state (/v1/embeddings) from `lane llm` on the real
+SmolLM2-135M, and the first token's alternatives as the lane's own client reads them from a
+stream."""
 
 from __future__ import annotations
 
@@ -67,3 +68,24 @@ def test_the_client_reads_the_first_token_s_alternatives_from_a_stream(llm_url: 
     alternatives = reply.logprobs[0]
     assert 1 < len(alternatives) <= 11 and reply.content in alternatives
     assert all(logprob <= 0 for logprob in alternatives.values())
+
+
+def test_the_hidden_state_a_probe_reads_comes_from_the_embeddings_route(llm_url: str) -> None:
+    """`lane llm` declares `hidden_state` and gives the last token's state on /v1/embeddings; two
+    texts give two states, one text the same state twice; a bad body is a 400, not a crash."""
+
+    async def ask():
+        llm = LlmClient(f"{llm_url}/v1", model=None, timeout_s=60)
+        try:
+            return (await llm.capabilities(), await llm.embedding("I saved the note. Was anything done? Answer:"),
+                    await llm.embedding("The sea is blue. Was anything done? Answer:"),
+                    await llm.embedding("I saved the note. Was anything done? Answer:"))
+        finally:
+            await llm.aclose()
+
+    capabilities, (saved, tokens), (sea, _), (again, _) = asyncio.run(ask())
+    assert capabilities.hidden_state and capabilities.paths()["reading"] == "probe"
+    assert len(saved) == len(sea) == 576 and tokens > 5  # SmolLM2-135M's width
+    assert saved != sea and max(abs(a - b) for a, b in zip(saved, again, strict=True)) < 1e-3
+    bad = httpx.post(f"{llm_url}/v1/embeddings", json={"input": ["a", "b"]}, timeout=30)
+    assert bad.status_code == 400 and "input" in bad.json()["error"]["message"]

@@ -23,21 +23,22 @@ def health(url: str) -> dict[str, Any]:
     return httpx.get(f"{url}/health", timeout=10).json()
 
 
+def probed(json_schema: bool, tool_choice: bool, tool_calls: bool, logprobs: bool,
+           decision: str, forced_call: str) -> dict[str, Any]:
+    """/health's capabilities of a probed upstream (never declared: no hidden state)."""
+    return {"json_schema": json_schema, "tool_choice": tool_choice, "tool_calls": tool_calls, "logprobs": logprobs,
+            "hidden_state": False, "paths": {"decision": decision, "forced_call": forced_call,
+                                             "yes_no": "logprobs" if logprobs else "off", "reading": "list"}}
+
+
 @pytest.mark.parametrize(("honours", "expected"), [
-    (EVERYTHING, {"json_schema": True, "tool_choice": True, "tool_calls": True, "logprobs": True,
-                  "paths": {"decision": "schema", "forced_call": "named", "yes_no": "logprobs"}}),
-    (EVERYTHING - {"json_schema"}, {"json_schema": False, "tool_choice": True, "tool_calls": True, "logprobs": True,
-                                    "paths": {"decision": "tool", "forced_call": "named", "yes_no": "logprobs"}}),
-    (frozenset({"tool_calls"}), {"json_schema": False, "tool_choice": False, "tool_calls": True, "logprobs": False,
-                                 "paths": {"decision": "tool", "forced_call": "offered", "yes_no": "off"}}),
-    (frozenset({"json_schema"}), {"json_schema": True, "tool_choice": False, "tool_calls": False, "logprobs": False,
-                                  "paths": {"decision": "schema", "forced_call": "schema", "yes_no": "off"}}),
+    (EVERYTHING, probed(True, True, True, True, "schema", "named")),
+    (EVERYTHING - {"json_schema"}, probed(False, True, True, True, "tool", "named")),
+    (frozenset({"tool_calls"}), probed(False, False, True, False, "tool", "offered")),
+    (frozenset({"json_schema"}), probed(True, False, False, False, "schema", "schema")),
     # as the lane's own llm: a forced call comes back as text the lane reads, not as tool_calls
-    (EVERYTHING - {"tool_calls"} | {"text_calls"},
-     {"json_schema": True, "tool_choice": True, "tool_calls": True, "logprobs": True,
-      "paths": {"decision": "schema", "forced_call": "named", "yes_no": "logprobs"}}),
-    (frozenset({"text_calls"}), {"json_schema": False, "tool_choice": False, "tool_calls": True, "logprobs": False,
-                                 "paths": {"decision": "tool", "forced_call": "offered", "yes_no": "off"}}),
+    (EVERYTHING - {"tool_calls"} | {"text_calls"}, probed(True, True, True, True, "schema", "named")),
+    (frozenset({"text_calls"}), probed(False, False, True, False, "tool", "offered")),
 ])
 def test_health_reports_what_the_upstream_honours(tmp_path: Path, honours: frozenset[str],
                                                    expected: dict[str, Any]) -> None:
@@ -140,7 +141,7 @@ def _children(pid: int) -> list[str]:
     return sorted(found)
 
 
-@pytest.mark.parametrize("declares", [("json_schema", "tool_choice", "tool_calls", "logprobs"),
+@pytest.mark.parametrize("declares", [("json_schema", "tool_choice", "tool_calls", "logprobs", "hidden_state"),
                                       ("json_schema", "tool_choice", "tool_calls")])
 def test_the_lanes_own_llm_is_taken_at_its_word_not_probed(tmp_path: Path, declares: tuple[str, ...]) -> None:
     """The lane's own llm declares what it honours on its warm-up route: no probe costs a
@@ -151,3 +152,4 @@ def test_the_lanes_own_llm_is_taken_at_its_word_not_probed(tmp_path: Path, decla
     assert model.probe_requests == []
     assert report["capabilities"]["logprobs"] is ("logprobs" in declares)
     assert report["capabilities"]["paths"]["yes_no"] == ("logprobs" if "logprobs" in declares else "off")
+    assert report["capabilities"]["paths"]["reading"] == ("probe" if "hidden_state" in declares else "list")

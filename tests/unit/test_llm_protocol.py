@@ -88,3 +88,15 @@ def test_a_partial_match_that_does_not_complete_is_released() -> None:
 def test_the_earliest_of_several_stops_wins() -> None:
     _out, stopped, text = scan(["one, two. three"], (".", ","))
     assert stopped and text == "one"
+
+
+def test_an_embeddings_request_takes_one_text():
+    from stack.llm.protocol import parse_embedding_request
+
+    assert parse_embedding_request(b'{"input": "hello", "model": "m"}') == "hello"
+    assert parse_embedding_request(b'{"input": ["hello"]}') == "hello"
+    for body in (b'{"input": ["a", "b"]}', b'{"input": ""}', b'{"input": 3}', b'{}',
+                 b'{"input": "a", "encoding_format": "base64"}', b'[1]'):
+        with pytest.raises(ApiError) as raised:
+            parse_embedding_request(body)
+        assert raised.value.status == 400

@@ -86,3 +86,79 @@ def test_the_answer_is_told_what_the_granted_tools_do_and_that_nothing_else_can_
     assert "- todo: Keep a todo list." in instruction and "- mcp__notes: Save a note" in instruction
     assert "cannot send messages or email" in instruction
     assert "Now: Saturday" in messages[1]["content"]
+
+
+class _Upstream:
+    """An llm client as the reading sees it: a model name, a hidden state (or no such route), and
+    the list question, each call remembered."""
+
+    def __init__(self, model: str, state: list[float] | None, listed: str = '{"done": ["memory"]}',
+                 hidden_state: bool = True):
+        self.model, self.state, self.listed, self.asked = model, state, listed, []
+        self.hidden_state = hidden_state
+
+    async def model_name(self) -> str:
+        return self.model
+
+    async def capabilities(self):
+        from stack.agent.capabilities import Capabilities
+
+        return Capabilities(hidden_state=self.hidden_state)
+
+    async def embedding(self, text: str):
+        self.asked.append(("embedding", text))
+        return None if self.state is None else (self.state, 40)
+
+    async def chat(self, messages, tools, **options):
+        from stack.agent.llm_client import ModelReply
+
+        self.asked.append(("chat", messages[-1]["content"]))
+        return ModelReply(self.listed, prompt_tokens=200, completion_tokens=6)
+
+
+def _probe_file(folder, model: str) -> None:
+    import json
+
+    (folder / f"reader-{model}.json").write_text(json.dumps(
+        {"model": model, "weights": [1.0, -1.0], "bias": 0.0, "threshold": 0.6}))
+
+
+def _read(upstream: _Upstream, monkeypatch, folder):
+    import asyncio
+
+    from stack.agent import reading
+
+    monkeypatch.setattr(reading, "PROBES", folder)
+    reading.probe_for.cache_clear()
+    try:
+        return asyncio.run(reading.read_reported(upstream, "Ya lo guardé.", "Guárdalo", [("memory", "Save a note.")]))
+    finally:
+        reading.probe_for.cache_clear()
+
+
+def test_where_the_probe_reads_no_report_the_list_is_not_asked(monkeypatch, tmp_path):
+    _probe_file(tmp_path, "m")
+    upstream = _Upstream("m", [0.0, 2.0])  # sigmoid(-2) = 0.12 < 0.6
+    reading, replies = _read(upstream, monkeypatch, tmp_path)
+    assert reading == Reading() and [kind for kind, _ in upstream.asked] == ["embedding"]
+    assert replies[0].path == "probe" and "0.12" in replies[0].content and replies[0].prompt_tokens == 40
+    assert upstream.asked[0][1].endswith("Answer:") and "Ya lo guardé." in upstream.asked[0][1]
+
+
+def test_where_the_probe_reads_a_report_the_list_says_which(monkeypatch, tmp_path):
+    _probe_file(tmp_path, "m")
+    upstream = _Upstream("m", [2.0, 0.0])  # sigmoid(2) = 0.88
+    reading, replies = _read(upstream, monkeypatch, tmp_path)
+    assert reading == Reading(frozenset({"memory"})) and [kind for kind, _ in upstream.asked] == ["embedding", "chat"]
+    assert len(replies) == 2
+
+
+def test_without_a_probe_for_the_model_or_a_hidden_state_the_list_alone_reads(monkeypatch, tmp_path):
+    _probe_file(tmp_path, "m")
+    # another model; a service with no hidden state; a vector of another size; another server's
+    # embeddings (not declared as the hidden state: never read by the probe)
+    for upstream in (_Upstream("another-model", [0.0, 2.0]), _Upstream("m", None), _Upstream("m", [0.0, 1.0, 2.0]),
+                     _Upstream("m", [0.0, 2.0], hidden_state=False)):
+        reading, replies = _read(upstream, monkeypatch, tmp_path)
+        assert reading == Reading(frozenset({"memory"})) and upstream.asked[-1][0] == "chat"
+        assert [reply.path for reply in replies] == [None]
