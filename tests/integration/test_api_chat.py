@@ -449,8 +449,8 @@ def test_health_is_ok_when_store_and_model_are_up(tmp_path):
         response = lane.client.get("/health")
         assert response.status_code == 200
         assert response.json() == {"status": "ok", "store": "ok", "llm": "ok", "capabilities": {
-            "json_schema": True, "tool_choice": True, "tool_calls": True, "logprobs": True,
-            "paths": {"decision": "schema", "forced_call": "named", "yes_no": "logprobs"}}}
+            "json_schema": True, "tool_choice": True, "tool_calls": True, "logprobs": True, "hidden_state": False,
+            "paths": {"decision": "schema", "forced_call": "named", "yes_no": "logprobs", "reading": "list"}}}
 
 
 def test_bearer_key_guards_everything_but_health(tmp_path):

@@ -198,9 +198,9 @@ def test_six_steps_pass_where_the_upstream_ignores_response_format(
     assert health["capabilities"] == {
         "json_schema": False, "tool_choice": "tool_choice" in honours,
         "tool_calls": bool({"tool_calls", "text_calls"} & honours),
-        "logprobs": "logprobs" in honours,
+        "logprobs": "logprobs" in honours, "hidden_state": False,
         "paths": {"decision": decision, "forced_call": forced,
-                  "yes_no": "logprobs" if "logprobs" in honours else "off"}}
+                  "yes_no": "logprobs" if "logprobs" in honours else "off", "reading": "list"}}
     assert run.code == 0, run.out + run.err
     assert (run.report["passed"], run.report["total"]) == (6, 6)
     executed = [s["executed"] for s in run.report["steps"]]
@@ -220,7 +220,8 @@ def test_a_full_upstream_is_asked_as_before(tmp_path: Path) -> None:
             with sqlite3.connect(settings.db_path) as db:
                 paths = {p for (p,) in db.execute("SELECT path FROM lane_calls WHERE purpose IN ('decide', 'read')")}
     assert run.code == 0, run.out + run.err
-    assert health["capabilities"]["paths"] == {"decision": "schema", "forced_call": "named", "yes_no": "logprobs"}
+    assert health["capabilities"]["paths"] == {"decision": "schema", "forced_call": "named", "yes_no": "logprobs",
+                                               "reading": "list"}
     assert paths == {"schema"}
     assert model.decide_requests and all("response_format" in body and "tools" not in body
                                          for body in model.decide_requests)

@@ -295,6 +295,9 @@ def test_an_unbacked_report_gets_the_lanes_receipt_not_a_forced_call(tmp_path):
                             descriptions=(("memory", "Save a note."), ("calculate", "Do arithmetic.")))
 
     class Claiming:
+        async def model_name(self):
+            return "a-model-no-probe-was-fitted-for"
+
         async def chat(self, messages, tools, **options):
             content = '{"done": ["memory"]}' if options.get("response_schema") else "Ich habe es gespeichert."
             return ModelReply(content=content, tool_calls=[], finish_reason="stop", prompt_tokens=1,
