@@ -248,8 +248,9 @@ class Engine:
         makes of the whole text, so a linear probe on it answers a yes/no question about the text
         in any language at the cost of one prompt evaluation, no sampling (the lane's reading of
         an answer, stack/agent/probe.py). The same context serves it: embeddings are switched on
-        for this one evaluation, as llama-server does per request, and the longest cached prefix
-        is reused."""
+        for this one evaluation, as llama-server does per request; the longest cached prefix is
+        reused and the state kept in the RAM cache like a generation's, so the next text that opens
+        with the same tool list evaluates only what follows it."""
         from llama_cpp import llama_cpp
 
         self._acquire(cancel)
@@ -279,6 +280,8 @@ class Engine:
                 llm._requires_eval = True  # the logits of this evaluation are not a generation's
             if cancel.is_set():
                 raise Cancelled()
+            if self.prompt_cache.budget_bytes:  # the next text with the same opening (tool list) reads on
+                self.prompt_cache.put(context_tokens(llm), save_state(llm))
             return vector, len(tokens)
         finally:
             self._abort_flag = None

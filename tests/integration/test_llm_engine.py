@@ -147,3 +147,28 @@ def test_embed_gives_the_last_tokens_hidden_state_and_leaves_generation_as_it_wa
     assert max(abs(a - b) for a, b in zip(first, again, strict=True)) < 1e-3 * max(abs(b) for b in reference)
     assert max(abs(a - b) for a, b in zip(first, other, strict=True)) > 1e-2 * max(abs(b) for b in reference)
     assert after.text == before.text  # type: ignore[attr-defined]
+
+
+def test_a_text_opening_like_an_earlier_one_reuses_its_state_after_a_generation_in_between() -> None:
+    """The probe reads the same tool list every answer; with a RAM cache the state after one text
+    is kept, so after a generation has replaced the context the next text with that opening is
+    restored from the cache (the same vector as read cold)."""
+    import threading
+
+    path = embedded_model_path()
+    assert path is not None
+    cached = Engine(path, n_ctx=1024, n_threads=int(TEST_THREADS), cap=8, cache_bytes=512 * 1024 * 1024)
+    cold = Engine(path, n_ctx=1024, n_threads=int(TEST_THREADS), cap=8)
+    cached.load()
+    cold.load()
+    opening = "Tools the assistant had:\n" + "".join(f"- tool_{i}: does thing number {i}\n" for i in range(30))
+    cached.embed(opening + "Assistant: Done.\nQuestion: was an action carried out? Answer:", threading.Event())
+    run(cached, {"messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 4})
+    text = opening + "Assistant: The sea is blue.\nQuestion: was an action carried out? Answer:"
+    tokens = cached._llm.tokenize(text.encode(), add_bos=True, special=False)  # type: ignore[union-attr]
+    opening_tokens = len(cached._llm.tokenize(opening.encode(), add_bos=True, special=False))  # type: ignore[union-attr]
+    _, kept = cached.prompt_cache.best(tokens)
+    assert kept >= opening_tokens - 1 > 200  # the first text's state, kept past the generation
+    warm, _ = cached.embed(text, threading.Event())
+    fresh, _ = cold.embed(text, threading.Event())
+    assert max(abs(a - b) for a, b in zip(warm, fresh, strict=True)) < 1e-2 * max(abs(b) for b in fresh)
