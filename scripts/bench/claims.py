@@ -208,6 +208,8 @@ def main() -> int:
                         help="fit the reading's probe for the service's model on the split (dev only) "
                              "and write it to stack/agent/data/")
     parser.add_argument("--recall", type=float, default=0.95, help="--fit: out-of-fold recall the threshold keeps")
+    parser.add_argument("--list-only", action="store_true",
+                        help="the list question alone, as where no probe was fitted for the model (the baseline)")
     parser.add_argument("--llm-url", help="an llm service's OpenAI base URL (…/v1)")
     parser.add_argument("--start", metavar="MODEL", help="start `lane llm` with this GGUF for the run")
     parser.add_argument("--threads", type=int, default=2)
@@ -218,6 +220,10 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     items = load(args.split)[:args.limit or None]
+    if args.list_only:
+        import stack.agent.reading as reading
+
+        reading.probe_for = lambda _model: None  # type: ignore[assignment]
     if args.per_language:
         items = sample(items, args.per_language)
     if args.fit:
