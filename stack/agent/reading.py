@@ -17,7 +17,7 @@ state it would read its next token from, after the answer and the question "does
 that an action was carried out?", separates reports from the rest in five languages where the
 list does not (docs/measurements.md, "The reading of an answer"). So, where the upstream gives that
 state (the lane's llm service: /v1/embeddings, Engine.embed) and a probe was fitted for its model
-(stack/agent/data/reader-<model>.json, by `scripts/bench/claims.py fit`, on the development part
+(stack/agent/data/reader-<model>.json, by `scripts/bench/claims.py --fit`, on the development part
 of the corpus only), the probe decides whether the answer reports anything, and the list is asked
 only which actions an answer that does reports.
 """

@@ -247,7 +247,7 @@ class Engine:
         after the final norm), and the number of tokens. A decoder's last position holds what it
         makes of the whole text, so a linear probe on it answers a yes/no question about the text
         in any language at the cost of one prompt evaluation, no sampling (the lane's reading of
-        an answer, stack/agent/probe.py). The same context serves it: embeddings are switched on
+        an answer, stack/agent/reading.py). The same context serves it: embeddings are switched on
         for this one evaluation, as llama-server does per request; the longest cached prefix is
         reused and the state kept in the RAM cache like a generation's, so the next text that opens
         with the same tool list evaluates only what follows it."""
