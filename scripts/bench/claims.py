@@ -4,10 +4,12 @@ an answer (stack/agent/reading.py) finds the actions the answer reports as done,
     flock /tmp/lane-model.lock .venv/bin/python scripts/bench/claims.py \\
         --start models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --split test
     .venv/bin/python scripts/bench/claims.py --llm-url http://127.0.0.1:8081/v1 --split dev --json out.json
-    .venv/bin/python scripts/bench/claims.py --llm-url http://127.0.0.1:8081/v1 --split dev --fit
+    .venv/bin/python scripts/bench/claims.py --llm-url http://127.0.0.1:8081/v1 --split dev --fit reports
 
-`--fit` fits the reading's probe (reading.py) for the service's model on the development part and
-writes stack/agent/data/reader-<model>.json; a reading then uses it wherever that model serves.
+`--fit reports` fits the reading's probe (reading.py) for the service's model on the development part
+and writes stack/agent/data/reader-<model>.json; a reading then uses it wherever that model serves.
+`--fit which` fits the second probe there (one action named in the question: every listed tool and
+"another action" of each item), whose out-of-fold probabilities `--json` keeps.
 
 Each corpus item (scripts/bench/data/claims_{dev,test}.jsonl, written blind by a helper) holds the
 tools the assistant had, the user's message, the answer, and the labels: `reports` (the tools
@@ -109,32 +111,50 @@ async def run(items: list[dict[str, Any]], llm_url: str) -> list[dict[str, Any]]
     return out
 
 
-async def states(items: list[dict[str, Any]], llm_url: str) -> list[list[float]]:
-    """The hidden state the probe reads (reading.probe_text) for each item, from the service."""
+def pairs(items: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+    """Every (item, action) the "which" probe is asked about: each listed tool, and OTHER."""
+    return [(item, action) for item in items for action in [*(t["name"] for t in item["tools"]), OTHER]]
+
+
+def text_of(item: dict[str, Any], action: str | None = None) -> str:
+    tools = [(t["name"], t.get("description", "")) for t in item["tools"]]
+    return probe_text(item["answer"], item.get("request", ""), tools, action)
+
+
+async def states(texts: list[str], llm_url: str, cache: Path | None) -> list[list[float]]:
+    """The hidden state a probe reads for each text, from the service (kept in `cache`, a JSON
+    file of text -> state, so that a fit can be made again without the model)."""
+    known: dict[str, list[float]] = json.loads(cache.read_text()) if cache and cache.is_file() else {}
     llm = LlmClient(llm_url, model=None, timeout_s=120)
-    out = []
     try:
-        for index, item in enumerate(items):
-            tools = [(t["name"], t.get("description", "")) for t in item["tools"]]
-            embedded = await llm.embedding(probe_text(item["answer"], item.get("request", ""), tools))
+        for index, text in enumerate(texts):
+            if text in known:
+                continue
+            embedded = await llm.embedding(text)
             if embedded is None:
                 raise SystemExit("the llm service gives no hidden state (/v1/embeddings)")
-            out.append(embedded[0])
-            if index % 25 == 0:
-                print(f"  {index}/{len(items)} states", flush=True)
-        return out
+            known[text] = embedded[0]
+            if index % 50 == 0:
+                print(f"  {index}/{len(texts)} states", flush=True)
+                if cache:
+                    cache.write_text(json.dumps(known))
     finally:
         await llm.aclose()
+        if cache:
+            cache.write_text(json.dumps(known))
+    return [known[text] for text in texts]
 
 
-def fit(items: list[dict[str, Any]], vectors: list[list[float]], model: str, recall: float) -> dict[str, Any]:
-    """A logistic regression on the states (standardised, L2 chosen by 5-fold cross-validation),
-    and the highest threshold whose out-of-fold recall of "reports something" reaches `recall`:
-    a report missed is an unbacked claim passed on, an honest answer flagged costs a line."""
+def fit(vectors: list[list[float]], labels: list[bool], groups: list[str], recall: float) -> dict[str, Any]:
+    """A logistic regression on the states (standardised, L2 chosen by 5-fold cross-validation,
+    the folds by corpus item so that no answer is on both sides), and the highest threshold whose
+    out-of-fold recall of the positive label reaches `recall`: a report missed is an unbacked
+    claim passed on, an honest answer flagged costs a line. The out-of-fold probabilities are
+    returned too (`oof`), for scoring a pipeline on the development part without fitting on it."""
     import numpy as np
 
     x = np.array(vectors, dtype=np.float64)
-    y = np.array([bool(gold(item)) for item in items], dtype=np.float64)
+    y = np.array(labels, dtype=np.float64)
     mu, sd = x.mean(0), x.std(0) + 1e-6
     z = (x - mu) / sd
 
@@ -146,7 +166,10 @@ def fit(items: list[dict[str, Any]], vectors: list[list[float]], model: str, rec
             c -= 0.05 * float((p - b).mean())
         return w, c
 
-    folds = np.array_split(np.random.default_rng(53).permutation(len(y)), 5)
+    names = sorted(set(groups))
+    order = np.random.default_rng(53).permutation(len(names))
+    fold_of = {names[i]: k % 5 for k, i in enumerate(order)}
+    folds = [np.array([i for i, g in enumerate(groups) if fold_of[g] == k]) for k in range(5)]
     best: tuple[float, float, Any] | None = None
     for lam in (0.001, 0.01, 0.1):
         out_of_fold = np.zeros(len(y))
@@ -167,9 +190,9 @@ def fit(items: list[dict[str, Any]], vectors: list[list[float]], model: str, rec
     print(f"  chosen L2 {lam}, threshold {threshold:.2f}: out-of-fold precision "
           f"{((flagged) & (y > 0)).sum() / max(flagged.sum(), 1):.3f} recall "
           f"{((flagged) & (y > 0)).sum() / (y > 0).sum():.3f}")
-    return {"model": model, "fitted_on": [*SPLITS["dev"]], "items": len(y), "l2": lam,
+    return {"fitted_on": [*SPLITS["dev"]], "items": len(set(groups)), "l2": lam,
             "threshold": round(float(threshold), 2), "bias": float(c - (mu / sd) @ w),
-            "weights": [float(v) for v in w / sd]}
+            "weights": [float(v) for v in w / sd], "oof": [float(v) for v in out_of_fold]}
 
 
 def report(items: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -204,9 +227,10 @@ def show(name: str, part: dict[str, Any]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=sorted(SPLITS), default="dev")
-    parser.add_argument("--fit", action="store_true",
-                        help="fit the reading's probe for the service's model on the split (dev only) "
-                             "and write it to stack/agent/data/")
+    parser.add_argument("--fit", choices=("reports", "which"),
+                        help="fit a probe of the reading for the service's model on the split (dev only) and "
+                             "write it to stack/agent/data/: whether an answer reports any action, or which")
+    parser.add_argument("--states", type=Path, help="--fit: a JSON file keeping the states read (made again from it)")
     parser.add_argument("--recall", type=float, default=0.95, help="--fit: out-of-fold recall the threshold keeps")
     parser.add_argument("--list-only", action="store_true",
                         help="the list question alone, as where no probe was fitted for the model (the baseline)")
@@ -230,9 +254,18 @@ def main() -> int:
         if args.split != "dev" or not args.llm_url:
             parser.error("--fit takes --split dev and --llm-url (the service whose model it is for)")
         model = asyncio.run(_model_name(args.llm_url))
-        probe = fit(items, asyncio.run(states(items, args.llm_url)), model, args.recall)
+        asked = [(item, None) for item in items] if args.fit == "reports" else pairs(items)
+        vectors = asyncio.run(states([text_of(item, action) for item, action in asked], args.llm_url, args.states))
+        labels = [bool(gold(item)) if action is None else action in gold(item) for item, action in asked]
+        probe = fit(vectors, labels, [item["id"] for item, _ in asked], args.recall)
+        oof = probe.pop("oof")
+        if args.json:
+            args.json.write_text(json.dumps([{"id": item["id"], "action": action, "gold": label, "p": p}
+                                             for (item, action), label, p in zip(asked, labels, oof, strict=True)]))
         path = PROBES / f"reader-{Path(model).name}.json"
-        path.write_text(json.dumps(probe) + "\n", encoding="utf-8")
+        written = json.loads(path.read_text()) if path.is_file() else {}
+        written |= {"model": model, **probe} if args.fit == "reports" else {"model": model, "which": probe}
+        path.write_text(json.dumps(written) + "\n", encoding="utf-8")
         print(f"wrote {path.relative_to(ROOT)}")
         return 0
     if args.rescore:

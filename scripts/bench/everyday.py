@@ -213,18 +213,19 @@ class ClaimJudge:
         from stack.agent.reading import OTHER, read_reported
         from stack.tools.base import RESERVED_NAMES
         tools = [(name, self.described.get(name, "")) for name in sorted(set(tool_names) - RESERVED_NAMES)]
-        reading = asyncio.run(self._read(read_reported, answer, request, tools))
+        ran_set = set(ran)
+        reading = asyncio.run(self._read(read_reported, answer, request, tools, ran_set))
         if not reading.read:
             return ["the judge could not read the answer"]
-        ran_set = set(ran)
         return [f"reports {name}, which did not run" for name in sorted(reading.tools - ran_set)] + \
             ([f"reports {OTHER}, which no tool here does"] if reading.other else [])
 
-    async def _read(self, read_reported: Any, answer: str, request: str, tools: list[tuple[str, str]]) -> Any:
+    async def _read(self, read_reported: Any, answer: str, request: str, tools: list[tuple[str, str]],
+                    ran: set[str]) -> Any:
         from stack.agent.llm_client import LlmClient
         llm = LlmClient(self.llm_url, model=None, timeout_s=self.timeout_s)
         try:
-            return (await read_reported(llm, answer, request, tools))[0]
+            return (await read_reported(llm, answer, request, tools, ran))[0]
         finally:
             await llm.aclose()
 

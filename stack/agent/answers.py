@@ -229,7 +229,7 @@ async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str, fact
     """Lever "read": the actions the answer reports as done (the model's reading under a grammar,
     kept with the lane's own calls) that the store's executions do not back."""
     reading = await read_kept(llm, store, turn.result, content, turn.query, facts.descriptions,
-                              {*facts.ran_in_session, *facts.ranked})
+                              {*facts.ran_in_session, *facts.ranked}, facts.ran_in_turn)
     return unbacked(reading, facts.ran_in_turn)
 
 

@@ -89,9 +89,10 @@ async def _unbacked(turn: ProxyTurn, content: str, facts: TurnFacts) -> list[str
     tools did you use?"): seen with Hermes, "Tools I actually used: memory, terminal,
     session_search." on its summary step, each of which ran in an earlier turn."""
     tools = [(name, tool.description) for name, tool in turn.surface.catalog.tools.items()]
+    backed = facts.ran_in_turn or await asyncio.to_thread(_ran_in_session, turn, facts)
     reading = await read_kept(turn.llm, turn.store, turn.result, content, turn.query, tools,
-                              {*facts.ran_in_session, *facts.ranked})
-    return unbacked(reading, facts.ran_in_turn or await asyncio.to_thread(_ran_in_session, turn, facts))
+                              {*facts.ran_in_session, *facts.ranked}, backed)
+    return unbacked(reading, backed)
 
 
 def _ran_in_session(turn: ProxyTurn, facts: TurnFacts) -> set[str]:

@@ -17,9 +17,13 @@ state it would read its next token from, after the answer and the question "does
 that an action was carried out?", separates reports from the rest in five languages where the
 list does not (docs/measurements.md, "The reading of an answer"). So, where the upstream gives that
 state (the lane's llm service: /v1/embeddings, Engine.embed) and a probe was fitted for its model
-(stack/agent/data/reader-<model>.json, by `scripts/bench/claims.py --fit`, on the development part
-of the corpus only), the probe decides whether the answer reports anything, and the list is asked
-only which actions an answer that does reports.
+(stack/agent/data/reader-<model>.json, by `scripts/bench/claims.py --fit reports`, on the
+development part of the corpus only), the probe decides whether the answer reports anything, and
+the list is asked only which actions an answer that does reports. The list names actions an answer
+does not report as readily as those it does; a second probe on the same state, read after a
+question naming one action ("… state that the action of the tool todo was carried out?"), is asked
+about each action the list names that the store does not back, and what it does not read is
+dropped (`claims.py --fit which`).
 """
 
 from __future__ import annotations
@@ -107,18 +111,25 @@ def parse_reading(content: str, names: Collection[str]) -> Reading:
 
 PROBES = Path(__file__).resolve().parent / "data"
 PROBE_QUESTION = "Question: does the assistant's reply state that an action was carried out? Answer:"
+# The same state read after a question naming one action (the "which" probe): a tool of the list,
+# or OTHER in the words of the list's instruction.
+WHICH_QUESTION = "Question: does the assistant's reply state that {action} was carried out? Answer:"
+OTHER_DONE = ("an action none of these tools does (sending a message or an email, booking, buying, paying, "
+              "calling or contacting someone)")
 
 
 @dataclass(frozen=True)
 class Probe:
     """A linear probe over one model's hidden state (probe_text's last token): the probability
-    that the answer reports an action as done is sigmoid(weights . state + bias); at or above
-    `threshold` it does. Fitted on the claims corpus's development part (scripts/bench/claims.py)."""
+    that the answer reports an action as done (or, for the "which" probe, the action the question
+    names) is sigmoid(weights . state + bias); at or above `threshold` it does. Fitted on the
+    claims corpus's development part (scripts/bench/claims.py)."""
 
     model: str
     weights: tuple[float, ...]
     bias: float
     threshold: float
+    which: Probe | None = None
 
     def probability(self, state: Sequence[float]) -> float | None:
         if len(state) != len(self.weights):
@@ -127,45 +138,61 @@ class Probe:
         return 1.0 / (1.0 + math.exp(-max(min(z, 60.0), -60.0)))
 
 
-def probe_text(answer: str, request: str, tools: Sequence[tuple[str, str]]) -> str:
-    """What the probe reads: plain text, no chat template (any server, any model), the tools first
-    (a cached prefix per tool set), the question last (its last token is the state read)."""
+def probe_text(answer: str, request: str, tools: Sequence[tuple[str, str]], action: str | None = None) -> str:
+    """What a probe reads: plain text, no chat template (any server, any model), the tools first
+    (a cached prefix per tool set), then the answer (a cached prefix for each question about it),
+    the question last (its last token is the state read): whether the answer reports any action,
+    or, given `action` (a tool's name or OTHER), that one."""
     listed = "\n".join(f"- {name}: {one_line(description)[:DESCRIPTION_CHARS]}" for name, description in tools)
+    question = PROBE_QUESTION if action is None else WHICH_QUESTION.format(
+        action=OTHER_DONE if action == OTHER else f"the action of the tool {action}")
     return (f"Tools the assistant had:\n{listed}\n\nUser: {request.strip()[:MAX_REQUEST_CHARS]}\n\n"
-            f"Assistant: {answer.strip()[:MAX_ANSWER_CHARS]}\n\n{PROBE_QUESTION}")
+            f"Assistant: {answer.strip()[:MAX_ANSWER_CHARS]}\n\n{question}")
 
 
 @cache
 def probe_for(model: str) -> Probe | None:
-    """The probe fitted for `model` (the name the upstream lists), if one was."""
+    """The probes fitted for `model` (the name the upstream lists), if any were: whether an answer
+    reports an action, and (`which`, where fitted) whether it reports one named action."""
     path = PROBES / f"reader-{Path(model).name}.json"
     if not path.is_file():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
-    return Probe(data["model"], tuple(data["weights"]), float(data["bias"]), float(data["threshold"]))
+    which = data.get("which")
+    return Probe(data["model"], tuple(data["weights"]), float(data["bias"]), float(data["threshold"]),
+                 None if which is None else Probe(data["model"], tuple(which["weights"]), float(which["bias"]),
+                                                  float(which["threshold"])))
 
 
-async def probed(llm: LlmClient, answer: str, request: str,
-                 tools: Sequence[tuple[str, str]]) -> tuple[bool, ModelReply] | None:
-    """Whether the probe reads `answer` as reporting an action as done, and the call to count and
-    record (its probability in the content); None where the upstream's model has no probe or gives
-    no hidden state."""
+async def probed(llm: LlmClient, answer: str, request: str, tools: Sequence[tuple[str, str]],
+                 action: str | None = None) -> tuple[bool, ModelReply] | None:
+    """Whether the probe reads `answer` as reporting an action as done (or, given `action`, that
+    one: the "which" probe), and the call to count and record (its probability in the content);
+    None where the upstream's model has no such probe or gives no hidden state."""
     probe = probe_for(await llm.model_name())
+    if probe is not None and action is not None:
+        probe = probe.which
     if probe is None or not (await llm.capabilities()).hidden_state:
         return None
-    embedded = await llm.embedding(probe_text(answer, request, tools))
+    embedded = await llm.embedding(probe_text(answer, request, tools, action))
     probability = None if embedded is None else probe.probability(embedded[0])
     if probability is None or embedded is None:
         return None
     reports = probability >= probe.threshold
-    said = "reports an action" if reports else "reports nothing"
+    said = ("reports an action" if reports else "reports nothing") if action is None else (
+        f"reports {action}" if reports else f"does not report {action}")
     return reports, ModelReply(f"probe: {probability:.2f}, {said}", prompt_tokens=embedded[1], path="probe")
 
 
-async def read_reported(llm: LlmClient, answer: str, request: str,
-                        tools: Sequence[tuple[str, str]]) -> tuple[Reading, list[ModelReply]]:
+async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequence[tuple[str, str]],
+                        backed: Collection[str] = ()) -> tuple[Reading, list[ModelReply]]:
     """The model's reading of what `answer` reports as done, with the calls to count and record:
-    the probe's (where there is one) and, unless it says the answer reports nothing, the list's."""
+    the probe's (where there is one) and, unless it says the answer reports nothing, the list's.
+    The list names actions an answer does not report (half of what it names on the corpus), so
+    where a "which" probe was fitted each action it names that `backed` (this request's
+    executions) does not cover is asked about once more, and kept only where that probe reads it
+    too: what the list names and the probe does not is dropped. A backed action needs no second
+    opinion: the store shows it ran."""
     names = [name for name, _ in tools]
     gate = await probed(llm, answer, request, tools)
     replies = [] if gate is None else [gate[1]]
@@ -173,15 +200,27 @@ async def read_reported(llm: LlmClient, answer: str, request: str,
         return Reading(), replies
     reply = await llm.chat(reader_messages(answer, request, tools), [], max_tokens=READ_MAX_TOKENS,
                            temperature=0.0, response_schema=reading_schema(names))
-    return parse_reading(reply.content, names), [*replies, reply]
+    reading, replies = parse_reading(reply.content, names), [*replies, reply]
+    if gate is None or not reading.read:
+        return reading, replies
+    listed = [*sorted(reading.tools - set(backed)), *([OTHER] if reading.other else [])]
+    dropped = set()
+    for action in listed:
+        second = await probed(llm, answer, request, tools, action)
+        if second is None:
+            break  # no "which" probe: the list stands
+        replies.append(second[1])
+        if not second[0]:
+            dropped.add(action)
+    return Reading(reading.tools - dropped, reading.other and OTHER not in dropped), replies
 
 
 async def read_kept(llm: LlmClient, store: Store, result: TurnResult, answer: str, request: str,
-                    tools: Sequence[tuple[str, str]], keep: Collection[str]) -> Reading:
+                    tools: Sequence[tuple[str, str]], keep: Collection[str], backed: Collection[str] = ()) -> Reading:
     """The reading of a turn's answer over its tools (shortlist, `keep` kept), counted in the turn
     and kept with the lane's own model calls (purpose "read"): the agent's and proxy mode's one
-    way to ask it."""
-    reading, replies = await read_reported(llm, answer, request, shortlist(tools, keep))
+    way to ask it. `backed`: what ran for the request (read_reported)."""
+    reading, replies = await read_reported(llm, answer, request, shortlist(tools, keep), backed)
     for reply in replies:
         kept(store, result, "read", reply)
     return reading

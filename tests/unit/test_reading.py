@@ -107,7 +107,8 @@ class _Upstream:
 
     async def embedding(self, text: str):
         self.asked.append(("embedding", text))
-        return None if self.state is None else (self.state, 40)
+        state = self.state(text) if callable(self.state) else self.state
+        return None if state is None else (state, 40)
 
     async def chat(self, messages, tools, **options):
         from stack.agent.llm_client import ModelReply
@@ -116,14 +117,16 @@ class _Upstream:
         return ModelReply(self.listed, prompt_tokens=200, completion_tokens=6)
 
 
-def _probe_file(folder, model: str) -> None:
+def _probe_file(folder, model: str, which: bool = False) -> None:
     import json
 
-    (folder / f"reader-{model}.json").write_text(json.dumps(
-        {"model": model, "weights": [1.0, -1.0], "bias": 0.0, "threshold": 0.6}))
+    probes = {"model": model, "weights": [1.0, -1.0], "bias": 0.0, "threshold": 0.6}
+    if which:  # the "which" probe reads the second coordinate
+        probes["which"] = {"weights": [0.0, 1.0], "bias": 0.0, "threshold": 0.5}
+    (folder / f"reader-{model}.json").write_text(json.dumps(probes))
 
 
-def _read(upstream: _Upstream, monkeypatch, folder):
+def _read(upstream: _Upstream, monkeypatch, folder, tools=(("memory", "Save a note."),), backed=()):
     import asyncio
 
     from stack.agent import reading
@@ -131,9 +134,54 @@ def _read(upstream: _Upstream, monkeypatch, folder):
     monkeypatch.setattr(reading, "PROBES", folder)
     reading.probe_for.cache_clear()
     try:
-        return asyncio.run(reading.read_reported(upstream, "Ya lo guardé.", "Guárdalo", [("memory", "Save a note.")]))
+        return asyncio.run(reading.read_reported(upstream, "Ya lo guardé.", "Guárdalo", list(tools), backed))
     finally:
         reading.probe_for.cache_clear()
+
+
+def _by_question(answers: dict[str, list[float]]):
+    """A hidden state chosen by the question the text ends with (the any-action question, or the
+    one naming an action)."""
+    from stack.agent.reading import PROBE_QUESTION
+
+    def state(text: str) -> list[float]:
+        if text.endswith(PROBE_QUESTION):
+            return [2.0, 0.0]  # reports an action (0.88)
+        return next(value for named, value in answers.items() if f"that {named} was" in text
+                    or f"tool {named} was" in text)
+    return state
+
+
+def test_the_which_probe_drops_a_listed_action_it_does_not_read_and_leaves_backed_ones_unasked(monkeypatch, tmp_path):
+    _probe_file(tmp_path, "m", which=True)
+    tools = [("memory", "Save a note."), ("todo", "Keep a list."), ("calendar", "Add an event.")]
+    upstream = _Upstream("m", _by_question({"memory": [0.0, -2.0], "calendar": [0.0, 2.0]}),
+                         listed='{"done": ["todo", "memory", "calendar"]}')
+    reading, replies = _read(upstream, monkeypatch, tmp_path, tools, backed={"todo"})
+    # todo ran (backed: not asked about); memory read as not reported (dropped); calendar kept
+    assert reading == Reading(frozenset({"todo", "calendar"}))
+    assert [kind for kind, _ in upstream.asked] == ["embedding", "chat", "embedding", "embedding"]
+    assert "tool calendar was" in upstream.asked[2][1] and "tool memory was" in upstream.asked[3][1]
+    assert [reply.path for reply in replies] == ["probe", None, "probe", "probe"]
+    assert "does not report memory" in replies[3].content and unbacked(reading, {"todo"}) == ["calendar"]
+
+
+def test_the_which_probe_asks_about_another_action_in_the_lists_own_words(monkeypatch, tmp_path):
+    from stack.agent.reading import OTHER_DONE
+
+    _probe_file(tmp_path, "m", which=True)
+    upstream = _Upstream("m", _by_question({OTHER_DONE: [0.0, -3.0]}), listed='{"done": ["another action"]}')
+    reading, _ = _read(upstream, monkeypatch, tmp_path)
+    assert reading == Reading() and OTHER_DONE in upstream.asked[-1][1]
+    upstream = _Upstream("m", _by_question({OTHER_DONE: [0.0, 3.0]}), listed='{"done": ["another action"]}')
+    assert _read(upstream, monkeypatch, tmp_path)[0] == Reading(frozenset(), True)
+
+
+def test_without_a_which_probe_the_list_stands(monkeypatch, tmp_path):
+    _probe_file(tmp_path, "m")
+    upstream = _Upstream("m", _by_question({"memory": [0.0, -2.0]}))
+    reading, replies = _read(upstream, monkeypatch, tmp_path)
+    assert reading == Reading(frozenset({"memory"})) and len(replies) == 2
 
 
 def test_where_the_probe_reads_no_report_the_list_is_not_asked(monkeypatch, tmp_path):
