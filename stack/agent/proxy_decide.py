@@ -17,6 +17,7 @@ from ..tools.base import RESERVED_NAMES
 from ..toolsearch.client_tools import ClientSurface
 from .answers import fit_of, second_look
 from .client_history import as_rows
+from .corrections import named_in
 from .decide import (
     CLIENT_DESCRIBED,
     CLIENT_INSTRUCTION,
@@ -112,8 +113,12 @@ async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -
     verb, the fit question reads the whole description ("only when explicitly requested"). Once
     exec_command had run, the decision picked create_goal again, and weighing it against every
     tool called exec_command twice more (the line written three times); weighed against the
-    others, write_stdin (0.70) was called after it."""
-    if not turn.ledger.take(Correction(None, None, "doubt")):
+    others, write_stdin (0.70) was called after it. A pick the user's message names
+    (corrections.named_in: every word of its name) is not doubted, as in the agent's decision:
+    seen with Hermes, "Use the terminal to run `echo $((6*7))`, then save the output to memory"
+    picked `terminal` (fit 0.68), and weighed against the others `memory` (0.75) was called first:
+    both fit the message, and the fit question does not know which comes first."""
+    if named_in(picked, turn.query) or not turn.ledger.take(Correction(None, None, "doubt")):
         return picked
     best, best_fit = picked, await _fit(turn, picked)
     if best_fit is None or best_fit >= DOUBTS:

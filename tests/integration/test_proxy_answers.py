@@ -156,6 +156,18 @@ def test_after_a_result_a_doubted_pick_with_nothing_trusted_left_is_the_answer(t
         assert asked == ["get_time", "cp"]
 
 
+def test_a_pick_the_message_names_is_not_doubted(tmp_path):
+    """"Use the terminal …, then save the output to memory": the decision picks terminal, whose
+    fit reads low beside memory's; the user named it, so it is called first, and no fit is asked."""
+    ask = [{"role": "user", "content": "Use the terminal to run `echo $((6*7))`, then save the output to memory."}]
+    with running_lane(tmp_path, [call("terminal", {"command": "echo $((6*7))"})],
+                      decision=decisions("terminal")) as lane:
+        lane.model.fit = {"terminal": 0.3, "memory": 0.9}
+        reply = lane.chat(messages=ask, tools=[TERMINAL, MEMORY]).json()
+        assert only_call(reply)[:2] == ("terminal", {"command": "echo $((6*7))"})
+        assert lane.model.fit_requests == [] and "doubt" not in purposes(lane)
+
+
 def test_a_pick_that_fits_is_not_weighed(tmp_path):
     with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})],
                       decision=decisions("get_weather")) as lane:
