@@ -42,7 +42,8 @@ LEVERS: dict[str, Lever] = {
                  "the best-matching tool is called when the model's yes-probability that it fits is at "
                  "least decide.FITS (answers.second_look); off where the upstream sends no logprobs",
                  needs="logprobs"),
-    "doubt": Lever("proxy mode: the decision picked a client tool whose fit the model reads under decide.DOUBTS",
+    "doubt": Lever("proxy mode: the decision picked a client tool whose fit the model reads under decide.DOUBTS "
+                   "and that the user's message does not name",
                    "the first proxy_decide.DOUBT_WEIGHED client tools of the decision's listing that have not run "
                    "for the message weighed by their fit too; the one that fits best is called; after a result, "
                    "\"answer\" unless it reaches decide.FITS; off where the upstream sends no logprobs",
