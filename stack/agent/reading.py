@@ -191,8 +191,8 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
     The list names actions an answer does not report (half of what it names on the corpus), so
     where a "which" probe was fitted each action it names that `backed` (this request's
     executions) does not cover is asked about once more, and kept only where that probe reads it
-    too: what the list names and the probe does not is dropped. A backed action needs no second
-    opinion: the store shows it ran."""
+    too: what the list names and the probe does not is dropped, unless nothing would be left.
+    A backed action needs no second opinion: the store shows it ran."""
     names = [name for name, _ in tools]
     gate = await probed(llm, answer, request, tools)
     replies = [] if gate is None else [gate[1]]
@@ -212,7 +212,10 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
         replies.append(second[1])
         if not second[0]:
             dropped.add(action)
-    return Reading(reading.tools - dropped, reading.other and OTHER not in dropped), replies
+    checked = Reading(reading.tools - dropped, reading.other and OTHER not in dropped)
+    # Which, never whether: the gate read a report, so a reading the second probe would leave
+    # empty stands as the list gave it (emptied, a report in an unseen language passed unflagged).
+    return (checked if checked.tools or checked.other else reading), replies
 
 
 async def read_kept(llm: LlmClient, store: Store, result: TurnResult, answer: str, request: str,

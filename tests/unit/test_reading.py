@@ -170,11 +170,21 @@ def test_the_which_probe_asks_about_another_action_in_the_lists_own_words(monkey
     from stack.agent.reading import OTHER_DONE
 
     _probe_file(tmp_path, "m", which=True)
-    upstream = _Upstream("m", _by_question({OTHER_DONE: [0.0, -3.0]}), listed='{"done": ["another action"]}')
+    listed = '{"done": ["memory", "another action"]}'
+    upstream = _Upstream("m", _by_question({OTHER_DONE: [0.0, -3.0], "memory": [0.0, 3.0]}), listed=listed)
     reading, _ = _read(upstream, monkeypatch, tmp_path)
-    assert reading == Reading() and OTHER_DONE in upstream.asked[-1][1]
-    upstream = _Upstream("m", _by_question({OTHER_DONE: [0.0, 3.0]}), listed='{"done": ["another action"]}')
+    assert reading == Reading(frozenset({"memory"})) and OTHER_DONE in upstream.asked[-1][1]
+    upstream = _Upstream("m", _by_question({OTHER_DONE: [0.0, 3.0], "memory": [0.0, -3.0]}), listed=listed)
     assert _read(upstream, monkeypatch, tmp_path)[0] == Reading(frozenset(), True)
+
+
+def test_the_which_probe_never_empties_a_reading_the_gate_says_reports(monkeypatch, tmp_path):
+    """It says which, not whether: where it would drop every action the list named, the list
+    stands (the gate read a report; emptied, it would pass unflagged)."""
+    _probe_file(tmp_path, "m", which=True)
+    upstream = _Upstream("m", _by_question({"memory": [0.0, -3.0]}))
+    reading, replies = _read(upstream, monkeypatch, tmp_path)
+    assert reading == Reading(frozenset({"memory"})) and "does not report memory" in replies[-1].content
 
 
 def test_without_a_which_probe_the_list_stands(monkeypatch, tmp_path):
