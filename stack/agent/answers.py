@@ -220,15 +220,9 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
         return (TurnEnded(fallback_answer(turn.outcomes, problems), "stop", held=tuple(problems)),
                 correction(composed.content, facts))
     missing = await _unbacked(llm, store, turn, content, facts)
-    if not missing:
-        return answered(store, turn.result.session_id, content, composed), None  # what the user gets
-    told = receipt(missing, [o.tool_name for o in turn.outcomes if o.status == 'ok'])
-    if not held and turn.ledger.take(Correction(None, None, "rewrite")):  # written once more, told the record
-        why = f"it says something was done that the lane's record does not show {told}"
-        hold(store, turn.result.session_id, composed, why)
-        return await composed_answer(llm, store, turn, facts, memory, (why,))
-    # the store's truth beside the model's words: a flag costs a line, not the answer
-    return answered(store, turn.result.session_id, f"{content.strip()}\n\n{told}", composed), None
+    if missing:  # the store's truth beside the model's words
+        content = f"{content.strip()}\n\n{receipt(missing, [o.tool_name for o in turn.outcomes if o.status == 'ok'])}"
+    return answered(store, turn.result.session_id, content, composed), None  # what the user gets
 
 
 async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str, facts: TurnFacts) -> list[str]:

@@ -58,19 +58,15 @@ LEVERS: dict[str, Lever] = {
     "read": Lever("every answer that would reach the user (agent and proxy mode)",
                   "the model's constrained reading of the actions the answer reports as done "
                   "(reading.py: an enum over the granted tools and \"another action\"), held to the "
-                  "store's executions (reading.unbacked); an agent's answer that reports what the store does "
-                  "not back is written once more (lever \"rewrite\"), and one that still does reaches the "
-                  "user with the lane's receipt beside it (reading.receipt), as a client's reply does at "
-                  "once; no tool is forced on it. Where the "
+                  "store's executions (reading.unbacked); what the store does not back gets the lane's "
+                  "receipt beside the answer (reading.receipt), and no tool is forced on it. Where the "
                   "upstream gives its model's hidden state and a probe was fitted for that model, the probe "
                   "decides first whether the answer reports anything (reading.probed); only then is the "
                   "list asked, and each action it names that this request's executions do not back is "
                   "kept only where a second probe, asked about that action, reads it too"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "
-                     "no tool is forced after it, or read as reporting what this request's executions do "
-                     "not back (lever \"read\")",
-                     "written once more, the model told why (prompt.COMPOSE_AGAIN; the record in the "
-                     "receipt's words); a second unbacked answer reaches the user with the receipt"),
+                     "no tool is forced after it",
+                     "written once more, the model told why (prompt.COMPOSE_AGAIN)"),
     "call": Lever("a reply told or spelled a call it did not make, or wrote one as a command in its code "
                   "(a line led by the name of a tool that did not run, one argument a word of the request)",
                   "that tool forced (in proxy mode shown the call)"),

@@ -631,30 +631,16 @@ def test_an_empty_answer_is_the_lane_s_account_of_what_ran(lane):
     assert last == ("assistant", result.content, 1)
 
 
-def test_an_answer_that_claims_a_tool_that_did_not_run_is_written_again_then_carries_the_receipt(lane):
-    """The reading (a literal reader here) finds add named as done, and add did not run: the
-    answer is written once more, the model told what the record shows; the second still claims it,
-    so the user gets it with the store's truth beside it. No call is forced on a reading, and the
-    first answer is kept apart from the conversation."""
+def test_an_answer_that_claims_a_tool_that_did_not_run_carries_the_lanes_receipt(lane):
+    """The reading (a literal reader here) finds add named as done, and add did not run: the user
+    gets the answer with the store's truth beside it; no call is forced on a reading."""
     settings, store = lane
-    result, model = run(settings, store, [text("I used add for that: 5."), text("I used add: it is 5.")],
-                        user="2 plus 3?", decision='{"next": "answer"}', reading=literal_reading)
-    assert result.content == "I used add: it is 5.\n\n(The lane's record: no tool ran for this request.)"
-    assert [r.get("tool_choice") for r in model.requests] == [None, None] and result.tools_executed == []
-    told = model.requests[1]["messages"][-2]["content"]
-    assert "was not passed on" in told and "(The lane's record: no tool ran for this request.)" in told
+    result, model = run(settings, store, [text("I used add for that: 5.")], user="2 plus 3?",
+                        decision='{"next": "answer"}', reading=literal_reading)
+    assert result.content == "I used add for that: 5.\n\n(The lane's record: no tool ran for this request.)"
+    assert [r.get("tool_choice") for r in model.requests] == [None] and result.tools_executed == []
     assert rows(settings, "SELECT * FROM tool_executions") == []
     assert rows(settings, "SELECT content FROM messages WHERE role = 'assistant'") == [(result.content,)]
-    assert held_back(settings) == ["it says something was done that the lane's record does not show "
-                                   "(The lane's record: no tool ran for this request.)"]
-
-
-def test_an_unbacked_claim_written_again_without_it_reaches_the_user_as_written(lane):
-    settings, store = lane
-    result, model = run(settings, store, [text("I used add for that: 5."), text("2 plus 3 is 5.")],
-                        user="2 plus 3?", decision='{"next": "answer"}', reading=literal_reading)
-    assert result.content == "2 plus 3 is 5." and len(model.requests) == 2
-    assert rows(settings, "SELECT content FROM messages WHERE role = 'assistant'") == [("2 plus 3 is 5.",)]
 
 
 WEATHER = Tool("weather", "Current weather for a city.", object_schema({"city": {"type": "string"}}, ["city"]),
