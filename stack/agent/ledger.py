@@ -63,7 +63,8 @@ LEVERS: dict[str, Lever] = {
                   "upstream gives its model's hidden state and a probe was fitted for that model, the probe "
                   "decides first whether the answer reports anything (reading.probed); only then is the "
                   "list asked, and each action it names that this request's executions do not back is "
-                  "kept only where a second probe, asked about that action, reads it too"),
+                  "kept only where a second probe, asked about that action, reads it too (unless none would be "
+                  "left: it says which, never whether)"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "
                      "no tool is forced after it",
                      "written once more, the model told why (prompt.COMPOSE_AGAIN)"),
