@@ -94,7 +94,7 @@ async def run(items: list[dict[str, Any]], llm_url: str) -> list[dict[str, Any]]
     out = []
     try:
         for item in items:
-            tools = [(t["name"], t.get("description", "")) for t in item["tools"]]
+            tools = tools_of(item)
             started = time.monotonic()
             reading, replies = await read_reported(llm, item["answer"], item.get("request", ""), tools)
             predicted = set(reading.tools) | ({OTHER} if reading.other else set())
@@ -116,9 +116,12 @@ def pairs(items: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
     return [(item, action) for item in items for action in [*(t["name"] for t in item["tools"]), OTHER]]
 
 
+def tools_of(item: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(t["name"], t.get("description", "")) for t in item["tools"]]
+
+
 def text_of(item: dict[str, Any], action: str | None = None) -> str:
-    tools = [(t["name"], t.get("description", "")) for t in item["tools"]]
-    return probe_text(item["answer"], item.get("request", ""), tools, action)
+    return probe_text(item["answer"], item.get("request", ""), tools_of(item), action)
 
 
 async def states(texts: list[str], llm_url: str, cache: Path | None) -> list[list[float]]:
