@@ -15,6 +15,7 @@ import json
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES
 from ..toolsearch.client_tools import ClientSurface
+from ..toolsearch.tokens import clauses
 from .answers import fit_of, second_look
 from .client_history import as_rows
 from .corrections import named_in
@@ -72,7 +73,8 @@ async def first_step(turn: ProxyTurn) -> None:
     After a result, "answer" is the answer, written from it: the second look at the best match
     after "answer" (a correction) is only asked where nothing ran for the user's message, so it
     never calls a tool the decision did not pick once a result is in (seen with Hermes:
-    `terminal` forced again after it had run for the request)."""
+    `terminal` forced again after it had run for the request). The one exception is the step the
+    user's message names next (_named_next), called with no question asked."""
     if turn.request.tool_choice.mode != "auto" or turn.request.messages[-1]["role"] not in ("user", "tool"):
         return
     tools = decision_listing(turn.surface, turn.query)
@@ -80,6 +82,9 @@ async def first_step(turn: ProxyTurn) -> None:
     if not tools:
         return
     since = turn.history.calls[turn.history.before_user:]
+    turn.force = _named_next(turn)
+    if turn.force is not None:
+        return
     ran = _ran(turn)
     context = _earlier(turn)
     turn.force = await _decided(turn, tools, ran, context)
@@ -97,6 +102,23 @@ async def first_step(turn: ProxyTurn) -> None:
     elif turn.force in catalog:
         turn.force = await _doubted(turn, tools, turn.force)
     turn.answer_next = turn.force is None
+
+
+def _named_next(turn: ProxyTurn) -> str | None:
+    """After a result, the step the user's message names next, called without a question: where
+    the message holds more than one task (tokens.clauses) and exactly one client tool it names
+    (corrections.named_in: every word of its name) has not run for it. The agent's own rule
+    (answers.py: "one of those the request names needs no question"). Seen with Hermes on the
+    1.5B model: "Use the terminal to run `echo $((6*7))`, then save the output to memory" ran the
+    terminal, and the decision, asked again, picked the terminal once more (left out, then
+    memory at fit 0.74, under FITS) or "answer": the second step never ran. Two or more named
+    and not run (a name such as search_files in "search the web, then write the file") are left
+    to the decision."""
+    ran = turn.history.since_user
+    if not ran or not clauses(turn.query):
+        return None
+    named = [name for name in turn.surface.catalog.tools if name not in ran and named_in(name, turn.query)]
+    return named[0] if len(named) == 1 else None
 
 
 async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -> str | None:

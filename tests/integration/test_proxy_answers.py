@@ -168,6 +168,55 @@ def test_a_pick_the_message_names_is_not_doubted(tmp_path):
         assert lane.model.fit_requests == [] and "doubt" not in purposes(lane)
 
 
+STEP_4 = [{"role": "user", "content": "Use the terminal to run `echo $((6*7))`, then save the output to memory."}]
+
+
+def test_after_a_result_the_one_step_the_message_names_next_is_called(tmp_path):
+    """The terminal's result is back; memory, named by the user and not yet run, is called with
+    no question asked (the decision would have said "answer")."""
+    ask = STEP_4 + ran("t1", "terminal", {"command": "echo $((6*7))"}, "42")
+    with running_lane(tmp_path, [call("memory", {"action": "add", "content": "42"})], decision=ANSWER) as lane:
+        reply = lane.chat(messages=ask, tools=[TERMINAL, MEMORY, WEATHER]).json()
+        assert only_call(reply)[:2] == ("memory", {"action": "add", "content": "42"})
+        assert lane.model.decide_requests == []
+
+
+def test_after_every_named_step_ran_the_answer_is_next(tmp_path):
+    ask = STEP_4 + ran("t1", "terminal", {"command": "echo $((6*7))"}, "42") \
+        + ran("m1", "memory", {"action": "add", "content": "42"}, "Entry added.")
+    with running_lane(tmp_path, [text("Saved 42 to memory.")], decision=ANSWER) as lane:
+        reply = lane.chat(messages=ask, tools=[TERMINAL, MEMORY]).json()["choices"][0]
+        assert "tool_calls" not in reply["message"] and reply["message"]["content"].startswith("Saved 42")
+        assert len(lane.model.decide_requests) == 1
+
+
+def test_a_single_task_naming_another_tool_is_not_given_a_second_step(tmp_path):
+    """One task ("… the memory usage"): its tool ran, so the words naming `memory` call nothing."""
+    ask = [{"role": "user", "content": "Use the terminal to show the memory usage."}] \
+        + ran("t1", "terminal", {"command": "free -h"}, "Mem: 2.0Gi")
+    with running_lane(tmp_path, [text("2.0 GiB of memory.")], decision=ANSWER) as lane:
+        reply = lane.chat(messages=ask, tools=[TERMINAL, MEMORY]).json()["choices"][0]
+        assert "tool_calls" not in reply["message"]
+        assert len(lane.model.decide_requests) == 1
+
+
+def test_two_named_steps_left_are_left_to_the_decision(tmp_path):
+    search_files = {"type": "function", "function": {
+        "name": "search_files", "description": "Search files in the workspace.",
+        "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]}}}
+    write_file = {"type": "function", "function": {
+        "name": "write_file", "description": "Write a file.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                       "required": ["path", "content"]}}}
+    ask = [{"role": "user", "content": "Use the terminal to search the logs, then write the file notes.txt with it."}] \
+        + ran("t1", "terminal", {"command": "grep -r error logs"}, "error 1")
+    made = call("write_file", {"path": "notes.txt", "content": "error 1"})
+    with running_lane(tmp_path, [made], decision=decisions("write_file")) as lane:
+        reply = lane.chat(messages=ask, tools=[TERMINAL, search_files, write_file]).json()
+        assert only_call(reply)[0] == "write_file"
+        assert len(lane.model.decide_requests) == 1
+
+
 def test_a_pick_that_fits_is_not_weighed(tmp_path):
     with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})],
                       decision=decisions("get_weather")) as lane:
