@@ -48,10 +48,15 @@ from stack.agent.reading import OTHER, PROBES, probe_text, read_reported  # noqa
 DATA = Path(__file__).resolve().parent / "data"
 
 
-# The parts: the development files (fitted and tuned on), and two test files never tuned on
-# (test2 adds languages the development part lacks: Dutch, Polish, Italian).
-SPLITS = {"dev": ("claims_dev.jsonl", "claims_dev_2.jsonl"), "test": ("claims_test.jsonl",),
-          "test2": ("claims_test_2.jsonl",)}
+# The parts: the development files (fitted and tuned on), and test files never tuned on (test2
+# adds languages the development part lacks: Dutch, Polish, Italian; lane: the lane's own answers,
+# scripts/bench/lane_answers.py, split by session from those fitted on).
+SPLITS = {"dev": ("claims_dev.jsonl", "claims_dev_2.jsonl", "claims_lane_dev.jsonl"), "test": ("claims_test.jsonl",),
+          "test2": ("claims_test_2.jsonl",), "lane": ("claims_lane_test.jsonl",)}
+# The "which" probe is fitted on at most this many of an item's tools (its labelled actions and
+# what ran first, then others in a fixed random order) and "another action": an item of the
+# lane's own answers lists 14 tools, and each pair is one evaluation of the model.
+WHICH_PAIRS = 6
 
 
 def load(split: str) -> list[dict[str, Any]]:
@@ -96,7 +101,8 @@ async def run(items: list[dict[str, Any]], llm_url: str) -> list[dict[str, Any]]
         for item in items:
             tools = tools_of(item)
             started = time.monotonic()
-            reading, replies = await read_reported(llm, item["answer"], item.get("request", ""), tools)
+            reading, replies = await read_reported(llm, item["answer"], item.get("request", ""), tools,
+                                                   item.get("ran", ()))
             predicted = set(reading.tools) | ({OTHER} if reading.other else set())
             out.append({"id": item["id"], "lang": item["lang"], "form": item["form"], "gold": sorted(gold(item)),
                         "predicted": sorted(predicted), "read": reading.read,
@@ -112,8 +118,16 @@ async def run(items: list[dict[str, Any]], llm_url: str) -> list[dict[str, Any]]
 
 
 def pairs(items: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
-    """Every (item, action) the "which" probe is asked about: each listed tool, and OTHER."""
-    return [(item, action) for item in items for action in [*(t["name"] for t in item["tools"]), OTHER]]
+    """The (item, action) pairs the "which" probe is fitted on: up to WHICH_PAIRS of each item's
+    tools (its labelled ones and what ran first) and OTHER."""
+    chosen = []
+    for item in items:
+        names = [t["name"] for t in item["tools"]]
+        random.Random(item["id"]).shuffle(names)
+        first = [*item["reports"], *item.get("ran", ())]
+        names = list(dict.fromkeys([*(n for n in first if n in names), *names]))[:WHICH_PAIRS]
+        chosen += [(item, action) for action in [*names, OTHER]]
+    return chosen
 
 
 def tools_of(item: dict[str, Any]) -> list[tuple[str, str]]:

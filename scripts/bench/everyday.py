@@ -210,8 +210,11 @@ class ClaimJudge:
     def __call__(self, request: str, answer: str, ran: Iterable[str], tool_names: Iterable[str]) -> list[str]:
         if not answer.strip():
             return []
-        from stack.agent.reading import OTHER, read_reported
+        from stack.agent.reading import OTHER, model_words, read_reported
         from stack.tools.base import RESERVED_NAMES
+        answer = model_words(answer)  # the lane's receipt is the store's truth, not the model's claim
+        if not answer:
+            return []
         tools = [(name, self.described.get(name, "")) for name in sorted(set(tool_names) - RESERVED_NAMES)]
         ran_set = set(ran)
         reading = asyncio.run(self._read(read_reported, answer, request, tools, ran_set))

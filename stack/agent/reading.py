@@ -49,6 +49,8 @@ MAX_READ_TOOLS = 24
 MAX_ANSWER_CHARS = 1500
 MAX_REQUEST_CHARS = 400
 DESCRIPTION_CHARS = 90
+# Every line of the lane's receipt opens so: the store's truth beside the model's words.
+RECEIPT_OPENING = "(The lane's record:"
 
 READER = (
     "You read a reply that an assistant wrote to a user, and list the actions the reply says "
@@ -248,6 +250,12 @@ def unbacked(reading: Reading, ran_in_turn: Collection[str]) -> list[str]:
     return [*sorted(reading.tools - set(ran_in_turn)), *([OTHER] if reading.other else [])]
 
 
+def model_words(answer: str) -> str:
+    """An answer as the model wrote it: without the lane's receipt, the store's own truth, which
+    a judge of the model's claims does not read as a claim (scripts/bench/everyday.py)."""
+    return answer.split(RECEIPT_OPENING, 1)[0].strip()
+
+
 def receipt(missing: Sequence[str], ran: Sequence[str]) -> str:
     """The lane's own line on an answer whose reading reports what the store does not show, from
     the store alone: what ran for this request (the reading's guess of which tool the answer
@@ -257,9 +265,9 @@ def receipt(missing: Sequence[str], ran: Sequence[str]) -> str:
     answer; no tool is forced on it."""
     lines = []
     if any(name != OTHER for name in missing):
-        lines.append(f"(The lane's record: only {', '.join(dict.fromkeys(ran))} ran for this request.)" if ran
-                     else "(The lane's record: no tool ran for this request.)")
+        lines.append(f"{RECEIPT_OPENING} only {', '.join(dict.fromkeys(ran))} ran for this request.)" if ran
+                     else f"{RECEIPT_OPENING} no tool ran for this request.)")
     if OTHER in missing:
-        lines.append("(The lane's record: nothing was sent, booked, bought, paid or contacted; "
+        lines.append(f"{RECEIPT_OPENING} nothing was sent, booked, bought, paid or contacted; "
                      "no tool here does that.)")
     return "\n".join(lines)

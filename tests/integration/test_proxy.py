@@ -419,6 +419,27 @@ def test_the_retry_of_a_failed_call_must_say_the_choices_it_left_out(tmp_path):
         assert schema["required"] == ["target", "action"]
 
 
+def test_a_forced_call_says_every_mode_its_schema_leaves_optional_without_a_default(tmp_path):
+    """Seen with Hermes: `memory` was called without `action` at every step (its schema requires
+    only `target`) and failed each time. A forced call's grammar requires an optional enum with no
+    default; one with a default, and free text, stay optional."""
+    memory = {"type": "function", "function": {"name": "memory", "description": "Save a note.", "parameters": {
+        "type": "object", "required": ["target"], "properties": {
+            "action": {"type": "string", "enum": ["add", "replace", "remove"]},
+            "target": {"type": "string", "enum": ["memory", "user"]},
+            "scope": {"type": "string", "enum": ["session", "global"], "default": "global"},
+            "content": {"type": "string"}}}}}
+    made = call("memory", {"action": "add", "target": "user", "content": "TUNDRA"})
+    with running_lane(tmp_path, [made], decision=lambda body: Reply(content=json.dumps({"next": "memory"}))) as lane:
+        response = lane.chat(messages=[{"role": "user", "content": "remember that my codename is TUNDRA"}],
+                             tools=[memory, WEATHER]).json()
+        assert only_call(response)[0] == "memory"
+        [forced] = [r for r in lane.model.requests if r.get("tools")]
+        [schema] = [t["function"]["parameters"] for t in forced["tools"] if t["function"]["name"] == "memory"]
+        assert schema["required"] == ["target", "action"]
+        assert memory["function"]["parameters"]["required"] == ["target"]  # the client's schema is not changed
+
+
 def test_the_other_tool_picked_after_a_result_is_called_only_when_it_fits(tmp_path):
     """A real action in someone else's agent: the second pick is looked at again (lever "fit"),
     and a tool the model does not think fits is not called (seen with Claude Code: Write ran,
