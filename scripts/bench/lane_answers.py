@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -51,7 +52,7 @@ def turns(db: Path, skip: list[str]) -> Iterator[dict[str, Any]]:
             for answer in [*answers, *held]:
                 answer = model_words(answer or "")
                 if answer and not call_shaped(answer, frozenset(tools)):
-                    yield {"session": session.split("-", 2)[-1], "request": rows[start]["content"],
+                    yield {"session": re.sub(r"^everyday-\d+-[0-9a-f]+-", "", session), "request": rows[start]["content"],
                            "answer": answer, "ran": ran}
 
 
