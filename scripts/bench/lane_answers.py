@@ -52,8 +52,8 @@ def turns(db: Path, skip: list[str]) -> Iterator[dict[str, Any]]:
             for answer in [*answers, *held]:
                 answer = model_words(answer or "")
                 if answer and not call_shaped(answer, frozenset(tools)):
-                    yield {"session": re.sub(r"^everyday-\d+-[0-9a-f]+-", "", session), "request": rows[start]["content"],
-                           "answer": answer, "ran": ran}
+                    yield {"session": re.sub(r"^everyday-\d+-[0-9a-f]+-", "", session),
+                           "request": rows[start]["content"], "answer": answer, "ran": ran}
 
 
 def main() -> int:

@@ -111,8 +111,8 @@ class ProxyLane:
         if choice.mode == "none" or turn.answer_next:
             tools: list[dict[str, Any]] = []
         elif pinned in turn.surface.catalog.tools:
-            tools = [_saying(tool, turn.must_say) if tool["function"]["name"] == turn.force else tool
-                     for tool in turn.surface.forced_to(pinned)]
+            tools = [_saying(tool, turn.must_say if tool["function"]["name"] == turn.force else ())
+                     for tool in turn.surface.forced_to(pinned)]  # each a call of a several-call reply too
         else:
             tools = self._tools(turn)
         in_tools = turn.force in {t["function"]["name"] for t in tools}

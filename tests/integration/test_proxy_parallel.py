@@ -128,3 +128,17 @@ def test_responses_get_a_function_call_item_per_call(tmp_path, stream):
         else:
             output = response.json()["output"]
         assert [(i["name"], json.loads(i["arguments"])) for i in output if i["type"] == "function_call"] == THREE_CITIES
+
+
+def test_every_call_a_reply_may_hold_says_the_modes_its_schema_leaves_optional(tmp_path):
+    """Seen with Hermes: terminal forced, a `memory` call written beside it without `action` failed
+    in Hermes. Each tool a several-call reply may hold is decoded with its optional enums that have
+    no default required, as the forced one is."""
+    note = {"type": "function", "function": {"name": "note", "description": "Keep a note.", "parameters": {
+        "type": "object", "required": ["text"], "properties": {
+            "text": {"type": "string"}, "action": {"type": "string", "enum": ["add", "remove"]}}}}}
+    with running_lane(tmp_path, calls_as_held(("get_weather", {"city": "Paris"})), decision=WEATHER_PICKED) as lane:
+        lane.chat(messages=ASK, tools=[WEATHER, note])
+        schema = lane.model.requests[0]["response_format"]["json_schema"]["schema"]
+        [variant] = [v for v in schema["$defs"]["call"]["anyOf"] if v["properties"]["name"]["const"] == "note"]
+        assert variant["properties"]["arguments"]["required"] == ["text", "action"]
