@@ -77,14 +77,14 @@ async def first_step(turn: ProxyTurn) -> None:
     user's message names next (_named_next), called with no question asked."""
     if turn.request.tool_choice.mode != "auto" or turn.request.messages[-1]["role"] not in ("user", "tool"):
         return
+    turn.force = _named_next(turn)  # before the listing: no search where no question is asked
+    if turn.force is not None:
+        return
     tools = decision_listing(turn.surface, turn.query)
     tools += [(name, tool.description) for name, tool in turn.lane_tools.items()]
     if not tools:
         return
     since = turn.history.calls[turn.history.before_user:]
-    turn.force = _named_next(turn)
-    if turn.force is not None:
-        return
     ran = _ran(turn)
     context = _earlier(turn)
     turn.force = await _decided(turn, tools, ran, context)
