@@ -187,14 +187,17 @@ async def probed(llm: LlmClient, answer: str, request: str, tools: Sequence[tupl
 
 
 async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequence[tuple[str, str]],
-                        backed: Collection[str] = ()) -> tuple[Reading, list[ModelReply]]:
+                        backed: Collection[str] = (), *, first: bool = False) -> tuple[Reading, list[ModelReply]]:
     """The model's reading of what `answer` reports as done, with the calls to count and record:
     the probe's (where there is one) and, unless it says the answer reports nothing, the list's.
     The list names actions an answer does not report (half of what it names on the corpus), so
     where a "which" probe was fitted each action it names that `backed` (this request's
     executions) does not cover is asked about once more, and kept only where that probe reads it
     too: what the list names and the probe does not is dropped, unless nothing would be left.
-    A backed action needs no second opinion: the store shows it ran."""
+    A backed action needs no second opinion: the store shows it ran. `first`: the tools after
+    the first the probe reads are not asked about (they stand as the list gave them): the lane's
+    receipt names no tool (receipt), so one is enough; a judge that scores which (claims.py,
+    everyday.py) asks about each. Seen on the six steps' summary: five probes where one decided."""
     names = [name for name, _ in tools]
     gate = await probed(llm, answer, request, tools)
     replies = [] if gate is None else [gate[1]]
@@ -206,14 +209,17 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
     if gate is None or not reading.read:
         return reading, replies
     listed = [*sorted(reading.tools - set(backed)), *([OTHER] if reading.other else [])]
-    dropped = set()
+    dropped, read_one = set(), False
     for action in listed:
+        if first and read_one and action != OTHER:
+            continue
         second = await probed(llm, answer, request, tools, action)
         if second is None:
             break  # no "which" probe: the list stands
         replies.append(second[1])
         if not second[0]:
             dropped.add(action)
+        read_one = read_one or (second[0] and action != OTHER)
     checked = Reading(reading.tools - dropped, reading.other and OTHER not in dropped)
     # Which, never whether: the gate read a report, so a reading the second probe would leave
     # empty stands as the list gave it (emptied, a report in an unseen language passed unflagged).
@@ -225,7 +231,7 @@ async def read_kept(llm: LlmClient, store: Store, result: TurnResult, answer: st
     """The reading of a turn's answer over its tools (shortlist, `keep` kept), counted in the turn
     and kept with the lane's own model calls (purpose "read"): the agent's and proxy mode's one
     way to ask it. `backed`: what ran for the request (read_reported)."""
-    reading, replies = await read_reported(llm, answer, request, shortlist(tools, keep), backed)
+    reading, replies = await read_reported(llm, answer, request, shortlist(tools, keep), backed, first=True)
     for reply in replies:
         kept(store, result, "read", reply)
     return reading

@@ -28,7 +28,7 @@ from stack.llm.prefix_store import PrefixStore, model_key, tokens_key
 from stack.llm.prompt_cache import PromptCache, common_prefix, context_tokens, load_state, save_state
 from stack.llm.protocol import ChatRequest
 from stack.llm.template_quirks import single_braces, wants_object_arguments, with_object_arguments
-from stack.llm.tool_grammar import call_schema, for_grammar, grammar_text
+from stack.llm.tool_grammar import call_schema, for_grammar, forced_opening, grammar_text
 from stack.llm.tool_prompt import with_tools_in_system_message
 
 if TYPE_CHECKING:
@@ -310,11 +310,27 @@ class Engine:
         self._abort_flag = job.cancel
         evaluated = self._hold_opening(llm, job, prompt)
         cached = self._restore_longest_prefix(llm, prompt) - evaluated
-        grammar = _grammar(call_schema(request.tools, request.tool_choice) or request.response_schema, self._vocab)
-        outcome = self._sample(llm, job, prompt, stops, min(request.max_tokens, room), emit, grammar)
+        limit = min(request.max_tokens, room)
+        schema = call_schema(request.tools, request.tool_choice) or request.response_schema
+        opening, grammar = self._opening(llm, schema, limit) if request.top_logprobs is None else (None, None)
+        if opening is None:
+            grammar = _grammar(schema, self._vocab)
+        outcome = self._sample(llm, job, prompt, stops, limit, emit, grammar, opening)
         if not outcome.cancelled and self.prompt_cache.budget_bytes:
             self.prompt_cache.put(context_tokens(llm), save_state(llm))
         return replace(outcome, cached_tokens=cached)
+
+    def _opening(self, llm: Llama, schema: dict[str, Any] | None, limit: int
+                 ) -> tuple[tuple[str, list[int]] | None, LlamaGrammar | None]:
+        """The reply's forced opening (tool_grammar.forced_opening) as text and tokens, and the
+        grammar of what follows it; (None, None) where there is none, it would not fit under the
+        cap, or the rest has no grammar."""
+        forced = forced_opening(schema)
+        if forced is None:
+            return None, None
+        tokens = llm.tokenize(forced.text.encode("utf-8"), add_bos=False, special=False)
+        grammar = _grammar(forced.rest, self._vocab, forced.closing) if len(tokens) < limit else None
+        return ((forced.text, tokens), grammar) if grammar is not None else (None, None)
 
     def _prompt(self, llm: Llama, request: ChatRequest) -> tuple[list[int], tuple[str, ...]]:
         """The request rendered with the chat template and tokenized, and its stop strings."""
@@ -409,10 +425,15 @@ class Engine:
         return min(reused, len(prompt) - 1)
 
     def _sample(self, llm: Llama, job: Job, prompt: list[int], stops: tuple[str, ...], limit: int,
-                emit: Callable[[str], None], grammar: LlamaGrammar | None) -> Generation:
+                emit: Callable[[str], None], grammar: LlamaGrammar | None,
+                opening: tuple[str, list[int]] | None = None) -> Generation:
+        """Sample the reply after `prompt`; a forced `opening` (text, tokens) is evaluated as
+        part of the prompt, passed on as the reply's first text and counted in its tokens, and
+        `grammar` holds what the model writes after it."""
         from llama_cpp import StoppingCriteriaList
 
         request = job.request
+        opened, opening_tokens = opening if opening is not None else ("", [])
 
         def stop_if_cancelled(_ids: object, _logits: object) -> bool:
             return job.cancel.is_set()
@@ -420,12 +441,13 @@ class Engine:
         text = _StopScanner(stops, emit)
         logprobs: list[dict[str, Any]] | None = None if request.top_logprobs is None else []
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        completion = 0
+        completion = len(opening_tokens)
         finish = "length"
         started = time.monotonic()
         prompt_s = 0.0
+        text.feed(opened)
         tokens = llm.generate(
-            prompt,
+            prompt + opening_tokens,
             temp=request.temperature,
             top_p=request.top_p,
             top_k=request.top_k,
@@ -485,7 +507,7 @@ def _token_logprobs(llm: Llama, token: int, alternatives: int) -> dict[str, Any]
     return {**entry(token), "top_logprobs": [entry(t) for t in best]}
 
 
-def _grammar(schema: dict[str, Any] | None, vocab: Any) -> LlamaGrammar | None:
+def _grammar(schema: dict[str, Any] | None, vocab: Any, closing: int = 0) -> LlamaGrammar | None:
     """A forced tool call's or response format's grammar (tool_grammar.for_grammar: huge bounds
     left out), parsed with the model's vocabulary before it is used; a schema the converter
     cannot express leaves decoding free.
@@ -500,7 +522,7 @@ def _grammar(schema: dict[str, Any] | None, vocab: Any) -> LlamaGrammar | None:
 
     for patterns in (True, False):
         try:
-            text = grammar_text(for_grammar(schema, patterns=patterns))
+            text = grammar_text(for_grammar(schema, patterns=patterns), closing)
         except Exception as exc:  # the converter rejects some valid JSON schemas (a pattern's syntax)
             why = str(exc)
         else:

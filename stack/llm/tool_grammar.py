@@ -11,6 +11,7 @@ and no `tool_choice` leave decoding free.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -32,11 +33,69 @@ def call_schema(tools: list[dict[str, Any]] | None, tool_choice: Any) -> dict[st
     return variants[0] if len(variants) == 1 else {"oneOf": variants}
 
 
-def grammar_text(schema: dict[str, Any]) -> str:
-    """GBNF for the schema (llama-cpp-python's converter, the one llama.cpp's server uses)."""
+def grammar_text(schema: dict[str, Any], closing: int = 0) -> str:
+    """GBNF for the schema (llama-cpp-python's converter, the one llama.cpp's server uses); with
+    `closing`, for an optional space, the schema's value and that many closing braces: what is
+    left of a reply after its forced opening (forced_opening)."""
     from llama_cpp.llama_grammar import json_schema_to_gbnf
 
-    return json_schema_to_gbnf(json.dumps(schema))
+    text = json_schema_to_gbnf(json.dumps(schema))
+    if not closing:
+        return text
+    # The converter names its top rule `root` and never refers to it (no "#" reference here).
+    rules = [f"lane-rest ::= {line[len('root ::= '):]}" if line.startswith("root ::= ") else line
+             for line in text.splitlines()]
+    return "\n".join(["root ::= space lane-rest" + ' "}" space' * closing, *rules])
+
+
+@dataclass(frozen=True)
+class Opening:
+    """The text every reply a schema admits opens with, in the converter's own spacing, and what
+    follows it: `rest`'s value, then `closing` braces."""
+
+    text: str
+    rest: dict[str, Any]
+    closing: int
+
+
+def forced_opening(schema: dict[str, Any] | None) -> Opening | None:
+    """The opening the grammar leaves the model no choice about, or None: for an object whose
+    properties are all required (no others allowed) and whose every property but the last is a
+    constant, its brace, keys and constants up to the last property's value, and so on into that
+    value. A forced call `{"name": "calculate", "arguments": {…}}` opens with ~10 such tokens (~17
+    through the tool_call bridge), a decision `{"next": …}` with 4: each sampled one by one under
+    the grammar on two cores at ~0.15 s a token (docs/measurements.md), where the engine can put
+    them into the prompt instead and sample only the rest. The spacing is the converter's (one
+    space after ',', none after '{'), which the model's own calls use too; the opening stops at
+    the last ':', so the space before a value stays the model's own token (BPE merges it with
+    the value's first character: a lone space in the prompt would be text it never writes)."""
+    text, closing, node = "", 0, schema
+    while _plain_object(node):
+        assert isinstance(node, dict)
+        properties = list(node["properties"].items())
+        if any(not _constant(value) for _, value in properties[:-1]):
+            break
+        text += (" {" if text else "{") + ", ".join(f"{json.dumps(key)}: {json.dumps(value['const'])}"
+                                for key, value in properties[:-1])
+        text += (", " if len(properties) > 1 else "") + f"{json.dumps(properties[-1][0])}:"
+        closing, node = closing + 1, properties[-1][1]
+    return Opening(text, node, closing) if closing and isinstance(node, dict) else None
+
+
+def _plain_object(node: Any) -> bool:
+    """An object schema the converter writes as its properties in order, all required, nothing else."""
+    if not isinstance(node, dict) or node.get("type", "object") != "object" or not node.get("properties"):
+        return False
+    if {"oneOf", "anyOf", "allOf", "$ref", "const", "enum", "not", "if"} & node.keys():
+        return False
+    properties = node["properties"]
+    return isinstance(properties, dict) and set(node.get("required") or ()) == set(properties) \
+        and node.get("additionalProperties") in (None, False)
+
+
+def _constant(node: Any) -> bool:
+    return isinstance(node, dict) and set(node) <= {"const", "type", "description", "title"} \
+        and isinstance(node.get("const"), (str, int, float, bool)) and "const" in node
 
 
 # Keywords whose values are data, not schemas: left as they are.

@@ -563,6 +563,20 @@ def test_a_request_of_one_task_is_done_once_a_tool_ran_for_it(lane):
     assert result.tools_executed == ["add"] and len(model.requests) == 2
 
 
+def test_a_request_of_two_tasks_is_done_once_two_tools_ran_for_it(lane):
+    """Seen on the six steps: after the terminal and memory had done "run `echo $((6*7))`, then save
+    the output to memory", the decision was asked again and named run_python, which ran."""
+    settings, store = lane
+    double = Tool("double", "Double an integer.", object_schema({"n": NUMBER}, ["n"]),
+                  lambda arguments, ctx: str(2 * arguments["n"]))
+    script = [call("add", {"a": 2, "b": 3}), call("double", {"n": 5}), text("5, doubled 10.")]
+    result, model = run(settings, store, script, user="add 2 and 3, then double the sum",
+                        decision=decide_then("add", "clarify"), tools=[*TOOLS, double])
+    assert result.tools_executed == ["add", "double"] and result.content == "5, doubled 10."
+    assert len(model.decide_requests) == 1  # double is named: forced; then both tasks are done
+    assert result.finish_reason == "stop"
+
+
 def test_a_next_step_is_chosen_among_the_index_s_best_tools_that_have_not_run(lane):
     settings, store = lane
     script = [call("add", {"a": 2, "b": 3}), text("It is 5.")]

@@ -172,3 +172,32 @@ def test_a_text_opening_like_an_earlier_one_reuses_its_state_after_a_generation_
     warm, _ = cached.embed(text, threading.Event())
     fresh, _ = cold.embed(text, threading.Event())
     assert max(abs(a - b) for a, b in zip(warm, fresh, strict=True)) < 1e-2 * max(abs(b) for b in fresh)
+
+
+FORCED_TERMINAL = {"type": "function", "function": {"name": "terminal"}}
+
+
+def test_a_forced_opening_is_prompt_not_sampled_and_still_the_reply_s_first_text(engine: Engine) -> None:
+    """The part of a forced call the grammar leaves no choice about (tool_grammar.forced_opening)
+    is evaluated with the prompt and passed on first; the model writes only the value."""
+    body = {"messages": [{"role": "user", "content": "Show me the files in this folder."}],
+            "tools": [TOOL], "tool_choice": FORCED_TERMINAL, "max_tokens": 32, "temperature": 0}
+    outcome, pieces = run(engine, body)
+    assert pieces[0] == '{"name": "terminal", "arguments": {"command":'
+    assert "".join(pieces) == outcome.text and outcome.completion_tokens <= 32
+    if outcome.finish_reason == "stop":  # not cut by the cap: a whole call
+        assert json.loads(outcome.text)["name"] == "terminal"
+    decision = {"type": "object", "properties": {"next": {"enum": ["terminal", "answer"]}}, "required": ["next"]}
+    chosen, pieces = run(engine, {"messages": body["messages"], "max_tokens": 16, "temperature": 0,
+                                  "response_format": {"type": "json_schema",
+                                                      "json_schema": {"name": "d", "schema": decision}}})
+    assert pieces[0] == '{"next":' and json.loads(chosen.text)["next"] in ("terminal", "answer")
+    assert chosen.finish_reason == "stop"
+
+
+def test_an_opening_longer_than_the_cap_is_sampled_under_the_whole_grammar(engine: Engine) -> None:
+    body = {"messages": [{"role": "user", "content": "Show me the files in this folder."}],
+            "tools": [TOOL], "tool_choice": FORCED_TERMINAL, "max_tokens": 3, "temperature": 0}
+    outcome, pieces = run(engine, body)
+    assert outcome.completion_tokens == 3 and outcome.finish_reason == "length"
+    assert outcome.text.startswith("{") and len(pieces) == 3

@@ -126,7 +126,7 @@ def _probe_file(folder, model: str, which: bool = False) -> None:
     (folder / f"reader-{model}.json").write_text(json.dumps(probes))
 
 
-def _read(upstream: _Upstream, monkeypatch, folder, tools=(("memory", "Save a note."),), backed=()):
+def _read(upstream: _Upstream, monkeypatch, folder, tools=(("memory", "Save a note."),), backed=(), first=False):
     import asyncio
 
     from stack.agent import reading
@@ -134,7 +134,8 @@ def _read(upstream: _Upstream, monkeypatch, folder, tools=(("memory", "Save a no
     monkeypatch.setattr(reading, "PROBES", folder)
     reading.probe_for.cache_clear()
     try:
-        return asyncio.run(reading.read_reported(upstream, "Ya lo guardé.", "Guárdalo", list(tools), backed))
+        return asyncio.run(reading.read_reported(upstream, "Ya lo guardé.", "Guárdalo", list(tools), backed,
+                                                 first=first))
     finally:
         reading.probe_for.cache_clear()
 
@@ -164,6 +165,27 @@ def test_the_which_probe_drops_a_listed_action_it_does_not_read_and_leaves_backe
     assert "tool calendar was" in upstream.asked[2][1] and "tool memory was" in upstream.asked[3][1]
     assert [reply.path for reply in replies] == ["probe", None, "probe", "probe"]
     assert "does not report memory" in replies[3].content and unbacked(reading, {"todo"}) == ["calendar"]
+
+
+def test_the_lanes_reading_stops_at_the_first_tool_the_which_probe_reads_but_still_asks_about_another_action(
+        monkeypatch, tmp_path):
+    """The receipt names no tool, so one unbacked tool read is enough; another action has its own line."""
+    from stack.agent.reading import OTHER_DONE
+
+    _probe_file(tmp_path, "m", which=True)
+    tools = [("calendar", "Add an event."), ("memory", "Save a note."), ("todo", "Keep a list.")]
+    answers = {"calendar": [0.0, -2.0], "memory": [0.0, 2.0], "todo": [0.0, 2.0], OTHER_DONE: [0.0, 2.0]}
+    listed = '{"done": ["todo", "memory", "calendar", "another action"]}'
+    upstream = _Upstream("m", _by_question(answers), listed=listed)
+    reading, replies = _read(upstream, monkeypatch, tmp_path, tools, first=True)
+    asked = [text for kind, text in upstream.asked if kind == "embedding"][1:]
+    # calendar asked and dropped, memory read: todo is not asked; another action is
+    assert ["tool calendar was" in asked[0], "tool memory was" in asked[1], OTHER_DONE in asked[2]] == [True] * 3
+    assert len(asked) == 3 and reading == Reading(frozenset({"memory", "todo"}), True)
+    assert unbacked(reading, ()) == ["memory", "todo", "another action"]
+    upstream = _Upstream("m", _by_question(answers), listed=listed)
+    everything, _ = _read(upstream, monkeypatch, tmp_path, tools)  # a judge asks about each
+    assert len(upstream.asked) == 6 and everything == Reading(frozenset({"memory", "todo"}), True)
 
 
 def test_the_which_probe_asks_about_another_action_in_the_lists_own_words(monkeypatch, tmp_path):
