@@ -29,7 +29,7 @@ def test_add_persists_and_reaches_the_system_prompt(ctx, tmp_path):
     assert memory.read_memory(ctx.settings) == ""
     outcome = mem(ctx, action="add", content="Project codename is BLUE-HERON")
     assert outcome.status == "ok"
-    assert outcome.output.startswith("saved to memory: 'Project codename is BLUE-HERON' (1 in all")
+    assert outcome.output == "saved to memory: 'Project codename is BLUE-HERON'"  # no numbers to copy
     mem(ctx, action="add", content="The answer was 42")
     # A new settings object on the same home sees the same memory: it lives on disk.
     again = Settings(home=tmp_path / "home")
@@ -167,3 +167,10 @@ def test_replacing_an_entry_that_is_not_there_says_how_to_add_the_content(ctx):
     assert outcome.status == "error" and outcome.output.startswith("no memory entry contains")
     assert outcome.output.endswith('To save it as a new entry instead: {"action": "add", "content": "check-seed-b-1"}')
     assert memory.read_entries(ctx.settings.memory_path) == ["ORCHID-7304"]
+
+
+def test_the_fill_level_is_told_only_once_memory_is_three_quarters_full(ctx):
+    mem(ctx, action="add", content="x" * 3100)
+    outcome = mem(ctx, action="add", content="last one")
+    assert outcome.status == "ok" and outcome.output.startswith("saved to memory: 'last one' (memory ")
+    assert f"/{memory.MEMORY_MAX_CHARS} characters full)" in outcome.output
