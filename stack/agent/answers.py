@@ -97,18 +97,19 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     `calculate` for the number a terminal printed when the request said to save it), and one of
     those the request names ("... then save it to memory") needs no question. A request that
     holds one task (toolsearch.tokens.clauses) is done once a tool ran for it, and one of N tasks
-    once N tools did: asked then, the model named a second tool for "what is this machine
-    called? check from the command line" after `hostname` had answered it, and the answer it
-    wrote next was about the clock; run_python after the terminal and memory had done "run
-    `echo $((6*7))`, then save the output to memory", search_files after session_search and
-    memory (the six steps, 2026-11-29: two needless executions, 35 s). A first
+    once N tools did and none it names is left (a run_python that printed an error counts as run,
+    and "… in the terminal and then store it in memory" still needs the terminal). Asked then,
+    the model named a second tool for "what is this machine called? check from the command line"
+    after `hostname` had answered it, and the answer it wrote next was about the clock; run_python
+    after the terminal and memory had done "run `echo $((6*7))`, then save the output to memory",
+    search_files after session_search and memory (the six steps, 2026-11-29: 35 s). A first
     pick that is not among tools the request names is asked again among those and itself: "Use
     the terminal to execute `echo $((6*7))` and save what it prints to memory" chose run_python.
     Where every call so far failed (and its one retry was spent), the others are asked: seen,
     `calculate` given "sum(primes(1000))" twice for "quick script pls: sum of all primes under
     1000", where run_python was the tool."""
-    done = {o.tool_name for o in turn.outcomes if o.status != "error"}
-    if done and len(done) >= max(len(clauses(turn.query)), 1):
+    done, tasks = {o.tool_name for o in turn.outcomes if o.status != "error"}, len(clauses(turn.query))
+    if done and not tasks:
         return None
     wanted = wanted_tools(toolset, turn.query)
     tools = decision_tools(toolset)  # listed whole: the question's first message is a cached prefix
@@ -125,6 +126,8 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
         named = sorted(name for name in candidates if named_in(name, turn.query))
         if named:  # the user's own words name the next step: no question needed
             return named[0]
+        if len(done) >= tasks:
+            return None
         choices = [name for name, _ in [*tools, *hidden] if name in candidates]
         choices += [name for name in candidates - set(choices) if toolset.reaches(name)]
     else:

@@ -577,6 +577,22 @@ def test_a_request_of_two_tasks_is_done_once_two_tools_ran_for_it(lane):
     assert result.finish_reason == "stop"
 
 
+def test_a_tool_the_request_names_is_still_called_after_as_many_tools_as_tasks_ran(lane):
+    """Seen: "Run `echo $((6*7))` in the terminal and then store whatever it prints in memory" ran
+    run_python (the model's pick), then memory (named): two tools for two tasks, and the terminal,
+    which the user named, is still to run."""
+    settings, store = lane
+    double = Tool("double", "Double an integer.", object_schema({"n": NUMBER}, ["n"]),
+                  lambda arguments, ctx: str(2 * arguments["n"]))
+    script = [call("add", {"a": 2, "b": 2}), call("double", {"n": 4}), call("fail", {}), call("fail", {}),
+              text("8, and fail failed.")]
+    result, model = run(settings, store, script, user="double the number 4, then fail on purpose",
+                        decision=decide_then("add", "answer"), tools=[*TOOLS, double])
+    assert [r["tool_choice"]["function"]["name"] for r in model.requests[:3]] == ["add", "double", "fail"]
+    assert rows(settings, "SELECT tool_name, status FROM tool_executions ORDER BY id")[:3] == [
+        ("add", "ok"), ("double", "ok"), ("fail", "error")]
+
+
 def test_a_next_step_is_chosen_among_the_index_s_best_tools_that_have_not_run(lane):
     settings, store = lane
     script = [call("add", {"a": 2, "b": 3}), text("It is 5.")]
