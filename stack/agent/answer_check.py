@@ -116,7 +116,9 @@ def carries(text: str, results: tuple[str, ...], earlier: str = "", tools: Colle
     if not kept or any(said & _new(words, known) for words in salient):
         return True
     users = set(plain_words(" ".join(user_said)).split())
-    stale = {w for w in said & known - users - set().union(*salient) if w.isdigit() or len(w) >= SALIENT_LETTERS}
+    # Numbers only: an earlier answer's "your" or "from" is no copied result (seen, "The codename of
+    # your project is JUNIPER-8331." held back where memory had just returned that codename).
+    stale = {w for w in said & known - users - set().union(*salient) if w.isdigit()}
     return not stale and any(said & _new(words, known - users) for words in salient)
 
 

@@ -112,6 +112,21 @@ def test_a_word_the_user_wrote_earlier_is_no_sign_of_a_copied_result(answer, car
     assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
 
 
+def test_an_earlier_answer_s_common_words_are_no_sign_of_a_copied_result():
+    """Seen (other words 1, step 3): the decision called memory for "Remind me, what's the codename
+    of my project?", memory said it already held the codename, and the right answer was held back
+    for "your", a word of the lane's earlier answer."""
+    said = "Keep this in mind for later on: the codename of my project is JUNIPER-8331."
+    earlier = (f"- The user said: {said}\n  memory returned: saved to memory: 'JUNIPER-8331'\n"
+               "  The assistant answered: The codename of your project is JUNIPER-8331.")
+    request = "Remind me, what's the codename of my project?"
+    result = TurnFacts(request, {"memory": {}}, {"memory"}, {"memory"},
+                       results=("already in memory: 'JUNIPER-8331'; nothing changed",), earlier=earlier,
+                       user_said=(said, request))
+    assert faults("The codename of your project is JUNIPER-8331.", result) == []
+    assert faults("The codename of your project is QUASAR-1.", result) == ["it leaves out what the tools returned"]
+
+
 PARIS_LATER = "2026-11-27T08:09:02+01:00 (CET, UTC+01:00, Friday, daylight saving off) in Europe/Paris"
 
 
