@@ -69,7 +69,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     if not text:
         return ["the model gave no answer"]
     problems = []
-    if plain_words(text) == plain_words(facts.request) and not any(
+    if plain_words(text) and plain_words(text) == plain_words(facts.request) and not any(
             plain_words(text) in plain_words(r) for r in facts.results):
         problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
     if copies_lane_note(text) or _fact_label(text) is not None:

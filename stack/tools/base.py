@@ -36,10 +36,18 @@ def says_nothing(result: str) -> bool:
     return text.startswith("(") and text.endswith(")") and "(" not in text[1:-1] and ")" not in text[1:-1]
 
 
+# Scripts written without spaces between words (Han, kana): each character counts as a word.
+_UNSPACED = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_WORD = re.compile(f"[{_UNSPACED}]|[^\\W_{_UNSPACED}]+")
+
+
 def plain_words(text: str) -> str:
-    """Text as its lower-cased words and numbers, one space apart: how the lane compares what the
-    model wrote with what the user wrote (an echo, a question that is the request again)."""
-    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+    """Text as its lower-cased words and numbers, one space apart, in any script: how the lane
+    compares what the model wrote with what the user wrote (an echo, a question that is the
+    request again) and with what a tool returned. Letters of every script count (it once kept
+    only a-z: every answer in Russian or Japanese was "the request echoed back", both sides
+    empty); a character of a script written without spaces is a word of its own."""
+    return " ".join(_WORD.findall(text.lower()))
 
 
 _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")

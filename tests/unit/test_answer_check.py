@@ -386,3 +386,25 @@ def test_a_call_written_as_a_command_in_code_forces_its_tool(reply, forced):
     assert (fix.force if fix is not None else None) == forced
     if forced:
         assert "nothing ran" in fix.note and "cp notes.txt backup/" in fix.note
+
+
+@pytest.mark.parametrize("request_, answer", [
+    ("Какая столица Франции?", "Столица Франции — Париж."),
+    ("日本の首都はどこですか？", "東京です。"),
+    ("Ποια είναι η πρωτεύουσα της Ελλάδας;", "Η Αθήνα."),
+])
+def test_an_answer_in_a_script_without_a_to_z_is_no_echo(request_, answer):
+    """Words were once a-z only: both sides empty, every such answer was "the request echoed back"."""
+    asked = TurnFacts(request_, {"memory": {}}, set(), set())
+    assert faults(answer, asked) == [] and faults(request_, asked) == ["the request echoed back"]
+
+
+@pytest.mark.parametrize("result, answer, carried", [
+    ("Москва", "Это Москва.", True),
+    ("Москва", "Это Париж.", False),
+    ("東京", "首都は東京です。", True),
+    ("東京", "わかりません。", False),
+])
+def test_a_result_in_any_script_is_carried_by_its_words(result, answer, carried):
+    asked = TurnFacts("?", {"lookup": {}}, {"lookup"}, {"lookup"}, results=(result,))
+    assert ("it leaves out what the tools returned" not in faults(answer, asked)) is carried

@@ -83,6 +83,15 @@ def test_a_replace_that_changes_a_word_or_adds_one_runs(ctx):
     assert memory.read_entries(ctx.settings.memory_path) == ["Bike lock code: 5520 (blue lock)"]
 
 
+def test_a_replace_in_another_script_that_changes_a_word_runs(ctx):
+    """Words were once a-z only: every Cyrillic replace "added nothing" and was refused."""
+    mem(ctx, action="add", content="Встреча в Москве")
+    assert mem(ctx, action="replace", old_text="Встреча", content="Встреча в Париже").status == "ok"
+    outcome = mem(ctx, action="replace", old_text="Встреча", content="Встреча")
+    assert outcome.status == "error" and "it would only drop text" in outcome.output
+    assert memory.read_entries(ctx.settings.memory_path) == ["Встреча в Париже"]
+
+
 def test_exact_entry_wins_over_entries_that_contain_it(ctx):
     mem(ctx, action="add", content="tea")
     mem(ctx, action="add", content="tea with milk")
