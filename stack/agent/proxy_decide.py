@@ -78,7 +78,8 @@ async def first_step(turn: ProxyTurn) -> None:
     if turn.request.tool_choice.mode != "auto" or turn.request.messages[-1]["role"] not in ("user", "tool"):
         return
     turn.force = _named_next(turn)  # before the listing: no search where no question is asked
-    if turn.force is not None:
+    if turn.force is not None or _every_task_ran(turn):
+        turn.answer_next = turn.force is None
         return
     tools = decision_listing(turn.surface, turn.query)
     tools += [(name, tool.description) for name, tool in turn.lane_tools.items()]
@@ -119,6 +120,18 @@ def _named_next(turn: ProxyTurn) -> str | None:
         return None
     named = [name for name in turn.surface.catalog.tools if name not in ran and named_in(name, turn.query)]
     return named[0] if len(named) == 1 else None
+
+
+def _every_task_ran(turn: ProxyTurn) -> bool:
+    """After results, whether a message of N tasks (N >= 2, tokens.clauses) has had N client tools
+    run for it and none it names is left: the answer is next, with no question asked (the agent's
+    rule, answers.decided_tool). Seen with Hermes on the 1.5B model: after the terminal and memory
+    had done "Use the terminal to run `echo $((6*7))`, then save the output to memory", the
+    decision picked the terminal again, and the pick, named by the message, was called."""
+    ran, tasks = turn.history.since_user, len(clauses(turn.query))
+    if tasks < 2 or len(ran) < tasks:
+        return False
+    return not any(name not in ran and named_in(name, turn.query) for name in turn.surface.catalog.tools)
 
 
 async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -> str | None:

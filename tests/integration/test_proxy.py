@@ -646,7 +646,7 @@ def test_the_offered_tools_only_grow_at_the_end_within_a_users_request(tmp_path)
         assert first == ["get_time"]
         assert second == ["get_time", "get_weather"]
         # A new user message: what was called before it is listed, described, in the decision.
-        assert {"get_time", "get_weather"} <= set(listed(lane.model.decide_requests[3]))
+        assert {"get_time", "get_weather"} <= set(listed(lane.model.decide_requests[-1]))
 
 
 def test_the_decision_lists_the_best_match_first_and_hidden_tools_by_name(tmp_path):
