@@ -42,7 +42,7 @@ def grammar_text(schema: dict[str, Any], closing: int = 0) -> str:
     text = json_schema_to_gbnf(json.dumps(schema))
     if not closing:
         return text
-    # The converter names its top rule `root` and never refers to it (no "#" reference here).
+    # The converter names its top rule `root` and never refers to it (it rejects a "$ref": "#").
     rules = [f"lane-rest ::= {line[len('root ::= '):]}" if line.startswith("root ::= ") else line
              for line in text.splitlines()]
     return "\n".join(["root ::= space lane-rest" + ' "}" space' * closing, *rules])
