@@ -115,11 +115,16 @@ def _named_next(turn: ProxyTurn) -> str | None:
     memory at fit 0.74, under FITS) or "answer": the second step never ran. Two or more named
     and not run (a name such as search_files in "search the web, then write the file") are left
     to the decision."""
-    ran = turn.history.since_user
-    if not ran or not clauses(turn.query):
+    if not turn.history.since_user or not clauses(turn.query):
         return None
-    named = [name for name in turn.surface.catalog.tools if name not in ran and named_in(name, turn.query)]
+    named = _named_left(turn)
     return named[0] if len(named) == 1 else None
+
+
+def _named_left(turn: ProxyTurn) -> list[str]:
+    """The client tools the user's message names (corrections.named_in) that have not run for it."""
+    ran = turn.history.since_user
+    return [name for name in turn.surface.catalog.tools if name not in ran and named_in(name, turn.query)]
 
 
 def _every_task_ran(turn: ProxyTurn) -> bool:
@@ -128,10 +133,8 @@ def _every_task_ran(turn: ProxyTurn) -> bool:
     rule, answers.decided_tool). Seen with Hermes on the 1.5B model: after the terminal and memory
     had done "Use the terminal to run `echo $((6*7))`, then save the output to memory", the
     decision picked the terminal again, and the pick, named by the message, was called."""
-    ran, tasks = turn.history.since_user, len(clauses(turn.query))
-    if tasks < 2 or len(ran) < tasks:
-        return False
-    return not any(name not in ran and named_in(name, turn.query) for name in turn.surface.catalog.tools)
+    tasks = len(clauses(turn.query))
+    return tasks >= 2 and len(turn.history.since_user) >= tasks and not _named_left(turn)
 
 
 async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -> str | None:

@@ -95,7 +95,7 @@ def _plain_object(node: Any) -> bool:
 
 def _constant(node: Any) -> bool:
     return isinstance(node, dict) and set(node) <= {"const", "type", "description", "title"} \
-        and isinstance(node.get("const"), (str, int, float, bool)) and "const" in node
+        and isinstance(node.get("const"), (str, int, float, bool))
 
 
 # Keywords whose values are data, not schemas: left as they are.
