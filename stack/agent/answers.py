@@ -20,7 +20,6 @@ from ..store import Store
 from ..tools.base import RESERVED_NAMES, Tool
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
-from ..toolsearch.tokens import clauses
 from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
 from .corrections import correction, named_in
 from .decide import DECIDE_HIDDEN, FITS, ask_decision, fit_probability, parse_decision
@@ -31,6 +30,7 @@ from .prompt import compose_messages
 from .reading import read_kept, receipt, unbacked
 from .records import answered, hold, kept
 from .situation import situation
+from .tasks import next_step_request, task_count, tasks_done, tasks_left
 from .turn import Turn, TurnEnded, TurnResult, count
 
 COMPOSE_MAX_TOKENS = 400
@@ -96,9 +96,10 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     for the request that have not run yet (the index proposes, the model disposes: alone, it named
     `calculate` for the number a terminal printed when the request said to save it), and one of
     those the request names ("... then save it to memory") needs no question. A request that
-    holds one task (toolsearch.tokens.clauses) is done once a tool ran for it, and one of N tasks
-    once N tools did and none it names is left (a run_python that printed an error counts as run,
-    and "… in the terminal and then store it in memory" still needs the terminal). Asked then,
+    holds one task is done once a tool ran for it, and one of N tasks once N tools did and none it
+    names is left (tasks.py; a run_python that printed an error counts as run, and "… in the
+    terminal and then store it in memory" still needs the terminal); until then the question
+    shows the part of the request not done yet (tasks.next_step_request). Asked then,
     the model named a second tool for "what is this machine called? check from the command line"
     after `hostname` had answered it, and the answer it wrote next was about the clock; run_python
     after the terminal and memory had done "run `echo $((6*7))`, then save the output to memory",
@@ -108,9 +109,10 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     Where every call so far failed (and its one retry was spent), the others are asked: seen,
     `calculate` given "sum(primes(1000))" twice for "quick script pls: sum of all primes under
     1000", where run_python was the tool."""
-    done, tasks = {o.tool_name for o in turn.outcomes if o.status != "error"}, len(clauses(turn.query))
-    if done and not tasks:
+    done = {o.tool_name for o in turn.outcomes if o.status != "error"}
+    if done and task_count(turn.query) == 1:
         return None
+    left = tasks_left(turn.query, len(done))
     wanted = wanted_tools(toolset, turn.query)
     tools = decision_tools(toolset)  # listed whole: the question's first message is a cached prefix
     hidden: list[tuple[str, str]] = []
@@ -120,13 +122,13 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
         hidden = hidden[:DECIDE_HIDDEN]
     if turn.outcomes:
         tried = {o.tool_name for o in turn.outcomes}  # ok, or failed and retried already
-        candidates = set(toolset.best_for(turn.query)) & wanted - tried
+        candidates = {*toolset.best_for(turn.query), *(toolset.best_for(left) if left else ())} & wanted - tried
         if not candidates:
             return None
         named = sorted(name for name in candidates if named_in(name, turn.query))
         if named:  # the user's own words name the next step: no question needed
             return named[0]
-        if len(done) >= tasks:
+        if tasks_done(turn.query, len(done), named_left=False):
             return None
         choices = [name for name, _ in [*tools, *hidden] if name in candidates]
         choices += [name for name in candidates - set(choices) if toolset.reaches(name)]
@@ -136,7 +138,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     earlier = await asyncio.to_thread(_earlier, store, turn)  # reads the whole session: off the event loop
 
     async def asked(hidden: list[tuple[str, str]], choices: list[str]) -> str | None:
-        reply = await ask_decision(llm, turn.query, tools, hidden, results, earlier,
+        reply = await ask_decision(llm, next_step_request(turn.query, len(done)), tools, hidden, results, earlier,
                                    known=set(toolset.catalog.tools), choices=choices, memory=memory)
         kept(store, turn.result, "decide", reply)
         return parse_decision(reply.content, choices)

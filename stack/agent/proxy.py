@@ -54,7 +54,7 @@ from .llm_client import LlmClient, ModelReply
 from .parallel_calls import several_calls
 from .proxy_calls import calls_of, returned, take_calls
 from .proxy_decide import first_step
-from .proxy_replies import answer_or_correct
+from .proxy_replies import answer_or_correct, answer_question
 from .proxy_request import CallsReturned, ProxyRequest, ProxyResult
 from .proxy_turn import ProxyTurn, no_answer, open_turn
 from .records import finished
@@ -126,7 +126,9 @@ class ProxyLane:
                                 named=choice.mode == "function")
         max_tokens = min(turn.request.max_tokens, SEVERAL_CALLS_MAX_TOKENS if several else
                          FORCED_CALL_MAX_TOKENS if in_tools else REPLY_MAX_TOKENS)
-        reply = await self.llm.chat(turn.opening + turn.scratch, tools, max_tokens=max_tokens,
+        composing = turn.answer_next and bool(turn.history.since_user or turn.outcomes)
+        messages = answer_question(turn) if composing else turn.opening + turn.scratch
+        reply = await self.llm.chat(messages, tools, max_tokens=max_tokens,
                                     temperature=turn.request.temperature,
                                     tool_choice=None if several else tool_choice, response_schema=several)
         turn.answering = turn.answer_next

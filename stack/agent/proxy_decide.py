@@ -15,7 +15,6 @@ import json
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES
 from ..toolsearch.client_tools import ClientSurface
-from ..toolsearch.tokens import clauses
 from .answers import fit_of, second_look
 from .client_history import as_rows
 from .corrections import named_in
@@ -38,6 +37,7 @@ from .ledger import Correction, lever_on
 from .llm_client import ModelReply
 from .proxy_turn import ProxyTurn
 from .records import hold, kept
+from .tasks import next_step_request, task_count, tasks_done
 
 # The decision lists client tools (best match first) while their lines take no more than this: the
 # question stays small even for a client that sends thousands of tools.
@@ -86,8 +86,8 @@ async def first_step(turn: ProxyTurn) -> None:
     if not tools:
         return
     since = turn.history.calls[turn.history.before_user:]
-    ran = _ran(turn)
-    context = _earlier(turn)
+    ran = ran_for_message(turn)
+    context = earlier_turns(turn)
     turn.force = await _decided(turn, tools, ran, context)
     answered = since[-1][1] if since else None
     retried = sum(name == answered for _, name, _ in since) > 1  # one retry for the user's message
@@ -115,7 +115,7 @@ def _named_next(turn: ProxyTurn) -> str | None:
     memory at fit 0.74, under FITS) or "answer": the second step never ran. Two or more named
     and not run (a name such as search_files in "search the web, then write the file") are left
     to the decision."""
-    if not turn.history.since_user or not clauses(turn.query):
+    if not turn.history.since_user or task_count(turn.query) < 2:
         return None
     named = _named_left(turn)
     return named[0] if len(named) == 1 else None
@@ -133,8 +133,8 @@ def _every_task_ran(turn: ProxyTurn) -> bool:
     rule, answers.decided_tool). Seen with Hermes on the 1.5B model: after the terminal and memory
     had done "Use the terminal to run `echo $((6*7))`, then save the output to memory", the
     decision picked the terminal again, and the pick, named by the message, was called."""
-    tasks = len(clauses(turn.query))
-    return tasks >= 2 and len(turn.history.since_user) >= tasks and not _named_left(turn)
+    return task_count(turn.query) >= 2 and tasks_done(turn.query, len(turn.history.since_user),
+                                                      named_left=bool(_named_left(turn)))
 
 
 async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -> str | None:
@@ -227,7 +227,7 @@ async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:
     kept(turn.store, turn.result, "declined", asked, f"yes {shown}")
     if probability is None or probability < DECLINES:
         return False
-    picked = await _decided(turn, decision_listing(turn.surface, turn.query), [], _earlier(turn),
+    picked = await _decided(turn, decision_listing(turn.surface, turn.query), [], earlier_turns(turn),
                             draft=reply.content)
     if picked is None:
         return False
@@ -265,8 +265,9 @@ async def _decided(turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tupl
     back: lever "decide"), recorded; the tool picked, or None for "answer". `draft`: a reply in
     words that declined the request or told the user how (lever "declined"), shown with it."""
     choices = [name for name, _ in tools if name != leave_out]
-    request = turn.query if not draft else (
-        f"{turn.query}\n\n(A first reply, in words, declined it or told the user how to do it: "
+    request = next_step_request(turn.query, len(turn.history.since_user))
+    request = request if not draft else (
+        f"{request}\n\n(A first reply, in words, declined it or told the user how to do it: "
         f"\"{draft.strip()[:DRAFT_CHARS]}\")")
     reply = await ask_decision(turn.llm, request, tools, [], ran, context, known=turn.surface.catalog.tools,
                                choices=choices if leave_out else None, instruction=CLIENT_INSTRUCTION,
@@ -284,12 +285,12 @@ async def _second_look(turn: ProxyTurn, name: str) -> str | None:
     return await second_look(turn.llm, turn.store, turn.result, turn.query, turn.surface.catalog.tools[name])
 
 
-def _ran(turn: ProxyTurn) -> list[tuple[str, str, str]]:
+def ran_for_message(turn: ProxyTurn) -> list[tuple[str, str, str]]:
     """What ran for the user's latest message, as the decision reads it: (tool, status, result)."""
     return [(name, "ok", turn.history.results.get(call_id, ""))
             for call_id, name, _ in turn.history.calls[turn.history.before_user:]]
 
 
-def _earlier(turn: ProxyTurn) -> str:
+def earlier_turns(turn: ProxyTurn) -> str:
     """Earlier turns of the client's conversation as facts (history.earlier_facts)."""
     return earlier_facts(as_rows(turn.request.messages))

@@ -603,6 +603,20 @@ def test_a_next_step_is_chosen_among_the_index_s_best_tools_that_have_not_run(la
     assert result.tools_executed == ["add"] and result.content == "It is 5."
 
 
+def test_after_the_first_of_two_tasks_the_decision_reads_the_part_not_done_yet(lane):
+    """Seen on the six steps in Spanish: after the terminal printed 42 for "… en la terminal y
+    luego guarda lo que imprima en la memoria" the decision, reading the whole request, picked
+    calculate. The second question now shows the request's part not done, in its own words."""
+    settings, store = lane
+    script = [call("add", {"a": 2, "b": 3}), text("It is 5.")]
+    user = "suma 2 y 3 y luego haz que falle a propósito"
+    result, model = run(settings, store, script, user=user, decision=decide_then("add", "answer"))
+    first, second = (r["messages"][-1]["content"] for r in model.decide_requests[:2])
+    assert "not done yet" not in first
+    assert "The part of the message not done yet: haz que falle a propósito" in second
+    assert result.tools_executed == ["add"]
+
+
 def test_a_next_step_the_request_names_is_forced_without_a_question(lane):
     settings, store = lane
     script = [call("add", {"a": 2, "b": 3}), call("clarify", {"question": "ok?"})]

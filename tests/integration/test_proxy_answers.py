@@ -99,6 +99,26 @@ def test_after_a_result_the_answer_is_built_from_it_not_another_call(tmp_path):
         assert lane.model.fit_requests == []
 
 
+def test_after_a_result_the_answer_is_written_from_the_results_with_the_client_s_prompt(tmp_path):
+    """Seen with Hermes on the 1.5B model: asked with Hermes's transcript (its 6k-character prompt,
+    the lane's bridge note, the call and its JSON result), every answer after a result was "I'm
+    sorry, but I can't assist with that.". The answer's question is the agent's own: the results as
+    facts, the client's prompt as instructions, the user's message last; no tools, no bridge note."""
+    system = {"role": "system", "content": "You are Hermes Agent. Keep responses brief and natural."}
+    ask = [system, {"role": "user", "content": "Please remember: my project codename is LANTERN-9574."}]
+    history = ask + ran("m1", "memory", {"action": "add", "content": "codename LANTERN-9574"},
+                        '{"success": true, "message": "Entry added."}')
+    with running_lane(tmp_path, [text("I saved the codename LANTERN-9574.")], decision=ANSWER) as lane:
+        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY, *_many_tools(20)]).json()["choices"][0]
+        assert reply["message"]["content"] == "I saved the codename LANTERN-9574."
+        sent = lane.model.requests[-1]
+        assert not sent.get("tools") and [m["role"] for m in sent["messages"]][-1] == "user"
+        assert sent["messages"][-1]["content"] == ask[1]["content"]
+        said = "\n".join(m["content"] for m in sent["messages"])
+        assert "Entry added." in said and "Keep responses brief and natural." in said
+        assert "tool_search" not in said and all(m["role"] != "tool" for m in sent["messages"])
+
+
 def test_a_request_naming_two_steps_gets_the_second_called_with_its_required_arguments(tmp_path):
     """"Run X, then save the output": after the terminal's result the decision picks memory; the
     call returned carries every argument its schema requires (a call without `action` is
@@ -111,6 +131,19 @@ def test_a_request_naming_two_steps_gets_the_second_called_with_its_required_arg
         reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY], parallel_tool_calls=False).json()
         assert only_call(reply)[:2] == ("memory", {"action": "add", "content": "/dev/sda1 40G 12G"})
         assert "action" in lane.model.requests[1]["messages"][-1]["content"]  # told what was missing
+
+
+def test_after_the_first_of_two_tasks_the_client_decision_reads_the_part_not_done_yet(tmp_path):
+    """No tool name is a word of "… y luego guarda lo que imprima en las notas": the decision
+    after the terminal's result is shown that part of the message, and its pick is called."""
+    ask = [{"role": "user", "content": "Ejecuta `df -h` en la consola y luego guarda lo que imprima en las notas."}]
+    history = ask + ran("t1", "terminal", {"command": "df -h"}, "/dev/sda1 40G 12G")
+    with running_lane(tmp_path, [call("memory", {"action": "add", "content": "/dev/sda1 40G 12G"})],
+                      decision=decisions("memory")) as lane:
+        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY], parallel_tool_calls=False).json()
+        assert only_call(reply)[:2] == ("memory", {"action": "add", "content": "/dev/sda1 40G 12G"})
+        asked = lane.model.decide_requests[0]["messages"][-1]["content"]
+        assert "The part of the message not done yet: guarda lo que imprima en las notas." in asked
 
 
 # (b2) a pick the model doubts, weighed against its next pick

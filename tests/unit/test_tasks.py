@@ -1,0 +1,33 @@
+"""A request's tasks (agent/tasks.py): the rule both the agent's and proxy mode's next step keep."""
+
+from stack.agent.tasks import LEFT, next_step_request, task_count, tasks_done, tasks_left
+
+TWO_ES = "Ejecuta `df -h` en la consola y luego guarda lo que imprima en las notas."
+TWO_DE = "Führen Sie `df -h` aus und halten Sie die Ausgabe in Ihren Notizen fest."
+
+
+def test_a_single_task_is_done_once_one_tool_ran():
+    assert task_count("how full is the disk?") == 1
+    assert not tasks_done("how full is the disk?", 0, named_left=False)
+    assert tasks_done("how full is the disk?", 1, named_left=False)
+
+
+def test_two_tasks_need_two_tools_and_none_named_left():
+    assert task_count(TWO_ES) == 2
+    assert not tasks_done(TWO_ES, 1, named_left=False)
+    assert tasks_done(TWO_ES, 2, named_left=False)
+    assert not tasks_done(TWO_ES, 2, named_left=True)
+
+
+def test_the_part_not_done_is_the_request_s_own_words_after_the_tasks_that_ran():
+    assert tasks_left(TWO_ES, 1) == "guarda lo que imprima en las notas."
+    assert tasks_left(TWO_DE, 1) == "halten Sie die Ausgabe in Ihren Notizen fest."
+    assert tasks_left(TWO_ES, 0) == "" and tasks_left(TWO_ES, 2) == ""
+    assert tasks_left("how full is the disk?", 1) == ""
+
+
+def test_the_next_step_reads_the_whole_request_and_what_is_left_of_it():
+    assert next_step_request(TWO_ES, 0) == TWO_ES
+    asked = next_step_request(TWO_ES, 1)
+    assert asked.startswith(TWO_ES) and asked.endswith(LEFT.format(left="guarda lo que imprima en las notas."))
+    assert next_step_request("how full is the disk?", 1) == "how full is the disk?"
