@@ -22,7 +22,7 @@ from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
 from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
 from .corrections import correction, named_in
-from .decide import DECIDE_HIDDEN, FITS, ask_decision, fit_probability, parse_decision
+from .decide import DECIDE_HIDDEN, DOUBTS, FITS, ask_decision, fit_probability, parse_decision
 from .history import earlier_facts
 from .ledger import Correction, lever_on
 from .llm_client import LlmClient
@@ -152,13 +152,28 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     if named:  # the user named tools to use, and the pick is none of them: asked among those and it
         return await asked(hidden, [*named, picked])  # ("add 1,250 and 3" names a tool `add` too)
     best = [name for name in toolset.best_for(turn.query, INDEX_AGREES) if toolset.reaches(name) and name in wanted]
-    if picked in best or not best:
+    if picked in best or not best or await _trusted(llm, store, turn, toolset, picked):
         return picked
-    # The index knows none of the pick's words: asked again among the tools it ranks best.
+    # The index knows none of the pick's words, nor does the model trust it: asked again among
+    # the tools the index ranks best.
     listed = {name for name, _ in [*tools, *hidden]}
     hidden = [*hidden, *((name, toolset.catalog.tools[name].description) for name in best
                          if name not in listed and name in toolset.catalog.tools)]
     return await asked(hidden, best)
+
+
+async def _trusted(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, picked: str) -> bool:
+    """Lever "doubt" in the agent: whether a first pick outside the index's best for the request
+    is kept, the model's fit for it (asked about that one tool, its whole description in view)
+    being at least decide.DOUBTS. The index reads English words: seen on the six steps in German
+    (2026-11-29), "Bitte merken Sie sich für später, dass der Codename meines Projekts … lautet"
+    picked memory, and asked again among the index's best it ran todo, then write_file. Where the
+    upstream sends no logprobs, the pick is asked again as before."""
+    tool = toolset.tool_named(picked)
+    if tool is None or not turn.ledger.take(Correction(None, None, "doubt")):
+        return False
+    probability = await fit_of(llm, store, turn.result, turn.query, tool, "doubt")
+    return probability is not None and probability >= DOUBTS
 
 
 async def _left_fits(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, left: str,

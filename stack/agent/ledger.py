@@ -43,11 +43,13 @@ LEVERS: dict[str, Lever] = {
                  "least decide.FITS (answers.second_look); off where the upstream sends no logprobs",
                  needs="logprobs"),
     "doubt": Lever("proxy mode: the decision picked a client tool whose fit the model reads under decide.DOUBTS "
-                   "and that the user's message does not name",
-                   "the first proxy_decide.DOUBT_WEIGHED client tools of the decision's listing that have not run "
-                   "for the message weighed by their fit too; the one that fits best is called; after a result, "
-                   "\"answer\" unless it reaches decide.FITS; off where the upstream sends no logprobs",
-                   needs="logprobs"),
+                   "and that the user's message does not name; an agent turn: the first pick is none of the "
+                   "index's best for the request",
+                   "proxy mode: the first proxy_decide.DOUBT_WEIGHED client tools of the decision's listing that "
+                   "have not run for the message weighed by their fit too; the one that fits best is called; after "
+                   "a result, \"answer\" unless it reaches decide.FITS. Agent: the pick kept where its fit is at "
+                   "least decide.DOUBTS, else the decision asked again among the index's best. Off where the "
+                   "upstream sends no logprobs", needs="logprobs"),
     "failed": Lever("proxy mode: the decision picks the client tool whose call just came back",
                     "the model's yes-probability that the result reports a failure (decide.failure_probability); "
                     "at least decide.FAILS: that tool called again with the error in view, else the decision "

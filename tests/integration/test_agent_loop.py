@@ -8,6 +8,7 @@ runs it, and at the end composes the answer (the script's next reply), held to t
 import asyncio
 import dataclasses
 import json
+import re
 import sqlite3
 import time
 
@@ -739,6 +740,24 @@ def test_a_pick_the_index_does_not_rank_is_asked_again_among_the_tools_it_ranks_
         assert "TOOL one of " + ", ".join(decisions[1][:-1]) in tails[1]
     else:
         assert len(decisions) == 1 and "weather" in decisions[0]
+
+
+@pytest.mark.parametrize("fit, kept", [(0.9, True), (0.3, False)])
+def test_a_pick_the_index_does_not_rank_is_kept_when_the_model_says_it_fits(lane, fit, kept):
+    """A pick outside the index's best four (the index reads English words; seen: a German "please
+    remember …" picked memory, and asked again among the index's best ran todo) is asked about
+    alone (lever "doubt"): kept at fit 0.9, asked again among the index's best at 0.3."""
+    settings, store = lane
+    decide = first_pick(lambda choices: "weather" if "weather" in choices else "add")
+    script = [call("weather", {"city": "Oslo"}), text("Sunny.")] if kept else [call("add", {"a": 2, "b": 3}), text("5")]
+    result, model = run(settings, store, script, user="2 plus 3?", decision=decide,
+                        tools=[*TOOLS, WEATHER], fit={"weather": fit})
+    asked = [re.search(r"^Function: (\S+)", r["messages"][-1]["content"], re.MULTILINE).group(1)
+             for r in model.fit_requests]
+    assert asked[0] == "weather"
+    assert result.tools_executed == (["weather"] if kept else ["add"])
+    assert len(model.decide_requests) == (1 if kept else 2)
+    assert rows(settings, "SELECT content FROM lane_calls WHERE purpose = 'doubt'") == [(f"weather: yes {fit:.2f}",)]
 
 
 def test_a_pick_the_request_does_not_name_is_asked_again_among_those_it_names(lane):
