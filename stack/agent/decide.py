@@ -89,7 +89,9 @@ AGENT_SLOT, CLIENT_SLOT = "TOOL", "\"<the tool's name>\""
 # ran for it, NOTED where the notes the lane keeps answer it, or "", the next step), each kept only
 # when the lane has the tools it names; every tool the lane has but clarify is in one. Without one,
 # a tool is rarely picked: on the everyday tuning file "dig out what the plumber's name was from
-# our earlier conversations" chose todo, then search_files, never session_search.
+# our earlier conversations" chose todo, then search_files, never session_search; and a command
+# given word for word in a language with no tool's name in it ("dans le shell", "en la consola",
+# "auf der Kommandozeile") chose calculate for the six steps' `echo $((6*7))` (2026-11-29).
 NOTED = "(notes)"
 # An example's message that follows another (BEFORE + that message): a follow-up means what the
 # message before it asked. Seen on the 1.5B model, after a question about the time in Tokyo, "and
@@ -101,6 +103,7 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("my sister visits on Sunday and I wrote the menu in menu.md, what did I plan?", "read_file", ANSWER),
     ("which git version do I have?", "", "terminal"),
     ("what's inside the downloads folder?", "", "terminal"),
+    ("run `uname -r` in a shell for me", "", "terminal"),
     ("who painted the Mona Lisa?", "", ANSWER),
     ("save this for later: my locker code is 4410", "", "memory"),
     ("what's 18% of 250?", "", "calculate"),
