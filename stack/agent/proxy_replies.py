@@ -49,7 +49,7 @@ def answer_question(turn: ProxyTurn) -> list[dict[str, str]]:
     instructions = own[0][:MAX_INSTRUCTION_CHARS] if own and isinstance(own[0], str) else ""
     called = list(dict.fromkeys(name for _, name, _ in turn.history.calls))
     return compose_messages(turn.query, results, earlier_turns(turn), session_tools=called,
-                            instructions=instructions)
+                            instructions=instructions, held=turn.held)
 
 
 async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:

@@ -119,6 +119,21 @@ def test_after_a_result_the_answer_is_written_from_the_results_with_the_client_s
         assert "tool_search" not in said and all(m["role"] != "tool" for m in sent["messages"])
 
 
+def test_an_answer_from_the_results_that_is_held_back_is_written_again_from_them_told_why(tmp_path):
+    """Seen with Hermes: the answer written from session_search's result copied its facts line and
+    was held back; asked again with the client's transcript, the model answered "I've noted your
+    project codename." (an earlier turn's answer). It is asked again with the same facts."""
+    ask = [{"role": "user", "content": "How full is the disk?"}]
+    history = ask + ran("t1", "terminal", {"command": "df -h"}, "/dev/sda1 40G 12G")
+    with running_lane(tmp_path, [text(""), text("12G of 40G are used.")], decision=ANSWER) as lane:
+        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY]).json()["choices"][0]
+        assert reply["message"]["content"] == "12G of 40G are used."
+        again = lane.model.requests[-1]["messages"]
+        assert again[-1] == ask[0] and not lane.model.requests[-1].get("tools")
+        said = "\n".join(m["content"] for m in again if m["role"] == "system")
+        assert "/dev/sda1 40G 12G" in said and "was not passed on to the user: the model gave no answer" in said
+
+
 def test_a_request_naming_two_steps_gets_the_second_called_with_its_required_arguments(tmp_path):
     """"Run X, then save the output": after the terminal's result the decision picks memory; the
     call returned carries every argument its schema requires (a call without `action` is
