@@ -91,7 +91,8 @@ AGENT_SLOT, CLIENT_SLOT = "TOOL", "\"<the tool's name>\""
 # a tool is rarely picked: on the everyday tuning file "dig out what the plumber's name was from
 # our earlier conversations" chose todo, then search_files, never session_search; and a command
 # given word for word in a language with no tool's name in it ("dans le shell", "en la consola",
-# "auf der Kommandozeile") chose calculate for the six steps' `echo $((6*7))` (2026-11-29).
+# "auf der Kommandozeile") chose calculate for the six steps' `echo $((6*7))` (2026-11-29). A few
+# are in other languages: every example was English, and a German "please remember …" picked todo.
 NOTED = "(notes)"
 # An example's message that follows another (BEFORE + that message): a follow-up means what the
 # message before it asked. Seen on the 1.5B model, after a question about the time in Tokyo, "and
@@ -104,11 +105,14 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
     ("which git version do I have?", "", "terminal"),
     ("what's inside the downloads folder?", "", "terminal"),
     ("run `uname -r` in a shell for me", "", "terminal"),
+    ("¿cuánto espacio libre queda en el disco?", "", "terminal"),
     ("who painted the Mona Lisa?", "", ANSWER),
     ("save this for later: my locker code is 4410", "", "memory"),
+    ("merk dir bitte, dass mein Zahnarzttermin am Freitag ist", "", "memory"),
     ("what's 18% of 250?", "", "calculate"),
     ("what's 18% of 250?", "calculate", ANSWER),
     ("what time is it in Lima?", "", "world_clock"),
+    ("quelle heure est-il à Montréal ?", "", "world_clock"),
     ("and in Rome?", BEFORE + "what time is it in Lima?", "world_clock"),
     ("check how full the disk is and keep the number for later", "terminal", "memory"),
     ("make a file todo.md with the line 'buy milk'", "", "write_file"),
