@@ -22,7 +22,7 @@ from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
 from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
 from .corrections import correction, named_in
-from .decide import DECIDE_HIDDEN, DOUBTS, FITS, ask_decision, fit_probability, parse_decision
+from .decide import DECIDE_HIDDEN, DOUBTS, FITS, LEFT_FITS, ask_decision, fit_probability, parse_decision
 from .history import earlier_facts
 from .ledger import Correction, lever_on
 from .llm_client import LlmClient
@@ -185,16 +185,18 @@ async def _left_fits(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset,
     sesión donde aparece" decided "answer", and the answer said the id was saved."""
     best = [name for name in toolset.best_for(left, INDEX_AGREES) if name in choices]
     tool = toolset.tool_named(best[0]) if best else None
-    return None if tool is None else await second_look(llm, store, turn.result, left, tool)
+    return None if tool is None else await second_look(llm, store, turn.result, left, tool, LEFT_FITS)
 
 
-async def second_look(llm: LlmClient, store: Store, result: TurnResult, request: str, tool: Tool) -> str | None:
+async def second_look(llm: LlmClient, store: Store, result: TurnResult, request: str, tool: Tool,
+                      bar: float = FITS) -> str | None:
     """Lever "fit": `tool`'s name when the model, asked about that one tool
     (decide.fit_probability), says it is what the message asks for with a probability of at
-    least decide.FITS; the question is kept with the lane's own model calls. Off (no call made)
-    where the upstream sends no logprobs."""
+    least `bar` (decide.FITS; decide.LEFT_FITS for a task of the request left undone); the
+    question is kept with the lane's own model calls. Off (no call made) where the upstream
+    sends no logprobs."""
     probability = await fit_of(llm, store, result, request, tool, "fit")
-    return tool.name if probability is not None and probability >= FITS else None
+    return tool.name if probability is not None and probability >= bar else None
 
 
 async def fit_of(llm: LlmClient, store: Store, result: TurnResult, request: str, tool: Tool,

@@ -26,6 +26,7 @@ from .decide import (
     DOUBTS,
     FAILS,
     FITS,
+    LEFT_FITS,
     ask_decision,
     decline_probability,
     failure_probability,
@@ -296,7 +297,7 @@ async def _left_fits(turn: ProxyTurn, left: str) -> str | None:
             if hit.name not in turn.history.since_user]
     if not best:
         return None
-    return await second_look(turn.llm, turn.store, turn.result, left, turn.surface.catalog.tools[best[0]])
+    return await second_look(turn.llm, turn.store, turn.result, left, turn.surface.catalog.tools[best[0]], LEFT_FITS)
 
 
 def ran_for_message(turn: ProxyTurn) -> list[tuple[str, str, str]]:
