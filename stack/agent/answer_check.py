@@ -72,7 +72,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     if plain_words(text) and plain_words(text) == plain_words(facts.request) and not any(
             plain_words(text) in plain_words(r) for r in facts.results):
         problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
-    if copies_lane_note(text) or _fact_label(text) is not None:
+    if copies_facts(text):
         problems.append("the lane's own note copied")
     if call_shaped(text, frozenset(facts.offered)):
         problems.append("a tool call written as text")
@@ -83,6 +83,12 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     if stray:
         problems.append(f"it states {stray[0]}, which no result holds")
     return problems
+
+
+def copies_facts(text: str) -> bool:
+    """Whether a reply copies what the lane wrote to the model: a note of its own, or a line of
+    the facts an answer is written from, label first ("exec_command (ok): Chunk ID: …")."""
+    return copies_lane_note(text) or _fact_label(text) is not None
 
 
 def copies_lane_note(text: str) -> bool:

@@ -91,7 +91,8 @@ LEVERS: dict[str, Lever] = {
                       "off where the upstream sends no logprobs", needs="logprobs"),
     "lane-note": Lever("proxy mode: a reply that copies words of a note the lane wrote to the model "
                        "(answer_check.LANE_WORDS: \"Do not call it again\", seen after a repeat of Codex's "
-                       "create_goal was refused)",
+                       "create_goal was refused) or a line of the facts an answer is written from, label first "
+                       "(answer_check.copies_facts)",
                        "held back; the lane's own account (what the client's tools returned) instead, with no "
                        "further model call", budget=0),
     "lane-names": Lever("proxy mode: a reply in words that names the lane's own bridges (tool_search, "

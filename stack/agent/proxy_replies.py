@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .answer_check import TurnFacts, call_shaped, copies_lane_note
+from .answer_check import TurnFacts, call_shaped, copies_facts
 from .answers import MAX_INSTRUCTION_CHARS
 from .corrections import correction
 from .ledger import Correction
@@ -81,7 +81,7 @@ async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:
         corrected(turn, Correction(EMPTY_REPLY, None, "empty"), reply, "the model gave no answer",
                   no_answer(turn))
         return
-    if copies_lane_note(content):
+    if copies_facts(content):
         corrected(turn, Correction(None, None, "lane-note"), reply, "it copied the lane's own note",
                   no_answer(turn))
         return

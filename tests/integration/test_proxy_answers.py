@@ -134,6 +134,20 @@ def test_an_answer_from_the_results_that_is_held_back_is_written_again_from_them
         assert "/dev/sda1 40G 12G" in said and "was not passed on to the user: the model gave no answer" in said
 
 
+def test_an_answer_that_copies_a_line_of_the_facts_is_written_again(tmp_path):
+    """Seen with Codex on the 1.5B model: the answer written from exec_command's result was the
+    facts' own line, "exec_command (ok): Chunk ID: 7cc5a0 …", label and all. It is held back
+    (lever "lane-note") and the client gets the lane's account of what its tools returned."""
+    ask = [{"role": "user", "content": "How full is the disk?"}]
+    history = ask + ran("t1", "terminal", {"command": "df -h"}, "/dev/sda1 40G 12G")
+    with running_lane(tmp_path, [text("terminal (ok): /dev/sda1 40G 12G")], decision=ANSWER) as lane:
+        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY]).json()["choices"][0]
+        assert reply["message"]["content"] == ("The model gave no final answer.\nWhat your tools returned for "
+                                               "this request:\n- terminal: /dev/sda1 40G 12G")
+        assert lane.rows("SELECT content, reason FROM lane_calls WHERE purpose = 'held'") == [
+            ("terminal (ok): /dev/sda1 40G 12G", "it copied the lane's own note")]
+
+
 def test_a_request_naming_two_steps_gets_the_second_called_with_its_required_arguments(tmp_path):
     """"Run X, then save the output": after the terminal's result the decision picks memory; the
     call returned carries every argument its schema requires (a call without `action` is
