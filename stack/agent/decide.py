@@ -44,6 +44,7 @@ FITS = 0.8
 # when the decision says "answer": the yes/no question's own majority, as DECLINES and FAILS. Tried
 # at FITS first: the six steps' fifth ("… then save the session's id in your memory") in Spanish,
 # German and French read memory at 0.60, 0.67 and 0.69 for that part and it never ran (2026-11-29).
+# The agent's own tools only: proxy mode keeps FITS (proxy_decide._left_fits).
 LEFT_FITS = 0.5
 # Proxy mode (lever "doubt"): a client tool the decision picked whose fit is under this is weighed
 # against the listing's other tools by their fit. Probed on ten requests in four languages against Claude Code's

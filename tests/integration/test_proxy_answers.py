@@ -178,7 +178,7 @@ def test_after_the_first_of_two_tasks_the_client_decision_reads_the_part_not_don
 def test_a_task_left_when_the_decision_answers_is_called_when_its_tool_fits_that_part(tmp_path):
     """After the terminal's result the decision says "answer" to a message of two tasks; the client
     tool search ranks best for the part not done (never the terminal, which ran) gets a second look
-    at that part alone: at 0.95 it is called, at 0.1 the answer is written."""
+    at that part alone: at 0.95 it is called, at 0.6 the answer is written."""
     ask = [{"role": "user", "content": "Run `df -h`, then keep what it printed as a note for later."}]
     history = ask + ran("t1", "terminal", {"command": "df -h"}, "/dev/sda1 40G 12G")
     made = call("memory", {"action": "add", "content": "/dev/sda1 40G 12G"})
@@ -190,7 +190,7 @@ def test_a_task_left_when_the_decision_answers_is_called_when_its_tool_fits_that
         assert "Function: memory" in asked and "keep what it printed as a note for later." in asked
         assert "df -h" not in asked
     with running_lane(tmp_path / "low", with_tools_a_call(made, "12G of 40G used."), decision=ANSWER) as lane:
-        lane.model.fit = 0.1
+        lane.model.fit = 0.6  # over the agent's LEFT_FITS, under FITS: a client's call is a real action
         reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY], parallel_tool_calls=False).json()
         assert reply["choices"][0]["message"]["content"] == "12G of 40G used."
 
