@@ -22,7 +22,7 @@ from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
 from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
 from .corrections import correction, named_in
-from .decide import DECIDE_HIDDEN, DOUBTS, FITS, LEFT_FITS, ask_decision, fit_probability, parse_decision
+from .decide import DECIDE_HIDDEN, DOUBTS, FITS, ask_decision, fit_probability, parse_decision
 from .history import earlier_facts
 from .ledger import Correction, lever_on
 from .llm_client import LlmClient
@@ -182,21 +182,22 @@ async def _left_fits(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset,
     the choice the index ranks best for that part alone, when the model's second look at it (lever
     "fit", asked about that part) says it fits. Seen on the six steps in Spanish (2026-11-29):
     after session_search had found the session, "… y después guarda en tu memoria el id de la
-    sesión donde aparece" decided "answer", and the answer said the id was saved."""
+    sesión donde aparece" decided "answer", and the answer said the id was saved. The bar is
+    decide.FITS: at 0.5 (tried, 2026-11-29) "…, ohne weitere Erläuterungen" ran convert_timezone
+    (0.59) after calculate, and Claude Code was made to run ReportFindings (0.55), where the
+    memory the six steps' fifth needed read 0.60-0.69 in Spanish, German and French."""
     best = [name for name in toolset.best_for(left, INDEX_AGREES) if name in choices]
     tool = toolset.tool_named(best[0]) if best else None
-    return None if tool is None else await second_look(llm, store, turn.result, left, tool, LEFT_FITS)
+    return None if tool is None else await second_look(llm, store, turn.result, left, tool)
 
 
-async def second_look(llm: LlmClient, store: Store, result: TurnResult, request: str, tool: Tool,
-                      bar: float = FITS) -> str | None:
+async def second_look(llm: LlmClient, store: Store, result: TurnResult, request: str, tool: Tool) -> str | None:
     """Lever "fit": `tool`'s name when the model, asked about that one tool
     (decide.fit_probability), says it is what the message asks for with a probability of at
-    least `bar` (decide.FITS; decide.LEFT_FITS for a task of the request left undone); the
-    question is kept with the lane's own model calls. Off (no call made) where the upstream
-    sends no logprobs."""
+    least decide.FITS; the question is kept with the lane's own model calls. Off (no call made)
+    where the upstream sends no logprobs."""
     probability = await fit_of(llm, store, result, request, tool, "fit")
-    return tool.name if probability is not None and probability >= bar else None
+    return tool.name if probability is not None and probability >= FITS else None
 
 
 async def fit_of(llm: LlmClient, store: Store, result: TurnResult, request: str, tool: Tool,

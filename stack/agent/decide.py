@@ -40,12 +40,6 @@ RESULT_CHARS = 200
 # least this. On 124 BFCL even-id decisions (docs/measurements.md) every simple_python request the
 # decision answered scored 0.80-0.89, and 4 of the 23 irrelevance requests it answered 0.81-0.90.
 FITS = 0.8
-# The second look's bar for the part of a request of several tasks (tasks.tasks_left) that is left
-# when the decision says "answer": the yes/no question's own majority, as DECLINES and FAILS. Tried
-# at FITS first: the six steps' fifth ("… then save the session's id in your memory") in Spanish,
-# German and French read memory at 0.60, 0.67 and 0.69 for that part and it never ran (2026-11-29).
-# The agent's own tools only: proxy mode keeps FITS (proxy_decide._left_fits).
-LEFT_FITS = 0.5
 # Proxy mode (lever "doubt"): a client tool the decision picked whose fit is under this is weighed
 # against the listing's other tools by their fit. Probed on ten requests in four languages against Claude Code's
 # and Codex's tools (docs/measurements.md): right picks read 0.67-0.94, wrong ones 0.13-0.67; the

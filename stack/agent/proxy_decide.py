@@ -291,11 +291,10 @@ async def _second_look(turn: ProxyTurn, name: str) -> str | None:
 async def _left_fits(turn: ProxyTurn, left: str) -> str | None:
     """Where the decision said "answer" after a result with a task of the message not done
     (tasks.tasks_left), the client tool search ranks best for that part alone, when the second
-    look at that part says it fits (the agent's rule, answers._left_fits); never one that ran.
-    The bar is decide.FITS, not the agent's LEFT_FITS: a client's call is a real action in
-    someone else's agent. Seen at LEFT_FITS with Claude Code on the 1.5B model: "Run the shell
-    command `cat .token | rev` and tell me exactly what it prints" read ReportFindings at 0.55
-    for "tell me exactly what it prints", and Claude Code ran it."""
+    look at that part says it fits (the agent's rule, answers._left_fits, at decide.FITS); never
+    one that ran. Tried at 0.5 with Claude Code on the 1.5B model: "Run the shell command `cat
+    .token | rev` and tell me exactly what it prints" read ReportFindings at 0.55 for "tell me
+    exactly what it prints", and Claude Code ran it."""
     best = [hit.name for hit in turn.surface.catalog.search(left, 1 + len(turn.history.since_user))[0]
             if hit.name not in turn.history.since_user]
     if not best:

@@ -190,7 +190,7 @@ def test_a_task_left_when_the_decision_answers_is_called_when_its_tool_fits_that
         assert "Function: memory" in asked and "keep what it printed as a note for later." in asked
         assert "df -h" not in asked
     with running_lane(tmp_path / "low", with_tools_a_call(made, "12G of 40G used."), decision=ANSWER) as lane:
-        lane.model.fit = 0.6  # over the agent's LEFT_FITS, under FITS: a client's call is a real action
+        lane.model.fit = 0.6  # under FITS
         reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY], parallel_tool_calls=False).json()
         assert reply["choices"][0]["message"]["content"] == "12G of 40G used."
 
