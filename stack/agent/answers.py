@@ -144,8 +144,6 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
         return parse_decision(reply.content, choices)
 
     picked = await asked(hidden, choices)
-    if picked is None and left:
-        return await _left_fits(llm, store, turn, toolset, left, choices)
     if picked is None or turn.outcomes or named_in(picked, turn.query):
         return picked
     named = [name for name in choices if named_in(name, turn.query)]
@@ -174,21 +172,6 @@ async def _trusted(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, p
         return False
     probability = await fit_of(llm, store, turn.result, turn.query, tool, "doubt")
     return probability is not None and probability >= DOUBTS
-
-
-async def _left_fits(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, left: str,
-                     choices: list[str]) -> str | None:
-    """Where the decision said "answer" with a task of the request not done (tasks.tasks_left),
-    the choice the index ranks best for that part alone, when the model's second look at it (lever
-    "fit", asked about that part) says it fits. Seen on the six steps in Spanish (2026-11-29):
-    after session_search had found the session, "… y después guarda en tu memoria el id de la
-    sesión donde aparece" decided "answer", and the answer said the id was saved. The bar is
-    decide.FITS: at 0.5 (tried, 2026-11-29) "…, ohne weitere Erläuterungen" ran convert_timezone
-    (0.59) after calculate, and Claude Code was made to run ReportFindings (0.55), where the
-    memory the six steps' fifth needed read 0.60-0.69 in Spanish, German and French."""
-    best = [name for name in toolset.best_for(left, INDEX_AGREES) if name in choices]
-    tool = toolset.tool_named(best[0]) if best else None
-    return None if tool is None else await second_look(llm, store, turn.result, left, tool)
 
 
 async def second_look(llm: LlmClient, store: Store, result: TurnResult, request: str, tool: Tool) -> str | None:

@@ -37,7 +37,7 @@ from .ledger import Correction, lever_on
 from .llm_client import ModelReply
 from .proxy_turn import ProxyTurn
 from .records import hold, kept
-from .tasks import next_step_request, task_count, tasks_done, tasks_left
+from .tasks import next_step_request, task_count, tasks_done
 
 # The decision lists client tools (best match first) while their lines take no more than this: the
 # question stays small even for a client that sends thousands of tools.
@@ -74,8 +74,7 @@ async def first_step(turn: ProxyTurn) -> None:
     after "answer" (a correction) is only asked where nothing ran for the user's message, so it
     never calls a tool the decision did not pick once a result is in (seen with Hermes:
     `terminal` forced again after it had run for the request). The one exception is the step the
-    user's message names next (_named_next), called with no question asked, and a task of the
-    message not done yet, looked at alone (_left_fits)."""
+    user's message names next (_named_next), called with no question asked."""
     if turn.request.tool_choice.mode != "auto" or turn.request.messages[-1]["role"] not in ("user", "tool"):
         return
     turn.force = _named_next(turn)  # before the listing: no search where no question is asked
@@ -101,8 +100,6 @@ async def first_step(turn: ProxyTurn) -> None:
     elif turn.force is None:
         if not since and tools[0][0] in catalog:
             turn.force = await _second_look(turn, tools[0][0])
-        elif left := tasks_left(turn.query, len(turn.history.since_user)):
-            turn.force = await _left_fits(turn, left)
     elif turn.force in catalog:
         turn.force = await _doubted(turn, tools, turn.force)
     turn.answer_next = turn.force is None
@@ -286,20 +283,6 @@ async def _second_look(turn: ProxyTurn, name: str) -> str | None:
     ids: the decision answered in words 9 of 64 single-tool requests the tool was made for
     ("What key signature does C# major have?" with music_theory.key_signature offered)."""
     return await second_look(turn.llm, turn.store, turn.result, turn.query, turn.surface.catalog.tools[name])
-
-
-async def _left_fits(turn: ProxyTurn, left: str) -> str | None:
-    """Where the decision said "answer" after a result with a task of the message not done
-    (tasks.tasks_left), the client tool search ranks best for that part alone, when the second
-    look at that part says it fits (the agent's rule, answers._left_fits, at decide.FITS); never
-    one that ran. Tried at 0.5 with Claude Code on the 1.5B model: "Run the shell command `cat
-    .token | rev` and tell me exactly what it prints" read ReportFindings at 0.55 for "tell me
-    exactly what it prints", and Claude Code ran it."""
-    best = [hit.name for hit in turn.surface.catalog.search(left, 1 + len(turn.history.since_user))[0]
-            if hit.name not in turn.history.since_user]
-    if not best:
-        return None
-    return await second_look(turn.llm, turn.store, turn.result, left, turn.surface.catalog.tools[best[0]])
 
 
 def ran_for_message(turn: ProxyTurn) -> list[tuple[str, str, str]]:

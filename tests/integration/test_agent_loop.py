@@ -618,29 +618,6 @@ def test_after_the_first_of_two_tasks_the_decision_reads_the_part_not_done_yet(l
     assert result.tools_executed == ["add"]
 
 
-def test_a_task_left_when_the_decision_answers_is_called_when_the_model_says_its_tool_fits(lane):
-    """Seen on the six steps in Spanish: after session_search, "… y después guarda en tu memoria
-    el id" decided "answer". The index's best tool for the part not done is given a second look
-    at that part alone; at fit 0.9 it is called, at 0.4 or 0.6 the turn is answered."""
-    settings, store = lane
-    double = Tool("double", "Double an integer: multiply it by two.", object_schema({"n": NUMBER}, ["n"]),
-                  lambda arguments, ctx: str(2 * arguments["n"]))
-    user = "suma 2 y 3 y luego multiplica eso por dos"
-    script = [call("add", {"a": 2, "b": 3}), call("double", {"n": 5}), text("5, y el doble 10.")]
-    result, model = run(settings, store, script, user=user, decision=decide_then("add", "answer"), fit=0.9,
-                        tools=[*TOOLS, double])
-    assert result.tools_executed == ["add", "double"]
-    asked = model.fit_requests[0]["messages"][-1]["content"]
-    assert "multiplica eso por dos" in asked and "suma" not in asked and "Function: double" in asked
-    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("Es 5.")], user=user,
-                        decision=decide_then("add", "answer"), fit=0.4, tools=[*TOOLS, double])
-    assert result.tools_executed == ["add"] and result.content == "Es 5."
-    # The bar is decide.FITS (0.8): at 0.6 the task left is not called.
-    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("Es 5.")], user=user,
-                        decision=decide_then("add", "answer"), fit=0.6, tools=[*TOOLS, double])
-    assert result.tools_executed == ["add"]
-
-
 def test_a_next_step_the_request_names_is_forced_without_a_question(lane):
     settings, store = lane
     script = [call("add", {"a": 2, "b": 3}), call("clarify", {"question": "ok?"})]

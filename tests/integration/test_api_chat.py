@@ -120,14 +120,13 @@ def test_stateless_turn_with_a_tool_call(tmp_path):
             session)[0]
         assert (usage["prompt_tokens"], usage["completion_tokens"]) == (prompt, completion)
         assert usage["total_tokens"] == prompt + completion
-        # two tasks ("add ..., then tell me ..."): a decision before the call and one after it, the
-        # second look at the task left ("tell me the sum", which fits no tool), the forced call, the
-        # composed answer and its reading
-        assert usage["lane"] == {"model_calls": 6, "peak_prompt_tokens": peak,
+        # two tasks ("add ..., then tell me ..."): a decision before the call and one after it,
+        # the forced call, the composed answer and its reading
+        assert usage["lane"] == {"model_calls": 5, "peak_prompt_tokens": peak,
                                  "tools_executed": ["add"], "finish_reason": "stop"}
         assert lane.rows("SELECT purpose, content FROM lane_calls WHERE session_id = ? ORDER BY id",
                          session) == [("decide", '{"next": "add"}'), ("decide", '{"next": "answer"}'),
-                                      ("fit", "ask_user: yes 0.05"), ("read", '{"done": []}')]
+                                      ("read", '{"done": []}')]
         assert len(lane.model.decide_requests) == 2
         forced, composed = lane.model.requests
         assert forced["tool_choice"] == {"type": "function", "function": {"name": "add"}}
@@ -440,11 +439,9 @@ def test_session_endpoint_shows_messages_and_executions(tmp_path):
         assert [m["role"] for m in data["messages"] if not m["lane_prompt"]] == [
             "user", "assistant", "tool", "assistant"]
         assert [(e["tool_name"], e["status"]) for e in data["executions"]] == [("add", "ok")]
-        # two tasks: a decision before add and one after it (which answered), and the second look
-        # at the task left ("show me the sum"), which no tool fits
+        # two tasks: a decision before add and one after it (which answered)
         assert [(c["purpose"], c["content"]) for c in data["lane_calls"]] == [
-            ("decide", '{"next": "add"}'), ("decide", '{"next": "answer"}'), ("fit", "ask_user: yes 0.05"),
-            ("read", '{"done": []}')]
+            ("decide", '{"next": "add"}'), ("decide", '{"next": "answer"}'), ("read", '{"done": []}')]
 
 
 def test_health_is_ok_when_store_and_model_are_up(tmp_path):

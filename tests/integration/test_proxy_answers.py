@@ -175,26 +175,6 @@ def test_after_the_first_of_two_tasks_the_client_decision_reads_the_part_not_don
         assert "The part of the message not done yet: guarda lo que imprima en las notas." in asked
 
 
-def test_a_task_left_when_the_decision_answers_is_called_when_its_tool_fits_that_part(tmp_path):
-    """After the terminal's result the decision says "answer" to a message of two tasks; the client
-    tool search ranks best for the part not done (never the terminal, which ran) gets a second look
-    at that part alone: at 0.95 it is called, at 0.6 the answer is written."""
-    ask = [{"role": "user", "content": "Run `df -h`, then keep what it printed as a note for later."}]
-    history = ask + ran("t1", "terminal", {"command": "df -h"}, "/dev/sda1 40G 12G")
-    made = call("memory", {"action": "add", "content": "/dev/sda1 40G 12G"})
-    with running_lane(tmp_path, with_tools_a_call(made, "Saved."), decision=ANSWER) as lane:
-        lane.model.fit = 0.95
-        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY], parallel_tool_calls=False).json()
-        assert only_call(reply)[:2] == ("memory", {"action": "add", "content": "/dev/sda1 40G 12G"})
-        asked = lane.model.fit_requests[0]["messages"][-1]["content"]
-        assert "Function: memory" in asked and "keep what it printed as a note for later." in asked
-        assert "df -h" not in asked
-    with running_lane(tmp_path / "low", with_tools_a_call(made, "12G of 40G used."), decision=ANSWER) as lane:
-        lane.model.fit = 0.6  # under FITS
-        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY], parallel_tool_calls=False).json()
-        assert reply["choices"][0]["message"]["content"] == "12G of 40G used."
-
-
 # (b2) a pick the model doubts, weighed against its next pick
 
 WARM = [{"role": "user", "content": "How warm is it in Paris?"}]
