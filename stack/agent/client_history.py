@@ -101,6 +101,15 @@ NO_FINAL_ANSWER = "The model gave no final answer."
 NO_ANSWER_SHOWN = "(no answer)"
 
 
+def without_bridge(opening: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation as model_messages wrote it, without the bridge protocol: for a request
+    that offers no tools (an answer), a note on finding hidden tools has nothing to say."""
+    if not opening or opening[0]["role"] != "system" or not str(opening[0]["content"]).endswith(BRIDGE):
+        return opening
+    rest = str(opening[0]["content"])[:-len(BRIDGE)].rstrip()
+    return ([{**opening[0], "content": rest}] if rest else []) + opening[1:]
+
+
 def model_messages(messages: list[dict[str, Any]], bridged: bool) -> list[dict[str, Any]]:
     """The client's conversation as the model reads it; when tool search is on, the bridge
     protocol joins the client's system message (or opens the conversation). An earlier answer

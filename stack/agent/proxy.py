@@ -48,13 +48,13 @@ from ..config import Settings
 from ..store import Store
 from ..tools.registry import Registry
 from ..toolsearch.surface import Profile
-from .client_history import as_rows
+from .client_history import as_rows, without_bridge
 from .ledger import MODEL_CALL_BUDGET
 from .llm_client import LlmClient, ModelReply
 from .parallel_calls import several_calls
 from .proxy_calls import calls_of, returned, take_calls
 from .proxy_decide import first_step
-from .proxy_replies import answer_or_correct, answer_question
+from .proxy_replies import answer_or_correct
 from .proxy_request import CallsReturned, ProxyRequest, ProxyResult
 from .proxy_turn import ProxyTurn, no_answer, open_turn
 from .records import finished
@@ -126,9 +126,11 @@ class ProxyLane:
                                 named=choice.mode == "function")
         max_tokens = min(turn.request.max_tokens, SEVERAL_CALLS_MAX_TOKENS if several else
                          FORCED_CALL_MAX_TOKENS if in_tools else REPLY_MAX_TOKENS)
-        composing = turn.answer_next and bool(turn.history.since_user or turn.outcomes)
-        messages = answer_question(turn) if composing else turn.opening + turn.scratch
-        reply = await self.llm.chat(messages, tools, max_tokens=max_tokens,
+        # An answer is asked with no tools, so without the note on finding hidden ones: seen with
+        # Hermes on the 1.5B model, its transcript with that note drew "I'm sorry, but I can't assist
+        # with that." after every result (replayed on `lane llm`: without the note, no refusal).
+        opening = turn.opening if tools or not turn.surface.bridged else without_bridge(turn.opening)
+        reply = await self.llm.chat(opening + turn.scratch, tools, max_tokens=max_tokens,
                                     temperature=turn.request.temperature,
                                     tool_choice=None if several else tool_choice, response_schema=several)
         turn.answering = turn.answer_next

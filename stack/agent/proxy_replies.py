@@ -15,12 +15,10 @@ from __future__ import annotations
 import asyncio
 
 from .answer_check import TurnFacts, call_shaped, copies_facts
-from .answers import MAX_INSTRUCTION_CHARS
 from .corrections import correction
 from .ledger import Correction
 from .llm_client import ModelReply
-from .prompt import compose_messages
-from .proxy_decide import declined, earlier_turns, ran_for_message
+from .proxy_decide import declined
 from .proxy_turn import ProxyTurn, corrected, no_answer, note
 from .reading import read_kept, receipt, unbacked
 from .records import answered
@@ -34,22 +32,6 @@ UNMADE_CALL = "it told or spelled a call it did not make"
 # The client tools search ranks best for the request, listed to the reading of an answer beside
 # those the conversation called (a client may send thousands).
 READ_RANKED = 8
-
-
-def answer_question(turn: ProxyTurn) -> list[dict[str, str]]:
-    """The question that writes the answer once the client's tools have run for the user's message:
-    the agent's own (prompt.compose_messages: the results as facts, earlier turns, the client's
-    system prompt as its instructions, then the user's message), not the client's transcript. Seen
-    with Hermes on the 1.5B model (2026-11-29): after every result its transcript drew "I'm sorry,
-    but I can't assist with that." (the memory write "Entry added." included), and the same request
-    without the lane's bridge note copied the result's "2% — 35/1,375 chars"; the compose question,
-    with Hermes's prompt as instructions, answered "I have saved the project codename …"."""
-    results = [*ran_for_message(turn), *((o.tool_name, o.status, o.output) for o in turn.outcomes)]
-    own = [m.get("content") or "" for m in turn.request.messages if m["role"] == "system"]
-    instructions = own[0][:MAX_INSTRUCTION_CHARS] if own and isinstance(own[0], str) else ""
-    called = list(dict.fromkeys(name for _, name, _ in turn.history.calls))
-    return compose_messages(turn.query, results, earlier_turns(turn), session_tools=called,
-                            instructions=instructions, held=turn.held)
 
 
 async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:

@@ -58,7 +58,6 @@ class ProxyTurn:
     # seen on Qwen2.5-Coder-1.5B, told "already done", it made the same call again rather than answer.
     answer_next: bool = False
     answering: bool = False  # the reply in hand was asked for as an answer (answer_next): it may make no call
-    held: tuple[str, ...] = ()  # why answers written from the results were held back (told when one is asked again)
     left_out: int = 0  # the client's oldest messages not shown to the model (fitted)
 
     @property
@@ -134,8 +133,6 @@ def note(turn: ProxyTurn, fix: Correction, *, force: str | None = None,
     turn.force = force
     if held_back is not None:
         hold(turn.store, turn.result.session_id, *held_back)
-        if turn.answering and force is None:  # written again from the results, told why (the agent's "rewrite")
-            turn.answer_next, turn.held = True, (*turn.held, held_back[1])
     if fix.note:
         turn.store.add_message(turn.result.session_id, "system", fix.note, lane_note=True)
         turn.scratch.append({"role": "system", "content": fix.note})

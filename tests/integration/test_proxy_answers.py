@@ -99,11 +99,10 @@ def test_after_a_result_the_answer_is_built_from_it_not_another_call(tmp_path):
         assert lane.model.fit_requests == []
 
 
-def test_after_a_result_the_answer_is_written_from_the_results_with_the_client_s_prompt(tmp_path):
-    """Seen with Hermes on the 1.5B model: asked with Hermes's transcript (its 6k-character prompt,
-    the lane's bridge note, the call and its JSON result), every answer after a result was "I'm
-    sorry, but I can't assist with that.". The answer's question is the agent's own: the results as
-    facts, the client's prompt as instructions, the user's message last; no tools, no bridge note."""
+def test_an_answer_request_offers_no_tools_and_carries_no_note_on_finding_them(tmp_path):
+    """Seen with Hermes on the 1.5B model: its transcript, with the lane's note on hidden tools
+    joined to its system prompt, drew "I'm sorry, but I can't assist with that." after every result;
+    replayed without the note, no refusal. A request that offers no tools carries no such note."""
     system = {"role": "system", "content": "You are Hermes Agent. Keep responses brief and natural."}
     ask = [system, {"role": "user", "content": "Please remember: my project codename is LANTERN-9574."}]
     history = ask + ran("m1", "memory", {"action": "add", "content": "codename LANTERN-9574"},
@@ -112,26 +111,9 @@ def test_after_a_result_the_answer_is_written_from_the_results_with_the_client_s
         reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY, *_many_tools(20)]).json()["choices"][0]
         assert reply["message"]["content"] == "I saved the codename LANTERN-9574."
         sent = lane.model.requests[-1]
-        assert not sent.get("tools") and [m["role"] for m in sent["messages"]][-1] == "user"
-        assert sent["messages"][-1]["content"] == ask[1]["content"]
-        said = "\n".join(m["content"] for m in sent["messages"])
-        assert "Entry added." in said and "Keep responses brief and natural." in said
-        assert "tool_search" not in said and all(m["role"] != "tool" for m in sent["messages"])
-
-
-def test_an_answer_from_the_results_that_is_held_back_is_written_again_from_them_told_why(tmp_path):
-    """Seen with Hermes: the answer written from session_search's result copied its facts line and
-    was held back; asked again with the client's transcript, the model answered "I've noted your
-    project codename." (an earlier turn's answer). It is asked again with the same facts."""
-    ask = [{"role": "user", "content": "How full is the disk?"}]
-    history = ask + ran("t1", "terminal", {"command": "df -h"}, "/dev/sda1 40G 12G")
-    with running_lane(tmp_path, [text(""), text("12G of 40G are used.")], decision=ANSWER) as lane:
-        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY]).json()["choices"][0]
-        assert reply["message"]["content"] == "12G of 40G are used."
-        again = lane.model.requests[-1]["messages"]
-        assert again[-1] == ask[0] and not lane.model.requests[-1].get("tools")
-        said = "\n".join(m["content"] for m in again if m["role"] == "system")
-        assert "/dev/sda1 40G 12G" in said and "was not passed on to the user: the model gave no answer" in said
+        assert not sent.get("tools") and sent["messages"][0]["content"] == system["content"]
+        assert all("tool_search" not in (m.get("content") or "") for m in sent["messages"])
+        assert [m["role"] for m in sent["messages"]][-1] == "tool"
 
 
 def test_an_answer_that_copies_a_line_of_the_facts_is_written_again(tmp_path):
