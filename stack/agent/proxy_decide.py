@@ -86,8 +86,8 @@ async def first_step(turn: ProxyTurn) -> None:
     if not tools:
         return
     since = turn.history.calls[turn.history.before_user:]
-    ran = ran_for_message(turn)
-    context = earlier_turns(turn)
+    ran = _ran(turn)
+    context = _earlier(turn)
     turn.force = await _decided(turn, tools, ran, context)
     answered = since[-1][1] if since else None
     retried = sum(name == answered for _, name, _ in since) > 1  # one retry for the user's message
@@ -227,7 +227,7 @@ async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:
     kept(turn.store, turn.result, "declined", asked, f"yes {shown}")
     if probability is None or probability < DECLINES:
         return False
-    picked = await _decided(turn, decision_listing(turn.surface, turn.query), [], earlier_turns(turn),
+    picked = await _decided(turn, decision_listing(turn.surface, turn.query), [], _earlier(turn),
                             draft=reply.content)
     if picked is None:
         return False
@@ -285,12 +285,12 @@ async def _second_look(turn: ProxyTurn, name: str) -> str | None:
     return await second_look(turn.llm, turn.store, turn.result, turn.query, turn.surface.catalog.tools[name])
 
 
-def ran_for_message(turn: ProxyTurn) -> list[tuple[str, str, str]]:
+def _ran(turn: ProxyTurn) -> list[tuple[str, str, str]]:
     """What ran for the user's latest message, as the decision reads it: (tool, status, result)."""
     return [(name, "ok", turn.history.results.get(call_id, ""))
             for call_id, name, _ in turn.history.calls[turn.history.before_user:]]
 
 
-def earlier_turns(turn: ProxyTurn) -> str:
+def _earlier(turn: ProxyTurn) -> str:
     """Earlier turns of the client's conversation as facts (history.earlier_facts)."""
     return earlier_facts(as_rows(turn.request.messages))

@@ -116,7 +116,7 @@ def test_an_answer_request_offers_no_tools_and_carries_no_note_on_finding_them(t
         assert [m["role"] for m in sent["messages"]][-1] == "tool"
 
 
-def test_an_answer_that_copies_a_line_of_the_facts_is_written_again(tmp_path):
+def test_an_answer_that_copies_a_line_of_the_facts_is_held_back_for_the_lanes_account(tmp_path):
     """Seen with Codex on the 1.5B model: the answer written from exec_command's result was the
     facts' own line, "exec_command (ok): Chunk ID: 7cc5a0 …", label and all. It is held back
     (lever "lane-note") and the client gets the lane's account of what its tools returned."""
