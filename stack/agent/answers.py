@@ -23,6 +23,7 @@ from ..toolsearch.surface import Toolset
 from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
 from .corrections import correction, named_in
 from .decide import DECIDE_HIDDEN, DOUBTS, FITS, ask_decision, fit_probability, parse_decision
+from .english import beside, needs_rendering, rendering
 from .history import earlier_facts
 from .ledger import Correction, lever_on
 from .llm_client import LlmClient
@@ -57,7 +58,7 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> Tur
                      (*(row["content"] for row in rows if row["role"] == "user" and row["content"]), notes),
                      frozenset(o.tool_name for o in turn.outcomes if o.status == "error"),
                      tuple(o.output for o in ran if not _confirms(toolset, o.tool_name)),
-                     tuple(toolset.best_for(turn.query)), granted(toolset))
+                     tuple(toolset.best_for(turn.indexed)), granted(toolset))
 
 
 def _confirms(toolset: Toolset, name: str) -> bool:
@@ -89,6 +90,16 @@ def wanted_tools(toolset: Toolset, request: str) -> set[str]:
     return {name for name, tool in every.items() if tool.wanted_by is None or tool.wanted_by(request)}
 
 
+async def english_of(llm: LlmClient, store: Store, turn: Turn) -> str:
+    """Lever "english": the request in English (english.py) where the user wrote in another
+    language, kept with the lane's own model calls; "" where it is English or too short to tell."""
+    if not needs_rendering(turn.query) or not turn.ledger.take(Correction(None, None, "english")):
+        return ""
+    reply = await rendering(llm, turn.query)
+    kept(store, turn.result, "english", reply)
+    return reply.content.strip() if reply.finish_reason != "length" else ""
+
+
 async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, memory: str = "") -> str | None:
     """The model's constrained choice of the tool the request still needs (decide.py), kept with
     the lane's own model calls; None for "answer" or when asking fails. Before any tool ran it
@@ -117,12 +128,13 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     tools = decision_tools(toolset)  # listed whole: the question's first message is a cached prefix
     hidden: list[tuple[str, str]] = []
     if toolset.bridged and turn.query.strip():
-        hits, _ = toolset.catalog.search(turn.query, DECIDE_HIDDEN + len(set(toolset.catalog.tools) - wanted))
+        hits, _ = toolset.catalog.search(turn.indexed, DECIDE_HIDDEN + len(set(toolset.catalog.tools) - wanted))
         hidden = [(h.name, toolset.catalog.tools[h.name].description) for h in hits if h.name in wanted]
         hidden = hidden[:DECIDE_HIDDEN]
     if turn.outcomes:
         tried = {o.tool_name for o in turn.outcomes}  # ok, or failed and retried already
-        candidates = {*toolset.best_for(turn.query), *(toolset.best_for(left) if left else ())} & wanted - tried
+        candidates = {*toolset.best_for(turn.indexed), *(toolset.best_for(_indexed_left(turn, len(done), left))
+                                                          if left else ())} & wanted - tried
         if not candidates:
             return None
         named = sorted(name for name in candidates if named_in(name, turn.query))
@@ -138,7 +150,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     earlier = await asyncio.to_thread(_earlier, store, turn)  # reads the whole session: off the event loop
 
     async def asked(hidden: list[tuple[str, str]], choices: list[str]) -> str | None:
-        reply = await ask_decision(llm, next_step_request(turn.query, len(done)), tools, hidden, results, earlier,
+        reply = await ask_decision(llm, next_step_request(turn.query, len(done), turn.english), tools, hidden, results, earlier,
                                    known=set(toolset.catalog.tools), choices=choices, memory=memory)
         kept(store, turn.result, "decide", reply)
         return parse_decision(reply.content, choices)
@@ -149,7 +161,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     named = [name for name in choices if named_in(name, turn.query)]
     if named:  # the user named tools to use, and the pick is none of them: asked among those and it
         return await asked(hidden, [*named, picked])  # ("add 1,250 and 3" names a tool `add` too)
-    best = [name for name in toolset.best_for(turn.query, INDEX_AGREES) if toolset.reaches(name) and name in wanted]
+    best = [name for name in toolset.best_for(turn.indexed, INDEX_AGREES) if toolset.reaches(name) and name in wanted]
     if picked in best or not best or await _trusted(llm, store, turn, toolset, picked):
         return picked
     # The index knows none of the pick's words, nor does the model trust it: asked again among
@@ -158,6 +170,14 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     hidden = [*hidden, *((name, toolset.catalog.tools[name].description) for name in best
                          if name not in listed and name in toolset.catalog.tools)]
     return await asked(hidden, best)
+
+
+def _indexed_left(turn: Turn, ran: int, left: str) -> str:
+    """The part of the request not done yet as the index reads it: the same part of the English
+    rendering where the rendering holds as many tasks as the user's words, else their words."""
+    if turn.english and task_count(turn.english) == task_count(turn.query):
+        return tasks_left(turn.english, ran) or left
+    return left
 
 
 async def _trusted(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, picked: str) -> bool:
@@ -170,7 +190,7 @@ async def _trusted(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, p
     tool = toolset.tool_named(picked)
     if tool is None or not turn.ledger.take(Correction(None, None, "doubt")):
         return False
-    probability = await fit_of(llm, store, turn.result, turn.query, tool, "doubt")
+    probability = await fit_of(llm, store, turn.result, beside(turn.query, turn.english), tool, "doubt")
     return probability is not None and probability >= DOUBTS
 
 
@@ -203,7 +223,7 @@ async def fitting_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     the 1.5B model: "free disk space?" decided "answer", and the answer was "The user asked for
     the free disk space on their computer."."""
     wanted = wanted_tools(toolset, turn.query)
-    best = [name for name in toolset.best_for(turn.query, INDEX_AGREES) if toolset.reaches(name) and name in wanted]
+    best = [name for name in toolset.best_for(turn.indexed, INDEX_AGREES) if toolset.reaches(name) and name in wanted]
     tool = toolset.tool_named(best[0]) if best else None
     if tool is None:
         return None
@@ -217,7 +237,8 @@ def _with_previous(store: Store, turn: Turn) -> str:
     asked = [row["content"] for row in store.messages(turn.result.session_id)
              if row["role"] == "user" and row["content"]]
     before = asked[-2] if len(asked) > 1 and asked[-1] == turn.query else ""
-    return f"{turn.query}\n(Their message before it: {before[:MAX_PREVIOUS_CHARS]})" if before else turn.query
+    request = beside(turn.query, turn.english)
+    return f"{request}\n(Their message before it: {before[:MAX_PREVIOUS_CHARS]})" if before else request
 
 
 async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnFacts,

@@ -23,7 +23,7 @@ from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .answer_check import fallback_answer
-from .answers import composed_answer, decided_tool, facts_of, fitting_tool
+from .answers import composed_answer, decided_tool, english_of, facts_of, fitting_tool
 from .asked import as_asked, names_an_offered_tool, request_messages, said_in, started, unasked
 from .ledger import MODEL_CALL_BUDGET, Correction, repeated
 from .llm_client import LlmClient, ModelReply
@@ -45,6 +45,7 @@ class Agent:
         await asyncio.to_thread(self.store.add_messages, session_id, [incoming(m) for m in new_messages])
         turn = self._new_turn(session_id, new_messages, profile, max_tokens, temperature)
         try:
+            turn.english = await english_of(self.llm, self.store, turn)
             for step in range(self.settings.max_iterations):
                 if turn.result.model_calls >= MODEL_CALL_BUDGET:  # every call is paid by a waiting user
                     raise TurnEnded(fallback_answer(turn.outcomes), "model_call_budget")
@@ -132,7 +133,7 @@ class Agent:
         # Off the event loop: the search for tools to promote (and a catalog rebuilt after an MCP
         # server changed its tools) is CPU work.
         toolset = await asyncio.to_thread(assemble, self.registry, self.settings, profile=turn.profile,
-                                          query=turn.query)
+                                          query=turn.indexed)
         if toolset.promoted and names_an_offered_tool(turn.query, toolset):
             toolset = toolset.without_promotion()  # the user named the tool: none is pushed beside it
         if first and toolset.promoted:

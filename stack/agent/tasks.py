@@ -13,6 +13,7 @@ left in any language the clause split knows, without the lane matching a word of
 from __future__ import annotations
 
 from ..toolsearch.tokens import clauses
+from .english import beside
 
 LEFT = "The part of the message not done yet: {left}"
 
@@ -36,8 +37,10 @@ def tasks_left(request: str, ran: int) -> str:
     return " ".join(parts[ran:]) if 0 < ran < len(parts) else ""
 
 
-def next_step_request(request: str, ran: int) -> str:
-    """The request as the next step's decision reads it: the whole message, and the part of it
-    not done yet once a tool ran for the first of several tasks."""
+def next_step_request(request: str, ran: int, english: str = "") -> str:
+    """The request as the next step's decision reads it: the whole message (with its English
+    rendering, english.py, where there is one), and the part of it not done yet once a tool ran
+    for the first of several tasks."""
     left = tasks_left(request, ran)
-    return f"{request}\n\n{LEFT.format(left=left)}" if left else request
+    shown = beside(request, english)
+    return f"{shown}\n\n{LEFT.format(left=left)}" if left else shown

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ..tools.base import ToolContext
 from ..tools.execute import Outcome
 from ..toolsearch.surface import Profile
+from .english import index_text
 from .ledger import TurnLedger
 from .llm_client import ModelReply
 
@@ -55,6 +56,12 @@ class Turn:
     outcomes: list[Outcome] = field(default_factory=list)
     steps_ran_out: bool = False  # every step of settings.max_iterations was taken
     unmade: str | None = None  # the tool the last forced reply was to call and did not
+    english: str = ""  # the request in English where the user wrote in another language (english.py)
+
+    @property
+    def indexed(self) -> str:
+        """What the tool index ranks tools for: the English rendering, else the user's words."""
+        return index_text(self.query, self.english)
 
 
 def count(turn: TurnResult, reply: ModelReply) -> None:

@@ -28,6 +28,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from stack.agent.capabilities import PROBE_SYSTEM
 from stack.agent.constrained import SCHEMA_INSTRUCTION, SCHEMA_TOOL
 from stack.agent.decide import ANSWER, DECLINE_SYSTEM, FAILED_SYSTEM, FIT_SYSTEM
+from stack.agent.english import SYSTEM as ENGLISH_SYSTEM
 from tests.fakes.threaded_server import ThreadedServer
 
 
@@ -92,6 +93,10 @@ class ScriptedModel:
     # reports nothing. Kept apart in `reading_requests`.
     reading: str | Reply | Callable[[dict[str, Any]], Reply] | None = None
     reading_requests: list[dict[str, Any]] = field(default_factory=list)
+    # The lane asks for a request in another language in English (agent/english.py): answered
+    # with this, by default the message as it is. Kept apart in `english_requests`.
+    english: str | Reply | Callable[[dict[str, Any]], Reply] | None = None
+    english_requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
     # The request options it honours (the module's docstring); the lane's probes of them are
     # answered apart from the script and kept in `probe_requests`.
@@ -159,6 +164,9 @@ class ScriptedModel:
         if _decision_choices(body) is not None:
             self.decide_requests.append(body)
             return _answer(self.decision, body) if self.decision is not None else self._follow(body)
+        if _asks(body, ENGLISH_SYSTEM):
+            self.english_requests.append(body)
+            return _answer(self.english, body) if self.english is not None else Reply(body["messages"][-1]["content"])
         if _asks(body, FIT_SYSTEM):
             self.fit_requests.append(body)
             return self._fit(body)

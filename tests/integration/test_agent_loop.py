@@ -60,9 +60,10 @@ def lane(tmp_path):
     store.close()
 
 
-def run(settings, store, script, user="hi", decision=None, tools=TOOLS, fit=None, reading=None, **kwargs):
+def run(settings, store, script, user="hi", decision=None, tools=TOOLS, fit=None, reading=None, english=None,
+        **kwargs):
     async def go():
-        with ScriptedModel(script, decision=decision, fit=fit, reading=reading) as model:
+        with ScriptedModel(script, decision=decision, fit=fit, reading=reading, english=english) as model:
             llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
             try:
                 agent = Agent(settings, store, Registry(tools), llm)
@@ -739,6 +740,44 @@ def test_a_pick_the_index_does_not_rank_is_kept_when_the_model_says_it_fits(lane
     assert result.tools_executed == (["weather"] if kept else ["add"])
     assert len(model.decide_requests) == (1 if kept else 2)
     assert rows(settings, "SELECT content FROM lane_calls WHERE purpose = 'doubt'") == [(f"weather: yes {fit:.2f}",)]
+
+
+CITY = object_schema({"city": {"type": "string"}}, ["city"])
+OSLO_TOOLS = [Tool(name, description, CITY, lambda arguments, ctx: "the Munch museum") for name, description in (
+    ("city_guide", "Sights and museums of a city such as Oslo or Bergen."),
+    ("ferry_times", "Ferry departures from Oslo to Kiel."), ("train_times", "Trains between Oslo and Bergen."),
+    ("hotel_search", "Hotels in Oslo, Bergen or Tromsø."))]
+GERMAN = "Regnet es morgen früh in Oslo, brauche ich einen Schirm?"
+
+
+@pytest.mark.parametrize("rendered", [True, False])
+def test_a_request_in_another_language_is_ranked_by_the_index_in_english(lane, rendered):
+    """The index reads English words: for the German request it knows only "Oslo", so the
+    model's pick (weather) is outside its best four (tools for Oslo) and, not trusted, asked
+    again among them (city_guide runs). With the model's English rendering (lever "english") the
+    index ranks weather too, and the pick is kept without a question; the decision reads the
+    rendering beside the user's words."""
+    settings, store = lane
+    english = "Is rain in the weather forecast for Oslo tomorrow morning, do I need an umbrella?" if rendered else None
+    decide = first_pick(lambda choices: "weather" if "weather" in choices else "city_guide")
+    script = [call("weather", {"city": "Oslo"}), text("Sonnig.")] if rendered else \
+        [call("city_guide", {"city": "Oslo"}), text("Das Munch-Museum.")]
+    result, model = run(settings, store, script, user=GERMAN, decision=decide,
+                        tools=[*TOOLS, WEATHER, *OSLO_TOOLS], fit=0.05, english=english)
+    assert [r["messages"][-1]["content"] for r in model.english_requests] == [GERMAN]
+    assert rows(settings, "SELECT content FROM lane_calls WHERE purpose = 'english'") == [(english or GERMAN,)]
+    first = model.decide_requests[0]["messages"][-1]["content"]
+    assert (f"(In English: {english})" in first) is rendered
+    assert result.tools_executed == (["weather"] if rendered else ["city_guide"])
+    assert len(model.fit_requests) == (0 if rendered else 1)
+
+
+def test_an_english_request_is_not_rendered(lane):
+    settings, store = lane
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")],
+                        user="could you add 2 and 3 for me, please?")
+    assert model.english_requests == [] and result.tools_executed == ["add"]
+    assert rows(settings, "SELECT * FROM lane_calls WHERE purpose = 'english'") == []
 
 
 def test_a_pick_the_request_does_not_name_is_asked_again_among_those_it_names(lane):
