@@ -150,8 +150,8 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     earlier = await asyncio.to_thread(_earlier, store, turn)  # reads the whole session: off the event loop
 
     async def asked(hidden: list[tuple[str, str]], choices: list[str]) -> str | None:
-        reply = await ask_decision(llm, next_step_request(turn.query, len(done), turn.english), tools, hidden, results, earlier,
-                                   known=set(toolset.catalog.tools), choices=choices, memory=memory)
+        reply = await ask_decision(llm, next_step_request(turn.query, len(done), turn.english), tools, hidden,
+                                   results, earlier, known=set(toolset.catalog.tools), choices=choices, memory=memory)
         kept(store, turn.result, "decide", reply)
         return parse_decision(reply.content, choices)
 
