@@ -23,7 +23,7 @@ from ..toolsearch.surface import Toolset
 from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
 from .corrections import correction, named_in
 from .decide import DECIDE_HIDDEN, DOUBTS, FITS, ask_decision, fit_probability, parse_decision
-from .english import beside, needs_rendering, rendering
+from .english import beside, needs_rendering, rendered
 from .history import earlier_facts
 from .ledger import Correction, lever_on
 from .llm_client import LlmClient
@@ -95,9 +95,10 @@ async def english_of(llm: LlmClient, store: Store, turn: Turn) -> str:
     language, kept with the lane's own model calls; "" where it is English or too short to tell."""
     if not needs_rendering(turn.query) or not turn.ledger.take(Correction(None, None, "english")):
         return ""
-    reply = await rendering(llm, turn.query)
-    kept(store, turn.result, "english", reply)
-    return reply.content.strip() if reply.finish_reason != "length" else ""
+    english, reply = await rendered(llm, turn.query)
+    if reply is not None:
+        kept(store, turn.result, "english", reply)
+    return english
 
 
 async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, memory: str = "") -> str | None:

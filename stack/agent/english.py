@@ -21,6 +21,7 @@ misses is read as before.
 from __future__ import annotations
 
 import re
+from weakref import WeakKeyDictionary
 
 from ..toolsearch.tokens import STOPWORDS, split_words
 from .llm_client import LlmClient, ModelReply
@@ -33,6 +34,9 @@ FILLER_SHARE = 0.2
 # Fewer words than this say too little to tell a language by ("ok", "danke!", "disk usage?").
 MIN_WORDS = 4
 RENDERING_MAX_TOKENS = 160
+RENDERINGS = 256
+# per model client: request -> rendering, oldest first
+_RENDERED: WeakKeyDictionary[LlmClient, dict[str, str]] = WeakKeyDictionary()
 _CODE = re.compile(r"`[^`]*`")
 
 SYSTEM = ("You translate a user's message to an assistant into English. Keep commands, code, file "
@@ -52,11 +56,21 @@ def needs_rendering(request: str) -> bool:
     return words >= MIN_WORDS and share < FILLER_SHARE
 
 
-async def rendering(llm: LlmClient, request: str) -> ModelReply:
-    """The model's English rendering of the request: greedy, a short cap (a rendering the length
-    of the request, not an answer to it)."""
-    return await llm.chat([{"role": "system", "content": SYSTEM}, {"role": "user", "content": request}], [],
-                          max_tokens=RENDERING_MAX_TOKENS, temperature=0.0)
+async def rendered(llm: LlmClient, request: str) -> tuple[str, ModelReply | None]:
+    """The model's English rendering of the request (greedy, a short cap: a rendering the length
+    of the request, not an answer to it), "" where one was cut by the cap; with the model's reply
+    to count and keep, None where the rendering was made before. A client resends its user's
+    message with every result, so one message is rendered once (RENDERINGS kept)."""
+    made = _RENDERED.setdefault(llm, {})
+    if request in made:
+        return made[request], None
+    reply = await llm.chat([{"role": "system", "content": SYSTEM}, {"role": "user", "content": request}], [],
+                           max_tokens=RENDERING_MAX_TOKENS, temperature=0.0)
+    english = reply.content.strip() if reply.finish_reason != "length" else ""
+    made[request] = english
+    while len(made) > RENDERINGS:
+        made.pop(next(iter(made)))
+    return english, reply
 
 
 def index_text(request: str, rendered: str) -> str:

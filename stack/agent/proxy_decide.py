@@ -32,6 +32,7 @@ from .decide import (
     listed_tool,
     parse_decision,
 )
+from .english import beside
 from .history import earlier_facts
 from .ledger import Correction, lever_on
 from .llm_client import ModelReply
@@ -81,7 +82,7 @@ async def first_step(turn: ProxyTurn) -> None:
     if turn.force is not None or _every_task_ran(turn):
         turn.answer_next = turn.force is None
         return
-    tools = decision_listing(turn.surface, turn.query)
+    tools = decision_listing(turn.surface, turn.indexed)
     tools += [(name, tool.description) for name, tool in turn.lane_tools.items()]
     if not tools:
         return
@@ -170,7 +171,8 @@ async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -
 
 
 async def _fit(turn: ProxyTurn, name: str) -> float | None:
-    return await fit_of(turn.llm, turn.store, turn.result, turn.query, turn.surface.catalog.tools[name], "doubt")
+    return await fit_of(turn.llm, turn.store, turn.result, beside(turn.query, turn.english),
+                        turn.surface.catalog.tools[name], "doubt")
 
 
 async def _failed(turn: ProxyTurn, call_id: str, name: str) -> bool:
@@ -227,7 +229,7 @@ async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:
     kept(turn.store, turn.result, "declined", asked, f"yes {shown}")
     if probability is None or probability < DECLINES:
         return False
-    picked = await _decided(turn, decision_listing(turn.surface, turn.query), [], _earlier(turn),
+    picked = await _decided(turn, decision_listing(turn.surface, turn.indexed), [], _earlier(turn),
                             draft=reply.content)
     if picked is None:
         return False
@@ -265,7 +267,7 @@ async def _decided(turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tupl
     back: lever "decide"), recorded; the tool picked, or None for "answer". `draft`: a reply in
     words that declined the request or told the user how (lever "declined"), shown with it."""
     choices = [name for name, _ in tools if name != leave_out]
-    request = next_step_request(turn.query, len(turn.history.since_user))
+    request = next_step_request(turn.query, len(turn.history.since_user), turn.english)
     request = request if not draft else (
         f"{request}\n\n(A first reply, in words, declined it or told the user how to do it: "
         f"\"{draft.strip()[:DRAFT_CHARS]}\")")
@@ -282,7 +284,8 @@ async def _second_look(turn: ProxyTurn, name: str) -> str | None:
     the message asks for with a probability of at least decide.FITS. Measured on BFCL even
     ids: the decision answered in words 9 of 64 single-tool requests the tool was made for
     ("What key signature does C# major have?" with music_theory.key_signature offered)."""
-    return await second_look(turn.llm, turn.store, turn.result, turn.query, turn.surface.catalog.tools[name])
+    return await second_look(turn.llm, turn.store, turn.result, beside(turn.query, turn.english),
+                             turn.surface.catalog.tools[name])
 
 
 def _ran(turn: ProxyTurn) -> list[tuple[str, str, str]]:

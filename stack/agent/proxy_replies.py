@@ -79,7 +79,7 @@ def _facts(turn: ProxyTurn) -> TurnFacts:
     tools = turn.surface.catalog.tools
     return TurnFacts(turn.query, {n: t.parameters for n, t in tools.items()},
                      {name for _, name, _ in turn.history.calls}, turn.history.since_user,
-                     ranked=tuple(h.name for h in turn.surface.catalog.search(turn.query, READ_RANKED)[0]))
+                     ranked=tuple(h.name for h in turn.surface.catalog.search(turn.indexed, READ_RANKED)[0]))
 
 
 async def _unbacked(turn: ProxyTurn, content: str, facts: TurnFacts) -> list[str]:

@@ -24,12 +24,13 @@ from ..toolsearch.surface import Profile
 from ..wire import ApiError
 from .answer_check import call_shaped
 from .client_history import NO_FINAL_ANSWER, ClientHistory, client_history, model_messages
+from .english import index_text, needs_rendering, rendered
 from .history import context_of, fitted, prompt_room
 from .ledger import Correction, TurnLedger, preview
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
 from .proxy_request import ProxyRequest, ProxyResult
-from .records import hold, latest_request
+from .records import hold, kept, latest_request
 from .turn import TurnEnded
 
 # Kept free beside the conversation for the lane's notes and the bridge steps of a request.
@@ -59,6 +60,12 @@ class ProxyTurn:
     answer_next: bool = False
     answering: bool = False  # the reply in hand was asked for as an answer (answer_next): it may make no call
     left_out: int = 0  # the client's oldest messages not shown to the model (fitted)
+    english: str = ""  # the user's message in English where they wrote in another language (english.py)
+
+    @property
+    def indexed(self) -> str:
+        """What tool search ranks the client's tools for: the English rendering, else the user's words."""
+        return index_text(self.query, self.english)
 
     @property
     def store(self) -> Store:
@@ -71,11 +78,15 @@ async def open_turn(settings: Settings, store: Store, llm: LlmClient, registry: 
     the model's context beside the reply."""
     history = client_history(request.messages)
     query = latest_request(request.messages)
+    ledger = _answered_calls(history)
+    english, rendering = "", None
+    if needs_rendering(query) and ledger.take(Correction(None, None, "english")):
+        english, rendering = await rendered(llm, query)
     context = context_of(settings.context_tokens, await llm.context_window())
     search = profile == "search" and needs_search(request.tools, settings, context)
     surface = await asyncio.to_thread(
         client_surface, request.tools, settings, search=search, used_before=history.used_before,
-        used_since=history.used_since, query=query, pinned=request.tool_choice.name)
+        used_since=history.used_since, query=index_text(query, english), pinned=request.tool_choice.name)
     room = prompt_room(context, request.max_tokens)
     if estimate_tokens(surface.offered) > room:
         raise ApiError(400, f"the request's tools take about {estimate_tokens(surface.offered)} tokens, "
@@ -94,9 +105,12 @@ async def open_turn(settings: Settings, store: Store, llm: LlmClient, registry: 
     if surface.bridged and store.last_lane_prompt(session_id) != BRIDGE:
         store.add_message(session_id, "system", BRIDGE, lane_prompt=True)
     temperature = settings.temperature if request.temperature is None else request.temperature
-    return ProxyTurn(ProxyResult(session_id, "", "stop"), replace(request, temperature=temperature), surface,
+    turn = ProxyTurn(ProxyResult(session_id, "", "stop"), replace(request, temperature=temperature), surface,
                      history, query, ToolContext(settings, store, session_id), llm, opening, lane_tools,
-                     ledger=_answered_calls(history), left_out=left_out)
+                     ledger=ledger, left_out=left_out, english=english)
+    if rendering is not None:
+        kept(store, turn.result, "english", rendering)
+    return turn
 
 
 def _answered_calls(history: ClientHistory) -> TurnLedger:

@@ -157,6 +157,28 @@ def test_after_the_first_of_two_tasks_the_client_decision_reads_the_part_not_don
         assert "The part of the message not done yet: guarda lo que imprima en las notas." in asked
 
 
+def test_a_message_in_another_language_is_listed_for_the_decision_in_its_english_order(tmp_path):
+    """Lever "english" in proxy mode: the client's tools are listed best match first for the
+    model's English rendering of a German message (the index reads English), the decision reads
+    the rendering beside the user's words, and the client's next request with the same message
+    (after the result) is not rendered again."""
+    german = "Muss ich heute Abend in Paris eine Jacke mitnehmen, bei dem Regen?"
+    english = "Do I need to take a jacket in Paris tonight, with the rain? (the weather)"
+    with running_lane(tmp_path, [call("get_weather", {"city": "Paris"}), text("Rain, 9 °C: yes.")],
+                      decision=decisions("get_weather", "answer")) as lane:
+        lane.model.english = english
+        ask = [{"role": "user", "content": german}]
+        reply = lane.chat(messages=ask, tools=[CP, TIME, WEATHER]).json()
+        assert only_call(reply)[:2] == ("get_weather", {"city": "Paris"})
+        first = lane.model.decide_requests[0]["messages"]
+        assert first[0]["content"].index("- get_weather") < first[0]["content"].index("- cp")
+        assert f"(In English: {english})" in first[-1]["content"]
+        lane.chat(messages=ask + ran(only_call(reply)[2], "get_weather", {"city": "Paris"}, "rain, 9 C"),
+                  tools=[CP, TIME, WEATHER])
+        assert [r["messages"][-1]["content"] for r in lane.model.english_requests] == [german]
+        assert purposes(lane).count("english") == 1
+
+
 # (b2) a pick the model doubts, weighed against its next pick
 
 WARM = [{"role": "user", "content": "How warm is it in Paris?"}]
