@@ -60,7 +60,8 @@ def test_a_refusal_where_a_client_tool_does_it_asks_the_decision_again_and_calls
         assert only_call(response)[:2] == ("cp", {"source": "report.txt", "destination": "archive/"})
         # The decision asked again saw the refusal; the refusal is held back, not a message.
         assert refusal in lane.model.decide_requests[1]["messages"][-1]["content"]
-        assert purposes(lane) == ["decide", "fit", "declined", "decide", "held"]
+        # (the Spanish message is ranked in English first: lever "english")
+        assert purposes(lane) == ["english", "decide", "fit", "declined", "decide", "held"]
         assert lane.rows("SELECT count(*) FROM messages WHERE content = ?", refusal) == [(0,)]
 
 
