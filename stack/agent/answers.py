@@ -97,7 +97,7 @@ async def english_of(llm: LlmClient, store: Store, turn: Turn) -> str:
         return ""
     english, reply = await rendered(llm, turn.query)
     if reply is not None:
-        kept(store, turn.result, "english", reply)
+        kept(store, turn.result, "english", reply, english or None)
     return english
 
 

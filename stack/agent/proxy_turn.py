@@ -109,7 +109,7 @@ async def open_turn(settings: Settings, store: Store, llm: LlmClient, registry: 
                      history, query, ToolContext(settings, store, session_id), llm, opening, lane_tools,
                      ledger=ledger, left_out=left_out, english=english)
     if rendering is not None:
-        kept(store, turn.result, "english", rendering)
+        kept(store, turn.result, "english", rendering, english or None)
     return turn
 
 

@@ -94,7 +94,8 @@ class ScriptedModel:
     reading: str | Reply | Callable[[dict[str, Any]], Reply] | None = None
     reading_requests: list[dict[str, Any]] = field(default_factory=list)
     # The lane asks for a request in another language in English (agent/english.py): answered
-    # with this, by default the message as it is. Kept apart in `english_requests`.
+    # with this translation (or what this function makes of the question), by default the
+    # message as it is. Kept apart in `english_requests`.
     english: str | Reply | Callable[[dict[str, Any]], Reply] | None = None
     english_requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
@@ -151,6 +152,15 @@ class ScriptedModel:
             probability = 0.95 if asked and asked.group(1) in calls else 0.05
         return _yes(probability)
 
+    def _english(self, body: dict[str, Any]) -> Reply:
+        """The rendering under its grammar: `english` (a string is the translation), by default
+        the text to translate as it is."""
+        if self.english is not None and not isinstance(self.english, str):
+            return _answer(self.english, body)
+        asked = body["messages"][-1]["content"]
+        given = self.english if self.english is not None else asked.split('"""')[1].strip()
+        return Reply(json.dumps({"english": given}))
+
     def _lane_question(self, body: dict[str, Any]) -> Reply | None:
         """The answer to one of the lane's own questions (a probe of what it honours, reading,
         decision, second look, whether a reply declines), each kept apart; None for any other
@@ -166,7 +176,7 @@ class ScriptedModel:
             return _answer(self.decision, body) if self.decision is not None else self._follow(body)
         if _asks(body, ENGLISH_SYSTEM):
             self.english_requests.append(body)
-            return _answer(self.english, body) if self.english is not None else Reply(body["messages"][-1]["content"])
+            return self._english(body)
         if _asks(body, FIT_SYSTEM):
             self.fit_requests.append(body)
             return self._fit(body)

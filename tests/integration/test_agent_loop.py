@@ -764,7 +764,7 @@ def test_a_request_in_another_language_is_ranked_by_the_index_in_english(lane, r
         [call("city_guide", {"city": "Oslo"}), text("Das Munch-Museum.")]
     result, model = run(settings, store, script, user=GERMAN, decision=decide,
                         tools=[*TOOLS, WEATHER, *OSLO_TOOLS], fit=0.05, english=english)
-    assert [r["messages"][-1]["content"] for r in model.english_requests] == [GERMAN]
+    assert [GERMAN in r["messages"][-1]["content"] for r in model.english_requests] == [True]
     assert rows(settings, "SELECT content FROM lane_calls WHERE purpose = 'english'") == [(english or GERMAN,)]
     first = model.decide_requests[0]["messages"][-1]["content"]
     assert (f"(In English: {english})" in first) is rendered
