@@ -20,6 +20,8 @@ from ..tools.execute import Outcome
 from .ledger import preview
 from .toolcalls import json_values
 
+# An answer of the request's words only, at least this share of them, is the request echoed back.
+ECHO_SHARE = 0.8
 RESULT_SCAN_CHARS = 4000
 # A result an answer copied the start of, with its label, is passed on whole up to this size.
 WHOLE_RESULT_CHARS = 1500
@@ -69,8 +71,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     if not text:
         return ["the model gave no answer"]
     problems = []
-    if plain_words(text) and plain_words(text) == plain_words(facts.request) and not any(
-            plain_words(text) in plain_words(r) for r in facts.results):
+    if echoes(text, facts.request) and not any(plain_words(text) in plain_words(r) for r in facts.results):
         problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
     if copies_facts(text):
         problems.append("the lane's own note copied")
@@ -83,6 +84,17 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     if stray:
         problems.append(f"it states {stray[0]}, which no result holds")
     return problems
+
+
+def echoes(text: str, request: str) -> bool:
+    """Whether an answer is the request again: every word of it is a word of the request, and it
+    holds at least ECHO_SHARE of the request's words (in any order: seen on the 1.5B model, the
+    six steps in German, "Führen Sie den Befehl `echo $((6*7))` auf der Kommandozeile aus und halten
+    Sie die Ausgabe … fest." for "Führen Sie bitte auf der Kommandozeile den Befehl … aus und
+    halten Sie …", and the summary request less its first two words as the summary). What a
+    request asks for word for word is a part of it ("Reply with just ACK 7f3a"), not most of it."""
+    said, asked = plain_words(text).split(), plain_words(request).split()
+    return bool(said) and set(said) <= set(asked) and len(said) >= ECHO_SHARE * len(asked)
 
 
 def copies_facts(text: str) -> bool:

@@ -23,7 +23,7 @@ from ..toolsearch.surface import Toolset
 from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
 from .corrections import correction, named_in
 from .decide import DECIDE_HIDDEN, DOUBTS, FITS, ask_decision, fit_probability, parse_decision
-from .english import beside, needs_rendering, rendered
+from .english import beside, is_named, needs_rendering, rendered
 from .history import earlier_facts
 from .ledger import Correction, lever_on
 from .llm_client import LlmClient
@@ -138,7 +138,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
                                                           if left else ())} & wanted - tried
         if not candidates:
             return None
-        named = sorted(name for name in candidates if named_in(name, turn.query))
+        named = sorted(name for name in candidates if is_named(name, turn.query, turn.english))
         if named:  # the user's own words name the next step: no question needed
             return named[0]
         if tasks_done(turn.query, len(done), named_left=False):

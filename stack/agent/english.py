@@ -36,6 +36,7 @@ from weakref import WeakKeyDictionary
 
 from ..toolsearch.embedding import VOCAB_PATH
 from ..toolsearch.tokens import STOPWORDS, split_words
+from .corrections import named_in
 from .llm_client import LlmClient, ModelReply
 
 # On the development files (scripts/bench/english_share.py prints the table), every message in
@@ -119,6 +120,14 @@ def _translation(content: str) -> str:
         return ""
     english = value.get("english") if isinstance(value, dict) else None
     return english.strip() if isinstance(english, str) else ""
+
+
+def is_named(tool: str, request: str, english: str) -> bool:
+    """Whether the user's words name the tool (corrections.named_in), or their English rendering
+    does: "guarda en la memoria" names no tool, "save it in memory" names memory. Seen on the
+    1.5B model (the six steps in German, 2026-11-29): after session_search, "… in Ihrem Gedächtnis
+    hinterlegen", rendered "… in your memory", decided search_files and then "answer"."""
+    return named_in(tool, request) or bool(english) and named_in(tool, english)
 
 
 def index_text(request: str, rendered: str) -> str:

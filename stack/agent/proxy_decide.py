@@ -32,7 +32,7 @@ from .decide import (
     listed_tool,
     parse_decision,
 )
-from .english import beside
+from .english import beside, is_named
 from .history import earlier_facts
 from .ledger import Correction, lever_on
 from .llm_client import ModelReply
@@ -125,7 +125,7 @@ def _named_next(turn: ProxyTurn) -> str | None:
 def _named_left(turn: ProxyTurn) -> list[str]:
     """The client tools the user's message names (corrections.named_in) that have not run for it."""
     ran = turn.history.since_user
-    return [name for name in turn.surface.catalog.tools if name not in ran and named_in(name, turn.query)]
+    return [name for name in turn.surface.catalog.tools if name not in ran and is_named(name, turn.query, turn.english)]
 
 
 def _every_task_ran(turn: ProxyTurn) -> bool:

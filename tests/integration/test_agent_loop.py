@@ -772,6 +772,20 @@ def test_a_request_in_another_language_is_ranked_by_the_index_in_english(lane, r
     assert len(model.fit_requests) == (0 if rendered else 1)
 
 
+@pytest.mark.parametrize("rendered", [True, False])
+def test_a_tool_the_rendering_names_is_the_next_step_with_no_question(lane, rendered):
+    """After the first of two tasks, a tool the English rendering names ("… the weather in
+    Oslo" for "… el tiempo en Oslo") is called as one the user's words name would be: no
+    decision is asked. Without a rendering the decision is asked (and here picks it too)."""
+    settings, store = lane
+    english = "Add 2 and 3, and then tell me the weather in Oslo" if rendered else None
+    script = [call("add", {"a": 2, "b": 3}), call("weather", {"city": "Oslo"}), text("5; sol en Oslo.")]
+    result, model = run(settings, store, script, user="Suma 2 más 3 y luego dime qué tiempo hace en Oslo",
+                        tools=[*TOOLS, WEATHER], english=english)
+    assert result.tools_executed == ["add", "weather"]
+    assert len(model.decide_requests) == (1 if rendered else 2)
+
+
 def test_an_english_request_is_not_rendered(lane):
     settings, store = lane
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")],

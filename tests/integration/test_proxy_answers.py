@@ -158,6 +158,16 @@ def test_after_the_first_of_two_tasks_the_client_decision_reads_the_part_not_don
         assert "The part of the message not done yet: guarda lo que imprima en las notas." in asked
 
 
+def test_after_the_first_of_two_tasks_a_client_tool_the_rendering_names_is_called_with_no_question(tmp_path):
+    ask = [{"role": "user", "content": "Ejecuta `df -h` en la consola y luego guarda lo que imprima en la memoria."}]
+    history = ask + ran("t1", "terminal", {"command": "df -h"}, "/dev/sda1 40G 12G")
+    with running_lane(tmp_path, [call("memory", {"action": "add", "content": "/dev/sda1 40G 12G"})]) as lane:
+        lane.model.english = "Run `df -h` in the console and then save what it prints in memory."
+        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY], parallel_tool_calls=False).json()
+        assert only_call(reply)[:2] == ("memory", {"action": "add", "content": "/dev/sda1 40G 12G"})
+        assert lane.model.decide_requests == []
+
+
 def test_a_message_in_another_language_is_listed_for_the_decision_in_its_english_order(tmp_path):
     """Lever "english" in proxy mode: the client's tools are listed best match first for the
     model's English rendering of a German message (the index reads English), the decision reads

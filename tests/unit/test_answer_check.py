@@ -408,3 +408,17 @@ def test_an_answer_in_a_script_without_a_to_z_is_no_echo(request_, answer):
 def test_a_result_in_any_script_is_carried_by_its_words(result, answer, carried):
     asked = TurnFacts("?", {"lookup": {}}, {"lookup"}, {"lookup"}, results=(result,))
     assert ("it leaves out what the tools returned" not in faults(answer, asked)) is carried
+
+
+@pytest.mark.parametrize("request_, answer, echoed", [
+    # the request again in another order, or less a few words
+    ("Bitte lies mir die Datei liste.txt vor und zähle ihre Zeilen.",
+     "Lies mir bitte die Datei liste.txt vor und zähle ihre Zeilen.", True),
+    ("Para terminar, resume esta conversación y di qué herramientas usaste.",
+     "Resume esta conversación y di qué herramientas usaste.", True),
+    # what the request asks for word for word, or an answer with words of its own
+    ("Reply with just the words blue harbour lantern, nothing else.", "blue harbour lantern", False),
+    ("Bitte lies mir die Datei liste.txt vor.", "Die Datei liste.txt hat drei Zeilen: Brot, Milch, Eier.", False),
+])
+def test_an_answer_of_the_request_s_words_is_an_echo_in_any_order(request_, answer, echoed):
+    assert ("the request echoed back" in faults(answer, facts(request_))) is echoed
