@@ -58,6 +58,20 @@ _NUMBER_WORDS = frozenset(
     "hundred thousand million billion half quarter third dozen twice double triple percent".split())
 
 
+# Code the user quotes: a fenced block or an inline span.
+_CODE_SPAN = re.compile(r"```[^\n`]*\n?(.*?)```|`([^`\n]+)`", re.DOTALL)
+
+
+def code_spans(text: str) -> list[str]:
+    """The code a message quotes in backticks (fenced blocks and inline spans), each as written."""
+    return [fenced or inline for fenced, inline in _CODE_SPAN.findall(text)]
+
+
+def outside_code(text: str) -> str:
+    """The message with the code it quotes left out: its own words."""
+    return _CODE_SPAN.sub(" ", text)
+
+
 def numbers_in(text: str) -> set[float]:
     """The numbers written with digits in `text` ("1,250" is 1250)."""
     found = set()

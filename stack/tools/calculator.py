@@ -18,7 +18,16 @@ import operator
 import re
 from typing import Any, Callable
 
-from .base import Tool, ToolContext, ToolError, numbers_in, object_schema, spells_a_number, with_plain_floats
+from .base import (
+    Tool,
+    ToolContext,
+    ToolError,
+    numbers_in,
+    object_schema,
+    outside_code,
+    spells_a_number,
+    with_plain_floats,
+)
 
 MAX_EXPRESSION_CHARS = 500
 MAX_EXPONENT = 10_000
@@ -170,10 +179,14 @@ def operands_given(arguments: dict[str, Any], request: str, context: str) -> str
 
 
 def holds_a_number(request: str) -> bool:
-    """Whether the message gives a number to compute with, in digits or in words. Seen on the
-    1.5B model: without one, the decision chose calculate for "And which Python version is
-    installed here?", "How much did he charge?" and "how many sides does a hexagon have?"."""
-    return bool(numbers_in(request)) or spells_a_number(request)
+    """Whether the message gives a number to compute with, in digits or in words, in its own
+    words (a number inside the code it quotes belongs to that code: `echo $((6*7))` is a command
+    to run). Seen on the 1.5B model: without one, the decision chose calculate for "And which
+    Python version is installed here?", "How much did he charge?" and "how many sides does a
+    hexagon have?"; and for "run `echo $((6*7))` in the shell", in English, Spanish, German and
+    French (the six steps, 2026-11-29)."""
+    words = outside_code(request)
+    return bool(numbers_in(words)) or spells_a_number(words)
 
 
 TOOLS: list[Tool] = [

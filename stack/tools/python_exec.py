@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import terminal
-from .base import Tool, ToolContext, ToolError, object_schema, with_plain_floats
+from .base import Tool, ToolContext, ToolError, code_spans, object_schema, with_plain_floats
 
 MAX_CODE_CHARS = 100_000
 
@@ -58,6 +58,24 @@ def _run_python(arguments: dict[str, Any], ctx: ToolContext) -> str:
         return with_plain_floats(_TERMINAL.run(terminal_arguments, ctx))
 
 
+def python_or_none_given(request: str) -> bool:
+    """Whether the message may want Python run: it quotes no code, or some code it quotes is
+    Python. Code that does not parse as Python fails as a script: seen on the 1.5B model, "run
+    `echo $((6*7))` in the shell" ran run_python with that line and got a SyntaxError, in German,
+    Spanish and French (the six steps, 2026-11-29). (Much shell parses as Python too, `df -h`
+    and `uname -r`: those are still offered.)"""
+    quoted = code_spans(request)
+    return not quoted or any(_parses(code) for code in quoted)
+
+
+def _parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
 TOOLS: list[Tool] = [
     Tool(
         name="run_python",
@@ -71,5 +89,6 @@ TOOLS: list[Tool] = [
             ["code"],
         ),
         run=_run_python,
+        wanted_by=python_or_none_given,
     )
 ]

@@ -1127,15 +1127,33 @@ def test_a_line_range_nobody_asked_for_is_not_read(tmp_path):
 
 @pytest.mark.parametrize("user, offered", [("which python version is installed here?", False),
                                            ("how much is 12.5% of 368?", True),
-                                           ("what is twelve times seven?", True)])
+                                           ("what is twelve times seven?", True),
+                                           ("lance `expr 40 + 2` dans le terminal", False),
+                                           ("in `notes.txt`, how much is 3 times 4?", True)])
 def test_the_decision_offers_calculate_only_for_a_message_that_gives_a_number(lane, user, offered):
-    """Seen: "And which Python version is installed here?" decided as calculate. A tool whose own
-    check says the message cannot want it (Tool.wanted_by) is not among the decision's choices."""
+    """Seen: "And which Python version is installed here?" decided as calculate, and so did "run
+    `echo $((6*7))` in the shell": a number inside the code a message quotes is that code's. A tool
+    whose own check says the message cannot want it (Tool.wanted_by) is not among the choices."""
     settings, store = lane
     _, model = run(settings, store, [text("3.11")], user=user, decision=first_pick(lambda choices: "answer"),
                    tools=[*TOOLS, *CALCULATOR])
     assert ("calculate" in choices_of(model.decide_requests[0])) is offered
     assert "add" in choices_of(model.decide_requests[0])
+
+
+@pytest.mark.parametrize("user, offered", [("python: the sum of the squares of 1 to 100", True),
+                                           ("run `print(sum(range(10)))` with python", True),
+                                           ("führ mal `ls -la | grep '^d' | wc -l` aus", False),
+                                           ("run `echo $((6*7))` and then `print(6*7)`", True)])
+def test_the_decision_offers_run_python_only_where_the_code_quoted_is_python(lane, user, offered):
+    """Seen: "run `echo $((6*7))` in the shell" ran run_python with that line (a SyntaxError), in
+    three languages: code the message quotes that is not Python is not run as Python."""
+    from stack.tools.python_exec import TOOLS as PYTHON
+
+    settings, store = lane
+    _, model = run(settings, store, [text("ok")], user=user, decision=first_pick(lambda choices: "answer"),
+                   tools=[*TOOLS, *PYTHON])
+    assert ("run_python" in choices_of(model.decide_requests[0])) is offered
 
 
 def test_a_tool_the_message_cannot_want_stays_listed_in_the_decisions_cached_prefix(lane):
