@@ -122,7 +122,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     `calculate` given "sum(primes(1000))" twice for "quick script pls: sum of all primes under
     1000", where run_python was the tool."""
     done = {o.tool_name for o in turn.outcomes if o.status != "error"}
-    if done and task_count(turn.query) == 1:
+    if done and task_count(turn.query, turn.english) == 1:
         return None
     left = tasks_left(turn.query, len(done))
     wanted = wanted_tools(toolset, turn.query)
@@ -141,7 +141,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
         named = sorted(name for name in candidates if is_named(name, turn.query, turn.english))
         if named:  # the user's own words name the next step: no question needed
             return named[0]
-        if tasks_done(turn.query, len(done), named_left=False):
+        if tasks_done(turn.query, len(done), named_left=False, english=turn.english):
             return None
         choices = [name for name, _ in [*tools, *hidden] if name in candidates]
         choices += [name for name in candidates - set(choices) if toolset.reaches(name)]

@@ -20,9 +20,10 @@ foreign one they miss is read as before.
 
 The rendering is a translation under a grammar (`{"english": "..."}`), asked as a text to
 translate: asked plainly, the 1.5B model answered the message instead ("17 * 23 = 391", a how-to
-for `echo $((6*7))`, "Sure, please provide the session details") in 6 of 23 development messages,
-and with a preamble ("Here is the translation: ...") in 7 more; framed and held to the grammar, it
-translated all 23 (docs/measurements.md). Where the upstream does not honour the grammar and the
+for `echo $((6*7))`, "Sure, please provide the session details") in 6 of 23 development messages
+and began 2 more with a preamble; framed as a text to translate it answered none, but began 7 with
+"Here is the English translation …"; framed and held to the grammar, it translated all 23
+(docs/measurements.md). Where the upstream does not honour the grammar and the
 reply is not that object, there is no rendering.
 """
 

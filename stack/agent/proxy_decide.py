@@ -116,7 +116,7 @@ def _named_next(turn: ProxyTurn) -> str | None:
     memory at fit 0.74, under FITS) or "answer": the second step never ran. Two or more named
     and not run (a name such as search_files in "search the web, then write the file") are left
     to the decision."""
-    if not turn.history.since_user or task_count(turn.query) < 2:
+    if not turn.history.since_user or task_count(turn.query, turn.english) < 2:
         return None
     named = _named_left(turn)
     return named[0] if len(named) == 1 else None
@@ -134,8 +134,8 @@ def _every_task_ran(turn: ProxyTurn) -> bool:
     rule, answers.decided_tool). Seen with Hermes on the 1.5B model: after the terminal and memory
     had done "Use the terminal to run `echo $((6*7))`, then save the output to memory", the
     decision picked the terminal again, and the pick, named by the message, was called."""
-    return task_count(turn.query) >= 2 and tasks_done(turn.query, len(turn.history.since_user),
-                                                      named_left=bool(_named_left(turn)))
+    return task_count(turn.query, turn.english) >= 2 and tasks_done(
+        turn.query, len(turn.history.since_user), named_left=bool(_named_left(turn)), english=turn.english)
 
 
 async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -> str | None:

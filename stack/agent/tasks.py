@@ -18,16 +18,22 @@ from .english import beside
 LEFT = "The part of the message not done yet: {left}"
 
 
-def task_count(request: str) -> int:
-    """How many tasks the request holds: 1 unless the clause split finds several."""
-    return max(1, len(clauses(request)))
+def task_count(request: str, english: str = "") -> int:
+    """How many tasks the request holds: 1 unless the clause split finds several; where the
+    request has an English rendering (english.py), the fewer of the two counts. German sets every
+    relative clause off with commas: "… durchsuchen und danach die ID der Sitzung, in der sie
+    vorkommt, in Ihrem Gedächtnis hinterlegen" split into four tasks, and after session_search
+    and memory the decision was asked for a third and ran search_files (the six steps in German,
+    2026-11-29); rendered, "… and then remember the ID … in your memory" holds two."""
+    count = max(1, len(clauses(request)))
+    return min(count, max(1, len(clauses(english)))) if english else count
 
 
-def tasks_done(request: str, ran: int, named_left: bool) -> bool:
+def tasks_done(request: str, ran: int, named_left: bool, english: str = "") -> bool:
     """Whether `ran` tools (each for a different task) have done every task of the request and
     none it names is left (a tool it names is still called: "… in the terminal and then store it
     in memory" needs the terminal even after run_python printed the number)."""
-    return ran >= task_count(request) and not named_left
+    return ran >= task_count(request, english) and not named_left
 
 
 def tasks_left(request: str, ran: int) -> str:
