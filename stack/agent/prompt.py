@@ -64,10 +64,6 @@ CAPABILITIES = (
 CAPABILITY_CHARS = 80
 MAX_CAPABILITIES = 40
 COMPOSE_RESULT_CHARS = 1500
-# After the facts, where the user did not write in English: the instruction's "in the language of
-# their message" alone, behind pages of English facts, got English answers to German and Spanish
-# requests on the 1.5B model (the six steps, 2026-11-29).
-IN_THEIR_LANGUAGE = "The user's message is not in English: write your answer in the language of their message."
 # Lever "rewrite": the answer's question once more, told why the first answer was held back.
 COMPOSE_AGAIN = ("An answer you wrote to this message was not passed on to the user: {why}. Write a new "
                  "one: answer the message itself, with what the facts above hold or what you know; if "
@@ -86,23 +82,19 @@ def turn_facts(request: str, results: Sequence[tuple[str, str, str]], earlier: s
 def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "",
                      memory: str | None = None, session_tools: Sequence[str] = (),
                      instructions: str = "", held: Sequence[str] = (),
-                     tools: Sequence[tuple[str, str]] = (), now: str = "", foreign: bool = False
-                     ) -> list[dict[str, str]]:
+                     tools: Sequence[tuple[str, str]] = (), now: str = "") -> list[dict[str, str]]:
     """The question that writes an answer: the fixed instruction with what the granted `tools`
     can do (a stable, warmed prefix per tool set), the client's own system message
     (`instructions`: "answer in French" holds for the answer too), the facts (`now`: the date and
     this computer, the notes the user asked the lane to keep, earlier turns, this turn's results,
     the tools that ran in the session), then the user's own message, which the model answers as it
-    would in a chat. `foreign`: the lane found the message is not in English (english.py), and
-    says so last (IN_THEIR_LANGUAGE)."""
+    would in a chat."""
     facts = [now] if now else []
     facts += [f"Notes the user asked you to keep:\n{memory.strip()}"] if memory and memory.strip() else []
     facts += [*_earlier_part(earlier), _ran_part(results, COMPOSE_RESULT_CHARS, "the user's last message")]
     facts.append("Tools that ran in this conversation: " + (", ".join(session_tools) or "none"))
     if held:
         facts.append(COMPOSE_AGAIN.format(why="; ".join(held)))
-    if foreign:
-        facts.append(IN_THEIR_LANGUAGE)
     own = [{"role": "system", "content": instructions.strip()}] if instructions.strip() else []
     return [{"role": "system", "content": compose_instruction(tools)}, *own,
             {"role": "system", "content": "\n\n".join(facts)},

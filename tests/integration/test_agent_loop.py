@@ -16,7 +16,6 @@ import pytest
 
 from stack.agent.llm_client import LlmClient, LlmError, LlmTimeout
 from stack.agent.loop import FORCED_CALL_MAX_TOKENS, Agent
-from stack.agent.prompt import IN_THEIR_LANGUAGE
 from stack.config import Settings
 from stack.store import Store
 from stack.tools.base import Tool, ToolError, object_schema
@@ -771,9 +770,6 @@ def test_a_request_in_another_language_is_ranked_by_the_index_in_english(lane, r
     assert (f"(In English: {english})" in first) is rendered
     assert result.tools_executed == (["weather"] if rendered else ["city_guide"])
     assert len(model.fit_requests) == (0 if rendered else 1)
-    # the answer is told the message is not in English, after the facts
-    composed = model.requests[-1]["messages"]
-    assert composed[-2]["content"].endswith(IN_THEIR_LANGUAGE) and composed[-1]["content"] == GERMAN
 
 
 @pytest.mark.parametrize("rendered", [True, False])
@@ -795,7 +791,6 @@ def test_an_english_request_is_not_rendered(lane):
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")],
                         user="could you add 2 and 3 for me, please?")
     assert model.english_requests == [] and result.tools_executed == ["add"]
-    assert IN_THEIR_LANGUAGE not in json.dumps(model.requests[-1]["messages"])
     assert rows(settings, "SELECT * FROM lane_calls WHERE purpose = 'english'") == []
 
 
