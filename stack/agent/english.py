@@ -7,8 +7,8 @@ Kommandozeile" and keep the output "in Ihren Notizen", its best four were calcul
 run_python and read_file: the decision was shown calculate as the tool "found for this message",
 picked it, and the terminal never ran; "in Ihrem Gedächtnis hinterlegen" ranked no memory tool
 among the candidates after session_search (the six steps in German, 2026-11-29). The model reads
-German; so the lane has it write the request in English once, and the index reads both, the
-decision sees the rendering beside the user's words, and nothing of the user's words is replaced:
+German; so the lane has it write the request in English once: the index ranks tools for that,
+the decision sees it beside the user's words, and nothing of the user's words is replaced:
 what the user named, the parts of the request and every argument still come from what they wrote.
 
 Which requests: those in which the English filler words the index itself drops
@@ -23,8 +23,8 @@ translate: asked plainly, the 1.5B model answered the message instead ("17 * 23 
 for `echo $((6*7))`, "Sure, please provide the session details") in 6 of 23 development messages
 and began 2 more with a preamble; framed as a text to translate it answered none, but began 7 with
 "Here is the English translation …"; framed and held to the grammar, it translated all 23
-(docs/measurements.md). Where the upstream does not honour the grammar and the
-reply is not that object, there is no rendering.
+(docs/measurements.md). Where the reply is not that object (an upstream that ignores the
+grammar and the lane's text path both), there is no rendering.
 """
 
 from __future__ import annotations
