@@ -133,18 +133,18 @@ def test_trace_page_shows_what_really_ran(tmp_path):
     assert len(not_run) == 2 and all("NOT RUN" in t and "save_note" in t for t in not_run)
     # The model's five replies (the forced call, its retry after the error, the bridged call, the
     # composed answer and its rewrite, both held back), and apart from them each call the lane made
-    # for itself (a decision before each of the two steps; both tasks done, none after), labelled
-    # with its purpose.
+    # for itself (the request in English: the markup's words are no English the index knows; a
+    # decision before each of the two steps; both tasks done, none after), labelled with its purpose.
     shown_calls = page.texts("div", "call")
     own = [t for t in shown_calls if t.startswith("model call for the lane:")]
     assert len(shown_calls) - len(own) == 5
     held_shown = [t for t in shown_calls if t.startswith("model reply held back (not passed on)")]
     assert len(held_shown) == len(held) == 2 and held_shown[-1] == shown_calls[-1]
     assert "save_note(text=" in shown_calls[-1] and "why: a tool call written as text" in shown_calls[-1]
-    assert lane_calls == [("decide",)] * 2 and len(own) == len(lane_calls)
+    assert lane_calls == [("english",), ("decide",), ("decide",)] and len(own) == len(lane_calls)
     assert all(t.startswith(f"model call for the lane: {purpose}")
                for t, (purpose,) in zip(own, lane_calls, strict=True))
-    assert [t.split("}")[0].split("{")[-1] for t in own] == [
+    assert [t.split("}")[0].split("{")[-1] for t in own[1:]] == [
         '"next": "add"', '"next": "currency_convert"']
     notes = page.texts("div", "note")
     assert any(t.startswith("lane note") and "I could not write a reliable answer." in t for t in notes), notes
