@@ -25,7 +25,7 @@ from .corrections import correction, named_in
 from .decide import DECIDE_HIDDEN, DOUBTS, FITS, ask_decision, fit_probability, parse_decision
 from .english import beside, is_named, needs_rendering, rendered
 from .history import earlier_facts
-from .ledger import Correction, lever_on
+from .ledger import Correction, TurnLedger, lever_on
 from .llm_client import LlmClient
 from .prompt import compose_messages
 from .reading import read_kept, receipt, unbacked
@@ -90,14 +90,15 @@ def wanted_tools(toolset: Toolset, request: str) -> set[str]:
     return {name for name, tool in every.items() if tool.wanted_by is None or tool.wanted_by(request)}
 
 
-async def english_of(llm: LlmClient, store: Store, turn: Turn) -> str:
-    """Lever "english": the request in English (english.py) where the user wrote in another
-    language, kept with the lane's own model calls; "" where it is English or too short to tell."""
-    if not needs_rendering(turn.query) or not turn.ledger.take(Correction(None, None, "english")):
+async def english_of(llm: LlmClient, store: Store, result: TurnResult, ledger: TurnLedger, request: str) -> str:
+    """Lever "english" (the agent's turn and a proxy request): the request in English
+    (english.py) where the user wrote in another language, kept with the lane's own model calls;
+    "" where it is English or too short to tell."""
+    if not needs_rendering(request) or not ledger.take(Correction(None, None, "english")):
         return ""
-    english, reply = await rendered(llm, turn.query)
+    english, reply = await rendered(llm, request)
     if reply is not None:
-        kept(store, turn.result, "english", reply, english or None)
+        kept(store, result, "english", reply, english or None)
     return english
 
 

@@ -45,7 +45,7 @@ class Agent:
         await asyncio.to_thread(self.store.add_messages, session_id, [incoming(m) for m in new_messages])
         turn = self._new_turn(session_id, new_messages, profile, max_tokens, temperature)
         try:
-            turn.english = await english_of(self.llm, self.store, turn)
+            turn.english = await english_of(self.llm, self.store, turn.result, turn.ledger, turn.query)
             for step in range(self.settings.max_iterations):
                 if turn.result.model_calls >= MODEL_CALL_BUDGET:  # every call is paid by a waiting user
                     raise TurnEnded(fallback_answer(turn.outcomes), "model_call_budget")

@@ -23,14 +23,15 @@ from ..toolsearch.client_tools import ClientSurface, client_surface, needs_searc
 from ..toolsearch.surface import Profile
 from ..wire import ApiError
 from .answer_check import call_shaped
+from .answers import english_of
 from .client_history import NO_FINAL_ANSWER, ClientHistory, client_history, model_messages
-from .english import index_text, needs_rendering, rendered
+from .english import index_text
 from .history import context_of, fitted, prompt_room
 from .ledger import Correction, TurnLedger, preview
 from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
 from .proxy_request import ProxyRequest, ProxyResult
-from .records import hold, kept, latest_request
+from .records import hold, latest_request
 from .turn import TurnEnded
 
 # Kept free beside the conversation for the lane's notes and the bridge steps of a request.
@@ -78,10 +79,8 @@ async def open_turn(settings: Settings, store: Store, llm: LlmClient, registry: 
     the model's context beside the reply."""
     history = client_history(request.messages)
     query = latest_request(request.messages)
-    ledger = _answered_calls(history)
-    english, rendering = "", None
-    if needs_rendering(query) and ledger.take(Correction(None, None, "english")):
-        english, rendering = await rendered(llm, query)
+    result, ledger = ProxyResult(session_id, "", "stop"), _answered_calls(history)
+    english = await english_of(llm, store, result, ledger, query)
     context = context_of(settings.context_tokens, await llm.context_window())
     search = profile == "search" and needs_search(request.tools, settings, context)
     surface = await asyncio.to_thread(
@@ -105,12 +104,9 @@ async def open_turn(settings: Settings, store: Store, llm: LlmClient, registry: 
     if surface.bridged and store.last_lane_prompt(session_id) != BRIDGE:
         store.add_message(session_id, "system", BRIDGE, lane_prompt=True)
     temperature = settings.temperature if request.temperature is None else request.temperature
-    turn = ProxyTurn(ProxyResult(session_id, "", "stop"), replace(request, temperature=temperature), surface,
-                     history, query, ToolContext(settings, store, session_id), llm, opening, lane_tools,
-                     ledger=ledger, left_out=left_out, english=english)
-    if rendering is not None:
-        kept(store, turn.result, "english", rendering, english or None)
-    return turn
+    return ProxyTurn(result, replace(request, temperature=temperature), surface, history, query,
+                     ToolContext(settings, store, session_id), llm, opening, lane_tools, ledger=ledger,
+                     left_out=left_out, english=english)
 
 
 def _answered_calls(history: ClientHistory) -> TurnLedger:
