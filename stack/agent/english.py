@@ -73,9 +73,10 @@ def filler_share(request: str) -> tuple[float, int]:
 
 
 def known_share(request: str) -> float:
-    """The share of the request's words that are words of the English embedder's vocabulary."""
+    """The share of the request's words that are words of the English embedder's vocabulary (in
+    Latin letters: its vocabulary holds single Chinese and Japanese characters too)."""
     words = [_unaccented(w) for w in _words(request)]
-    return sum(w in _vocabulary() for w in words) / len(words) if words else 1.0
+    return sum(w.isascii() and w in _vocabulary() for w in words) / len(words) if words else 1.0
 
 
 def needs_rendering(request: str) -> bool:

@@ -16,7 +16,12 @@ from ..text_bounds import bounded
 from .wordlists import entries
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_WORD = re.compile(r"[^\W_]+")
+# Scripts written without spaces between words (Chinese, Japanese kana, Thai, Lao, Khmer, Myanmar):
+# each of their letters counts as a word, so a Chinese request is not one "word" too short to
+# count or to split into tasks.
+_UNSPACED = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
+             "\u4e00-\u9fff\uf900-\ufaff")
+_WORD = re.compile(rf"[{_UNSPACED}]|[^\W_{_UNSPACED}]+")
 # "on-call" / "on call" is one word in tool names (`get_current_oncall_users`).
 _ONCALL = re.compile(r"\bon[\s-]call\b", re.IGNORECASE)
 
@@ -27,7 +32,7 @@ _SYNONYM_GROUPS = tuple(entries("synonyms.txt"))
 
 # Where one request holds several tasks: "find the page and leave a comment on it".
 _CLAUSE_BREAK = re.compile(
-    r"\s*(?:[;,]|\b(?:and then|and also|then|and|also|after that|afterwards|"
+    r"\s*(?:[;,，；、]|\b(?:and then|and also|then|and|also|after that|afterwards|"
     r"y luego|y|et puis|et|und dann|und|e poi|e)\b)\s*", re.IGNORECASE)
 
 _SUFFIXES = (("sses", "ss"), ("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""))

@@ -11,6 +11,12 @@ from stack.agent.english import _translation, beside, index_text, needs_renderin
     "Montre-moi ce qu'il y a dans le fichier recettes.txt, s'il te plaît.",
     "Guarda nas notas que a reunião foi adiada para sexta-feira.",
     "Zet even in mijn lijstje dat ik brood moet kopen.",
+    # scripts written without spaces: each letter is a word, and none is English
+    "帮我看看磁盘还剩多少空间",
+    "明日の会議のことをメモしておいて",
+    "ช่วยจดไว้ว่าพรุ่งนี้ต้องซื้อนม",
+    # the embedder's vocabulary holds words in other alphabets too; they are not English
+    "Запиши, пожалуйста, что завтра встреча в десять.",
 ])
 def test_a_request_in_another_language_is_rendered(request_):
     assert needs_rendering(request_)

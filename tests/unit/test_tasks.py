@@ -42,3 +42,12 @@ def test_a_rendering_with_fewer_tasks_than_the_user_s_commas_counts():
     assert tasks_done(german, 2, named_left=False, english=english)
     assert not tasks_done(german, 2, named_left=False)
     assert task_count(TWO_ES, "Run `df -h` in the console") == 1 and task_count(TWO_ES, "") == 2
+
+
+def test_a_request_in_a_script_without_spaces_splits_at_its_own_commas():
+    # each Chinese or Japanese letter is a word, and their full-width commas end a clause
+    zh = "先用终端查一下磁盘空间，然后把结果写进笔记里"
+    ja = "ターミナルでディスクの空きを調べて、結果をメモに書いておいて"
+    assert task_count(zh) == 2 and task_count(ja) == 2
+    assert tasks_left(zh, 1) == "然后把结果写进笔记里"
+    assert task_count("帮我看看磁盘还剩多少空间") == 1
