@@ -23,7 +23,7 @@ from ..toolsearch.surface import Toolset
 from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
 from .corrections import correction, named_in
 from .decide import DECIDE_HIDDEN, DOUBTS, FITS, ask_decision, fit_probability, parse_decision
-from .english import beside, is_named, needs_rendering, rendered
+from .english import needs_rendering, rendered
 from .history import earlier_facts
 from .ledger import Correction, TurnLedger, lever_on
 from .llm_client import LlmClient
@@ -123,7 +123,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
     `calculate` given "sum(primes(1000))" twice for "quick script pls: sum of all primes under
     1000", where run_python was the tool."""
     done = {o.tool_name for o in turn.outcomes if o.status != "error"}
-    if done and task_count(turn.query, turn.english) == 1:
+    if done and turn.tasks == 1:
         return None
     left = tasks_left(turn.query, len(done))
     wanted = wanted_tools(toolset, turn.query)
@@ -139,7 +139,7 @@ async def decided_tool(llm: LlmClient, store: Store, turn: Turn, toolset: Toolse
                                                           if left else ())} & wanted - tried
         if not candidates:
             return None
-        named = sorted(name for name in candidates if is_named(name, turn.query, turn.english))
+        named = sorted(name for name in candidates if turn.names(name))
         if named:  # the user's own words name the next step: no question needed
             return named[0]
         if tasks_done(turn.query, len(done), named_left=False, english=turn.english):
@@ -192,7 +192,7 @@ async def _trusted(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, p
     tool = toolset.tool_named(picked)
     if tool is None or not turn.ledger.take(Correction(None, None, "doubt")):
         return False
-    probability = await fit_of(llm, store, turn.result, beside(turn.query, turn.english), tool, "doubt")
+    probability = await fit_of(llm, store, turn.result, turn.shown, tool, "doubt")
     return probability is not None and probability >= DOUBTS
 
 
@@ -239,7 +239,7 @@ def _with_previous(store: Store, turn: Turn) -> str:
     asked = [row["content"] for row in store.messages(turn.result.session_id)
              if row["role"] == "user" and row["content"]]
     before = asked[-2] if len(asked) > 1 and asked[-1] == turn.query else ""
-    request = beside(turn.query, turn.english)
+    request = turn.shown
     return f"{request}\n(Their message before it: {before[:MAX_PREVIOUS_CHARS]})" if before else request
 
 

@@ -32,13 +32,12 @@ from .decide import (
     listed_tool,
     parse_decision,
 )
-from .english import beside, is_named
 from .history import earlier_facts
 from .ledger import Correction, lever_on
 from .llm_client import ModelReply
 from .proxy_turn import ProxyTurn
 from .records import hold, kept
-from .tasks import next_step_request, task_count, tasks_done
+from .tasks import next_step_request, tasks_done
 
 # The decision lists client tools (best match first) while their lines take no more than this: the
 # question stays small even for a client that sends thousands of tools.
@@ -116,7 +115,7 @@ def _named_next(turn: ProxyTurn) -> str | None:
     memory at fit 0.74, under FITS) or "answer": the second step never ran. Two or more named
     and not run (a name such as search_files in "search the web, then write the file") are left
     to the decision."""
-    if not turn.history.since_user or task_count(turn.query, turn.english) < 2:
+    if not turn.history.since_user or turn.tasks < 2:
         return None
     named = _named_left(turn)
     return named[0] if len(named) == 1 else None
@@ -125,7 +124,7 @@ def _named_next(turn: ProxyTurn) -> str | None:
 def _named_left(turn: ProxyTurn) -> list[str]:
     """The client tools the user's message names (corrections.named_in) that have not run for it."""
     ran = turn.history.since_user
-    return [name for name in turn.surface.catalog.tools if name not in ran and is_named(name, turn.query, turn.english)]
+    return [name for name in turn.surface.catalog.tools if name not in ran and turn.names(name)]
 
 
 def _every_task_ran(turn: ProxyTurn) -> bool:
@@ -134,7 +133,7 @@ def _every_task_ran(turn: ProxyTurn) -> bool:
     rule, answers.decided_tool). Seen with Hermes on the 1.5B model: after the terminal and memory
     had done "Use the terminal to run `echo $((6*7))`, then save the output to memory", the
     decision picked the terminal again, and the pick, named by the message, was called."""
-    return task_count(turn.query, turn.english) >= 2 and tasks_done(
+    return turn.tasks >= 2 and tasks_done(
         turn.query, len(turn.history.since_user), named_left=bool(_named_left(turn)), english=turn.english)
 
 
@@ -171,7 +170,7 @@ async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -
 
 
 async def _fit(turn: ProxyTurn, name: str) -> float | None:
-    return await fit_of(turn.llm, turn.store, turn.result, beside(turn.query, turn.english),
+    return await fit_of(turn.llm, turn.store, turn.result, turn.shown,
                         turn.surface.catalog.tools[name], "doubt")
 
 
@@ -284,7 +283,7 @@ async def _second_look(turn: ProxyTurn, name: str) -> str | None:
     the message asks for with a probability of at least decide.FITS. Measured on BFCL even
     ids: the decision answered in words 9 of 64 single-tool requests the tool was made for
     ("What key signature does C# major have?" with music_theory.key_signature offered)."""
-    return await second_look(turn.llm, turn.store, turn.result, beside(turn.query, turn.english),
+    return await second_look(turn.llm, turn.store, turn.result, turn.shown,
                              turn.surface.catalog.tools[name])
 
 

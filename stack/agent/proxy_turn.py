@@ -32,14 +32,14 @@ from .llm_client import LlmClient, ModelReply
 from .prompt import BRIDGE
 from .proxy_request import ProxyRequest, ProxyResult
 from .records import hold, latest_request
-from .turn import TurnEnded
+from .turn import ReadsRequest, TurnEnded
 
 # Kept free beside the conversation for the lane's notes and the bridge steps of a request.
 NOTES_ROOM = 400
 
 
 @dataclass
-class ProxyTurn:
+class ProxyTurn(ReadsRequest):
     result: ProxyResult
     request: ProxyRequest
     surface: ClientSurface
@@ -62,11 +62,6 @@ class ProxyTurn:
     answering: bool = False  # the reply in hand was asked for as an answer (answer_next): it may make no call
     left_out: int = 0  # the client's oldest messages not shown to the model (fitted)
     english: str = ""  # the user's message in English where they wrote in another language (english.py)
-
-    @property
-    def indexed(self) -> str:
-        """What tool search ranks the client's tools for: the English rendering, else the user's words."""
-        return index_text(self.query, self.english)
 
     @property
     def store(self) -> Store:

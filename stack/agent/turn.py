@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from ..tools.base import ToolContext
 from ..tools.execute import Outcome
 from ..toolsearch.surface import Profile
-from .english import index_text
+from .english import beside, index_text, is_named
 from .ledger import TurnLedger
 from .llm_client import ModelReply
+from .tasks import task_count
 
 # A forced call's arguments under its schema's grammar (the agent's steps, proxy mode's decided
 # calls): measured on the 1.5B model, it sometimes writes one string value until the cap (1,024
@@ -43,8 +44,36 @@ class TurnEnded(Exception):
         self.content, self.reason, self.lane_written, self.held = content, reason, lane_written, held
 
 
+class ReadsRequest:
+    """What the agent's turn and proxy mode's request read of the user's message the same way:
+    its words (`query`) and, where the user wrote in another language, the model's English
+    rendering of them (`english`, english.py)."""
+
+    query: str
+    english: str
+
+    @property
+    def indexed(self) -> str:
+        """What the tool index ranks tools for: the English rendering, else the user's words."""
+        return index_text(self.query, self.english)
+
+    @property
+    def shown(self) -> str:
+        """The request as a decision or fit question reads it: the words, the rendering after them."""
+        return beside(self.query, self.english)
+
+    @property
+    def tasks(self) -> int:
+        """How many tasks the request holds (tasks.task_count, of both texts)."""
+        return task_count(self.query, self.english)
+
+    def names(self, tool: str) -> bool:
+        """Whether the user's words, or their rendering, name the tool."""
+        return is_named(tool, self.query, self.english)
+
+
 @dataclass
-class Turn:
+class Turn(ReadsRequest):
     result: TurnResult
     query: str
     profile: Profile
@@ -57,11 +86,6 @@ class Turn:
     steps_ran_out: bool = False  # every step of settings.max_iterations was taken
     unmade: str | None = None  # the tool the last forced reply was to call and did not
     english: str = ""  # the request in English where the user wrote in another language (english.py)
-
-    @property
-    def indexed(self) -> str:
-        """What the tool index ranks tools for: the English rendering, else the user's words."""
-        return index_text(self.query, self.english)
 
 
 def count(turn: TurnResult, reply: ModelReply) -> None:
