@@ -256,7 +256,7 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
     rows = await asyncio.to_thread(store.messages, turn.result.session_id)  # the client's instructions
     question = compose_messages(turn.query, results, facts.earlier, memory,
                                 sorted(facts.ran_in_session - RESERVED_NAMES), _client_instructions(rows), held,
-                                facts.descriptions, situation(), turn.english)
+                                facts.descriptions, situation())
     composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),
                               temperature=turn.temperature)
     count(turn.result, composed)

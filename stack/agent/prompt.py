@@ -82,20 +82,17 @@ def turn_facts(request: str, results: Sequence[tuple[str, str, str]], earlier: s
 def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "",
                      memory: str | None = None, session_tools: Sequence[str] = (),
                      instructions: str = "", held: Sequence[str] = (),
-                     tools: Sequence[tuple[str, str]] = (), now: str = "", english: str = "") -> list[dict[str, str]]:
+                     tools: Sequence[tuple[str, str]] = (), now: str = "") -> list[dict[str, str]]:
     """The question that writes an answer: the fixed instruction with what the granted `tools`
     can do (a stable, warmed prefix per tool set), the client's own system message
     (`instructions`: "answer in French" holds for the answer too), the facts (`now`: the date and
     this computer, the notes the user asked the lane to keep, earlier turns, this turn's results,
-    the tools that ran in the session, and the message in English where the user wrote in another
-    language: english.py), then the user's own message, which the model answers as it would in a
-    chat."""
+    the tools that ran in the session), then the user's own message, which the model answers as it
+    would in a chat."""
     facts = [now] if now else []
     facts += [f"Notes the user asked you to keep:\n{memory.strip()}"] if memory and memory.strip() else []
     facts += [*_earlier_part(earlier), _ran_part(results, COMPOSE_RESULT_CHARS, "the user's last message")]
     facts.append("Tools that ran in this conversation: " + (", ".join(session_tools) or "none"))
-    if english.strip() and english.strip() != request.strip():
-        facts.append(f"The user's message, in English: {english.strip()}")
     if held:
         facts.append(COMPOSE_AGAIN.format(why="; ".join(held)))
     own = [{"role": "system", "content": instructions.strip()}] if instructions.strip() else []
