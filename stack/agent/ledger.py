@@ -55,11 +55,12 @@ LEVERS: dict[str, Lever] = {
                     "at least decide.FAILS: that tool called again with the error in view, else the decision "
                     "asked among the others; off where the upstream sends no logprobs",
                     per_tool=True, needs="logprobs"),
-    "english": Lever("an agent turn whose request has under english.FILLER_SHARE of its words among the index's "
-                     "English filler words (written in another language)",
-                     "the model writes the request in English (english.rendering); the tool index ranks tools for "
-                     "the rendering, and the decision and the fit questions read it beside the user's words; "
-                     "what the user named, the request's parts and every argument still come from their words"),
+    "english": Lever("an agent turn or proxy request whose message is under english.FILLER_SHARE English filler "
+                     "words and english.KNOWN_SHARE English words (written in another language)",
+                     "the model writes the message in English (english.rendered); the tool index ranks tools for "
+                     "the rendering, and the decision and the fit questions read it beside the user's words; what "
+                     "the user named, the request's parts, every argument and the answer still come from their "
+                     "words"),
     "retry": Lever("an agent turn's call that failed", "made once more, the model having read the error",
                    per_tool=True),
     "read": Lever("every answer that would reach the user (agent and proxy mode)",
