@@ -20,13 +20,15 @@ LEFT = "The part of the message not done yet: {left}"
 
 def task_count(request: str, english: str = "") -> int:
     """How many tasks the request holds: 1 unless the clause split finds several; where the
-    request has an English rendering (english.py), the fewer of the two counts. German sets every
-    relative clause off with commas: "… durchsuchen und danach die ID der Sitzung, in der sie
-    vorkommt, in Ihrem Gedächtnis hinterlegen" split into four tasks, and after session_search
-    and memory the decision was asked for a third and ran search_files (the six steps in German,
-    2026-11-29); rendered, "… and then remember the ID … in your memory" holds two."""
-    count = max(1, len(clauses(request)))
-    return min(count, max(1, len(clauses(english)))) if english else count
+    request has an English rendering (english.py), the rendering's count. The split knows the
+    conjunctions of a few languages and the punctuation of more: the user's words in any other
+    language are one task ("… in de terminal en zet wat eruit komt in je geheugen": after the
+    terminal the turn was done and memory never ran, the six steps in Dutch, 2026-11-29), and
+    German sets every relative clause off with commas ("… durchsuchen und danach die ID der
+    Sitzung, in der sie vorkommt, in Ihrem Gedächtnis hinterlegen" split into four tasks, and
+    after session_search and memory the decision was asked for a third and ran search_files);
+    rendered, each holds two."""
+    return max(1, len(clauses(english or request)))
 
 
 def tasks_done(request: str, ran: int, named_left: bool, english: str = "") -> bool:

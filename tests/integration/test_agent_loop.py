@@ -786,6 +786,18 @@ def test_a_tool_the_rendering_names_is_the_next_step_with_no_question(lane, rend
     assert len(model.decide_requests) == (1 if rendered else 2)
 
 
+def test_the_rendering_s_tasks_are_done_in_a_language_the_clause_split_does_not_know(lane):
+    """Dutch "en" is no conjunction the clause split knows: the user's words alone are one task,
+    and the turn was done after the first tool. The rendering holds two: the second runs."""
+    settings, store = lane
+    script = [call("add", {"a": 2, "b": 3}), call("weather", {"city": "Oslo"}), text("5; zon in Oslo.")]
+    result, _ = run(settings, store, script,
+                    user="Reken even 2 plus 3 uit en zoek daarna op hoe het weer morgen in Oslo wordt",
+                    tools=[*TOOLS, WEATHER],
+                    english="Work out 2 plus 3 and then look up what the weather will be like in Oslo tomorrow")
+    assert result.tools_executed == ["add", "weather"]
+
+
 def test_an_english_request_is_not_rendered(lane):
     settings, store = lane
     result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text("5")],

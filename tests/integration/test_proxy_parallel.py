@@ -8,7 +8,6 @@ import json
 import pytest
 
 from stack.agent.parallel_calls import SEVERAL_CALLS_NOTE
-
 from tests.fakes.scripted_model import Reply, calls_as_held, several_allowed
 from tests.integration.test_api_chat import running_lane, sse_events
 from tests.integration.test_proxy import TIME, WEATHER

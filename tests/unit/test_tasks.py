@@ -44,6 +44,15 @@ def test_a_rendering_with_fewer_tasks_than_the_user_s_commas_counts():
     assert task_count(TWO_ES, "Run `df -h` in the console") == 1 and task_count(TWO_ES, "") == 2
 
 
+def test_a_rendering_counts_the_tasks_of_a_language_the_split_does_not_know():
+    """The clause split knows no Dutch or Polish conjunction: their words alone are one task."""
+    dutch = "Kijk even hoeveel schijfruimte er vrij is en schrijf dat op in mijn notities."
+    english = "Check how much disk space is free and write that down in my notes."
+    assert task_count(dutch) == 1 and task_count(dutch, english) == 2
+    assert not tasks_done(dutch, 1, named_left=False, english=english)
+    assert tasks_done(dutch, 2, named_left=False, english=english)
+
+
 def test_a_request_in_a_script_without_spaces_splits_at_its_own_commas():
     # each Chinese or Japanese letter is a word, and their full-width commas end a clause
     zh = "先用终端查一下磁盘空间，然后把结果写进笔记里"
