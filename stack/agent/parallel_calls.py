@@ -15,16 +15,6 @@ from typing import Any
 # repeat its last one until the token cap; a client asking for more in one message gets the rest
 # in the next reply.
 MAX_CALLS_IN_REPLY = 8
-# Said after the conversation where a reply of several calls is decoded: the chat template tells
-# the model of one call at a time, and held to a list it closed the list after the first call
-# where the user asked for the same function on three inputs, or for two functions (BFCL even
-# ids, docs/measurements.md). A note on the reply's shape, no word of the request.
-# A call that needs another's result ("run X, then save the output") waits for the next reply:
-# written beside it, it would carry a guess of that result.
-SEVERAL_CALLS_NOTE = ("Your reply is a list of function calls: write one call for each thing the user's last "
-                      "message asks for, the same function once for each set of inputs it gives. Leave out "
-                      "any call it does not ask for, and any call that needs another call's result: that one "
-                      "comes after the result.")
 
 
 def several_calls_schema(tools: list[dict[str, Any]], first: str | None = None) -> dict[str, Any] | None:

@@ -51,7 +51,7 @@ from ..toolsearch.surface import Profile
 from .client_history import as_rows, without_bridge
 from .ledger import MODEL_CALL_BUDGET
 from .llm_client import LlmClient, ModelReply
-from .parallel_calls import SEVERAL_CALLS_NOTE, several_calls
+from .parallel_calls import several_calls
 from .proxy_calls import calls_of, returned, take_calls
 from .proxy_decide import first_step
 from .proxy_replies import answer_or_correct
@@ -130,8 +130,7 @@ class ProxyLane:
         # Hermes on the 1.5B model, its transcript with that note drew "I'm sorry, but I can't assist
         # with that." after every result (replayed on `lane llm`: without the note, no refusal).
         opening = turn.opening if tools or not turn.surface.bridged else without_bridge(turn.opening)
-        shape = [{"role": "system", "content": SEVERAL_CALLS_NOTE}] if several else []
-        reply = await self.llm.chat(opening + turn.scratch + shape, tools, max_tokens=max_tokens,
+        reply = await self.llm.chat(opening + turn.scratch, tools, max_tokens=max_tokens,
                                     temperature=turn.request.temperature,
                                     tool_choice=None if several else tool_choice, response_schema=several)
         turn.answering = turn.answer_next

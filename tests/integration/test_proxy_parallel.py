@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from stack.agent.parallel_calls import SEVERAL_CALLS_NOTE
 from tests.fakes.scripted_model import Reply, calls_as_held, several_allowed
 from tests.integration.test_api_chat import running_lane, sse_events
 from tests.integration.test_proxy import TIME, WEATHER
@@ -38,8 +37,6 @@ def test_the_same_tool_on_several_inputs_is_every_call(tmp_path):
         assert schema["$defs"]["first"]["properties"] == {"name": {"const": "get_weather"},
                                                           "arguments": WEATHER["function"]["parameters"]}
         assert "tool_choice" not in sent
-        # told, after the conversation, that the reply is every call the message asks for
-        assert sent["messages"][-1] == {"role": "system", "content": SEVERAL_CALLS_NOTE}
         assert lane.rows("SELECT tool_name, arguments FROM returned_calls ORDER BY id") == [
             ("get_weather", '{"city": "Paris"}'), ("get_weather", '{"city": "Rome"}'),
             ("get_weather", '{"city": "Oslo"}')]
@@ -60,7 +57,6 @@ def test_parallel_tool_calls_false_decodes_one_forced_call(tmp_path):
         sent = lane.model.requests[0]
         assert several_allowed(sent) is None
         assert sent["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
-        assert all(m["content"] != SEVERAL_CALLS_NOTE for m in sent["messages"])
 
 
 def test_a_named_tool_choice_admits_that_tool_alone_several_times(tmp_path):
