@@ -216,6 +216,24 @@ async def fit_probability(llm: LlmClient, request: str, name: str, description: 
                                        {"role": "user", "content": question}])
 
 
+# A reply in words, asked about as if it were one more tool (proxy mode, lever "doubt"): the fit
+# question reads "yes" for nearly every tool a 1.5B model is asked about (no bar separates a request
+# a tool was made for from thanks or a concept question), but asked the same question about
+# answering in words it says how much less the message wants an action. Probed on the development
+# toolsets file (client_toolsets_dev.json, 36 requests, 8 languages; docs/measurements.md): a reply
+# in words fitted better than every listed tool for 6 of the 12 that need no tool, and for 1 of 24
+# that need one.
+WORDS_NAME = "reply_in_words"
+WORDS_DESCRIPTION = ("Reply to the user in words, with no action: thanks, greetings, chat, opinions, and "
+                     "questions answered from general knowledge.")
+
+
+async def words_probability(llm: LlmClient, request: str) -> tuple[float | None, ModelReply]:
+    """The model's probability that a reply in words is what `request` asks for, asked exactly as
+    the fit of a tool is (fit_probability): comparable with a tool's fit, not with a fixed bar."""
+    return await fit_probability(llm, request, WORDS_NAME, WORDS_DESCRIPTION, ["text"])
+
+
 DECLINE_SYSTEM = "You check whether an assistant's reply to a user's message does what the message asks."
 DECLINE_QUESTION = ("User's message: {request}\n\nThe assistant's reply: {reply}\n\nDoes the reply decline the "
                     "request, say it cannot do it, or tell the user how to do it themselves, instead of doing "

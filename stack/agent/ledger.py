@@ -46,7 +46,8 @@ LEVERS: dict[str, Lever] = {
                    "and that the user's message does not name; an agent turn: the first pick is none of the "
                    "index's best for the request",
                    "proxy mode: the first proxy_decide.DOUBT_WEIGHED client tools of the decision's listing that "
-                   "have not run for the message weighed by their fit too; the one that fits best is called; after "
+                   "have not run for the message weighed by their fit too; the one that fits best is called; before "
+                   "a result, \"answer\" where a reply in words fits better (decide.words_probability); after "
                    "a result, \"answer\" unless it reaches decide.FITS. Agent: the pick kept where its fit is at "
                    "least decide.DOUBTS, else the decision asked again among the index's best. Off where the "
                    "upstream sends no logprobs", needs="logprobs"),

@@ -26,11 +26,13 @@ from .decide import (
     DOUBTS,
     FAILS,
     FITS,
+    WORDS_NAME,
     ask_decision,
     decline_probability,
     failure_probability,
     listed_tool,
     parse_decision,
+    words_probability,
 )
 from .history import earlier_facts
 from .ledger import Correction, lever_on
@@ -142,9 +144,10 @@ async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -
     decide.DOUBTS (answers.fit_of: asked about that one tool, its whole description in view), is
     weighed against the first DOUBT_WEIGHED client tools of the decision's listing (search's best
     for the request first) that have not run for the user's message: the one that fits best is
-    called. Before any result a doubted tool is only swapped for a tool the model trusts more,
-    never for "answer"; after a result the answer is next unless the best reaches decide.FITS,
-    the bar of every tool called after a result that the decision did not pick (_second_look).
+    called. Before any result a reply in words is weighed with them (_words_fit): where it fits
+    better than every tool weighed, the answer is next; after a result the answer is next unless
+    the best reaches decide.FITS, the bar of every tool called after a result that the decision
+    did not pick (_second_look).
     Seen on the 1.5B model with Codex's tools: "Create a file notes.txt …" picked `create_goal`
     (fit 0.55) and, asked again among the others, `write_stdin` (0.69) and `update_goal` (0.60),
     where exec_command read 0.84: the decision reads one line of each tool and echoes the request's
@@ -166,7 +169,22 @@ async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -
         fit = await _fit(turn, name)
         if fit is not None and fit > best_fit:
             best, best_fit = name, fit
-    return None if ran and (best == picked or best_fit < FITS) else best
+    if ran:
+        return None if best == picked or best_fit < FITS else best
+    return None if await _words_fit(turn) > best_fit else best
+
+
+async def _words_fit(turn: ProxyTurn) -> float:
+    """Lever "doubt", before any result: the fit of a reply in words (decide.words_probability),
+    weighed like one more tool; the doubted pick and the tools weighed against it lose to it
+    where it fits better. The same question's "yes" is read for nearly any tool by a 1.5B
+    model, so only the comparison says that a thanks or a question of general knowledge wants
+    no action: seen in the development toolsets (docs/measurements.md), "thanks, and have a
+    great weekend!" with Slack among the client's tools."""
+    probability, reply = await words_probability(turn.llm, turn.shown)
+    kept(turn.store, turn.result, "doubt", reply,
+         f"{WORDS_NAME}: yes {'none' if probability is None else f'{probability:.2f}'}")
+    return -1.0 if probability is None else probability
 
 
 async def _fit(turn: ProxyTurn, name: str) -> float | None:

@@ -198,16 +198,53 @@ WARM = [{"role": "user", "content": "How warm is it in Paris?"}]
 def test_a_doubted_pick_is_swapped_for_the_tool_that_fits_better(tmp_path):
     """The decision echoes a word into get_time; asked about get_time alone the model doubts it
     (fit 0.05, under DOUBTS), so the listed tools are weighed too: get_weather fits (0.95) and is
-    the call returned; cp (0.05) is not; the decision is not asked again."""
+    the call returned; cp (0.05) is not, nor is a reply in words (0.05); the decision is not asked
+    again."""
     with running_lane(tmp_path, [call("get_weather", {"city": "Paris"})],
                       decision=decisions("get_time")) as lane:
         reply = lane.chat(messages=WARM, tools=[CP, TIME, WEATHER]).json()
         assert only_call(reply)[:2] == ("get_weather", {"city": "Paris"})
-        assert purposes(lane)[:4] == ["decide", "doubt", "doubt", "doubt"]
-        asked = [re.search(r"^Function: (\S+)", r["messages"][-1]["content"], re.MULTILINE).group(1)
-                 for r in lane.model.fit_requests]
-        assert asked[0] == "get_time" and sorted(asked[1:]) == ["cp", "get_weather"]
+        assert purposes(lane)[:5] == ["decide", "doubt", "doubt", "doubt", "doubt"]
+        asked = fitted(lane)
+        assert asked[0] == "get_time" and sorted(asked[1:3]) == ["cp", "get_weather"]
+        assert asked[3:] == ["reply_in_words"]
         assert len(lane.model.decide_requests) == 1
+
+
+def fitted(lane):
+    """The names the fit question was asked about, in order."""
+    return [re.search(r"^Function: (\S+)", r["messages"][-1]["content"], re.MULTILINE).group(1)
+            for r in lane.model.fit_requests]
+
+
+def test_before_any_result_a_doubted_pick_loses_to_a_reply_in_words_that_fits_better(tmp_path):
+    """A thank-you with a messaging tool among the client's: the decision picks post_message, the
+    model doubts it (0.40) and fits the other tool no better (0.30), while a reply in words, asked
+    about the same way, fits better (0.75): no call; the reply is in words and the client's tool
+    never runs."""
+    post = {"type": "function", "function": {
+        "name": "post_message", "description": "Post a message to a chat channel.",
+        "parameters": {"type": "object", "properties": {"channel": {"type": "string"}, "text": {"type": "string"}},
+                       "required": ["channel", "text"]}}}
+    thanks = [{"role": "user", "content": "Merci beaucoup, bon week-end !"}]
+    with running_lane(tmp_path, with_tools_a_call(call("post_message", {"channel": "general", "text": "Merci"}),
+                                                  "Avec plaisir, bon week-end !"),
+                      decision=decisions("post_message")) as lane:
+        lane.model.fit = {"post_message": 0.40, "get_weather": 0.30, "reply_in_words": 0.75}
+        reply = lane.chat(messages=thanks, tools=[post, WEATHER]).json()["choices"][0]
+        assert "tool_calls" not in reply["message"] and reply["finish_reason"] == "stop"
+        assert reply["message"]["content"] == "Avec plaisir, bon week-end !"
+        assert fitted(lane) == ["post_message", "get_weather", "reply_in_words"]
+
+
+def test_after_a_result_a_reply_in_words_is_not_weighed(tmp_path):
+    """After a result the bar is decide.FITS, as before: a reply in words is not asked about."""
+    history = WARM + ran("w1", "get_weather", {"city": "Paris"}, "21 C, sunny")
+    made = call("cp", {"source": "a.txt", "destination": "b.txt"})
+    with running_lane(tmp_path, with_tools_a_call(made, "21 C and sunny."), decision=decisions("get_time")) as lane:
+        lane.model.fit = {"get_time": 0.5, "cp": 0.85, "reply_in_words": 0.99}
+        reply = lane.chat(messages=history, tools=[CP, TIME, WEATHER]).json()
+        assert only_call(reply)[0] == "cp" and "reply_in_words" not in fitted(lane)
 
 
 def test_a_doubted_pick_stays_where_the_others_fit_worse(tmp_path):
@@ -216,7 +253,7 @@ def test_a_doubted_pick_stays_where_the_others_fit_worse(tmp_path):
         lane.model.fit = {"get_weather": 0.5, "get_time": 0.2}
         reply = lane.chat(messages=WARM, tools=[TIME, WEATHER]).json()
         assert only_call(reply)[:2] == ("get_weather", {"city": "Paris"})
-        assert len(lane.model.decide_requests) == 1 and len(lane.model.fit_requests) == 2
+        assert len(lane.model.decide_requests) == 1 and fitted(lane) == ["get_weather", "get_time", "reply_in_words"]
 
 
 def test_after_a_result_a_doubted_pick_with_nothing_trusted_left_is_the_answer(tmp_path):
@@ -228,9 +265,7 @@ def test_after_a_result_a_doubted_pick_with_nothing_trusted_left_is_the_answer(t
         lane.model.fit = {"get_weather": 0.95}
         reply = lane.chat(messages=history, tools=[CP, TIME, WEATHER]).json()["choices"][0]
         assert "tool_calls" not in reply["message"] and reply["message"]["content"] == "21 C and sunny."
-        asked = [re.search(r"^Function: (\S+)", r["messages"][-1]["content"], re.MULTILINE).group(1)
-                 for r in lane.model.fit_requests]
-        assert asked == ["get_time", "cp"]
+        assert fitted(lane) == ["get_time", "cp"]
 
 
 def test_a_pick_the_message_names_is_not_doubted(tmp_path):
