@@ -171,7 +171,8 @@ async def _doubted(turn: ProxyTurn, tools: list[tuple[str, str]], picked: str) -
             best, best_fit = name, fit
     if ran:
         return None if best == picked or best_fit < FITS else best
-    return None if await _words_fit(turn) > best_fit else best
+    turn.words_chosen = await _words_fit(turn) > best_fit
+    return None if turn.words_chosen else best
 
 
 async def _words_fit(turn: ProxyTurn) -> float:
@@ -235,9 +236,12 @@ async def declined(turn: ProxyTurn, reply: ModelReply) -> bool:
     picks (never one that ran for the request) is forced. True when one is. Not asked after a
     result (tried on 2026-11-29 for Hermes's "I'm sorry, but I can't assist" after the terminal
     ran: on Hermes and Codex it fired on a bare session id, a summary and a report of `touch`,
-    0.70-0.79, and never called a useful step; docs/measurements.md)."""
+    0.70-0.79, and never called a useful step; docs/measurements.md), nor where lever "doubt" has
+    weighed a reply in words above every tool (seen: a Dutch question whether a Friday-evening
+    meeting request is rude got "Ja, ik twijfel wel.", read as declining at 0.78, and the
+    decision asked again created the event)."""
     lane_ran = any(o.tool_name not in RESERVED_NAMES for o in turn.outcomes)  # a bridge search may have
-    if turn.request.tool_choice.mode != "auto" or turn.history.since_user or lane_ran \
+    if turn.request.tool_choice.mode != "auto" or turn.history.since_user or lane_ran or turn.words_chosen \
             or not turn.surface.catalog.tools or not lever_on("declined", await turn.llm.capabilities()) \
             or not turn.ledger.take(Correction(None, None, "declined")):
         return False  # asked once a request, whatever it finds; never without logprobs

@@ -60,6 +60,9 @@ class ProxyTurn(ReadsRequest):
     # seen on Qwen2.5-Coder-1.5B, told "already done", it made the same call again rather than answer.
     answer_next: bool = False
     answering: bool = False  # the reply in hand was asked for as an answer (answer_next): it may make no call
+    # Lever "doubt" weighed a reply in words above every tool: that reply is not then read as
+    # declining the request (lever "declined"), which would ask the decision again.
+    words_chosen: bool = False
     left_out: int = 0  # the client's oldest messages not shown to the model (fitted)
     english: str = ""  # the user's message in English where they wrote in another language (english.py)
 

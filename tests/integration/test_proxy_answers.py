@@ -237,6 +237,22 @@ def test_before_any_result_a_doubted_pick_loses_to_a_reply_in_words_that_fits_be
         assert fitted(lane) == ["post_message", "get_weather", "reply_in_words"]
 
 
+def test_a_reply_in_words_the_doubt_lever_chose_is_not_read_as_declining(tmp_path):
+    """The reply in words that won the weighing is short and hesitant, and the model would read
+    it as declining (0.9): it is the answer all the same; the decision is not asked again."""
+    post = {"type": "function", "function": {
+        "name": "post_message", "description": "Post a message to a chat channel.",
+        "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}}
+    rude = [{"role": "user", "content": "Is it rude to post in the team channel on a Friday at five?"}]
+    with running_lane(tmp_path, with_tools_a_call(call("post_message", {"text": "hi"}), "A bit, maybe."),
+                      decision=decisions("post_message", "post_message")) as lane:
+        lane.model.fit = {"post_message": 0.40, "reply_in_words": 0.75}
+        lane.model.declines = 0.9
+        reply = lane.chat(messages=rude, tools=[post, WEATHER]).json()["choices"][0]
+        assert "tool_calls" not in reply["message"] and reply["message"]["content"] == "A bit, maybe."
+        assert len(lane.model.decide_requests) == 1 and lane.model.decline_requests == []
+
+
 def test_after_a_result_a_reply_in_words_is_not_weighed(tmp_path):
     """After a result the bar is decide.FITS, as before: a reply in words is not asked about."""
     history = WARM + ran("w1", "get_weather", {"city": "Paris"}, "21 C, sunny")
