@@ -52,7 +52,8 @@ LEVERS: dict[str, Lever] = {
                    "least decide.DOUBTS, else the decision asked again among the index's best. Off where the "
                    "upstream sends no logprobs", needs="logprobs"),
     "failed": Lever("proxy mode: the decision picks the client tool whose call just came back",
-                    "the model's yes-probability that the result reports a failure (decide.failure_probability); "
+                    "the model's yes-probability that the result reports a failure, as a share of it and its yes that "
+                    "the call did its job (decide.failure_probability); "
                     "at least decide.FAILS: that tool called again with the error in view, else the decision "
                     "asked among the others; off where the upstream sends no logprobs",
                     per_tool=True, needs="logprobs"),

@@ -195,8 +195,8 @@ async def _fit(turn: ProxyTurn, name: str) -> float | None:
 
 async def _failed(turn: ProxyTurn, call_id: str, name: str) -> bool:
     """Lever "failed": where the decision picks the tool whose call just came back, whether that
-    call failed (the model's yes-probability, decide.failure_probability: no word of the result is
-    matched); then the tool is called again, the error in view, instead of the decision being
+    call failed (the model's "failed" against its "did its job", decide.failure_probability: no
+    word of the result is matched); then the tool is called again, the error in view, instead of the decision being
     asked among the others. Seen with Hermes on the 1.5B model: `memory` without its `action`
     came back "Unknown action 'None'", the decision picked `memory` again, was asked without it,
     and the answer was "I don't have a tool named 'None'". An identical call is still a repeat
@@ -206,7 +206,9 @@ async def _failed(turn: ProxyTurn, call_id: str, name: str) -> bool:
         return False
     probability, asked = await failure_probability(turn.llm, name, turn.history.results.get(call_id, ""))
     shown = "none" if probability is None else f"{probability:.2f}"
-    kept(turn.store, turn.result, "failed", asked, f"{name}: yes {shown}")
+    kept(turn.store, turn.result, "failed", asked[0], f"{name}: yes {shown}")
+    for beside_it in asked[1:]:  # "did it do its job?", weighed with it
+        kept(turn.store, turn.result, "failed", beside_it, f"{name}: did its job? (weighed in the line before)")
     if probability is None or probability < FAILS:
         return False
     turn.must_say = _choices_left_out(turn, call_id, name)

@@ -84,8 +84,9 @@ class ScriptedModel:
     # not. Kept apart in `decline_requests`.
     declines: float = 0.05
     decline_requests: list[dict[str, Any]] = field(default_factory=list)
-    # Proxy mode asks whether the call just answered failed (decide.failure_probability): answered
-    # with this yes-probability, by default that it did not. Kept apart in `failed_requests`.
+    # Proxy mode asks whether the call just answered failed, and whether it did its job
+    # (decide.failure_probability): answered with this yes-probability and its complement, by
+    # default that it did not fail. Kept apart in `failed_requests`.
     failed: float = 0.05
     failed_requests: list[dict[str, Any]] = field(default_factory=list)
     # The lane's reading of which actions an answer reports as done (agent/reading.py): answered
@@ -184,8 +185,8 @@ class ScriptedModel:
             self.decline_requests.append(body)
             return _yes(self.declines)
         if _asks(body, FAILED_SYSTEM):
-            self.failed_requests.append(body)
-            return _yes(self.failed)
+            self.failed_requests.append(body)  # "did it fail?" and "did it do its job?": the two agree
+            return _yes(1.0 - self.failed if "do its job" in body["messages"][-1]["content"] else self.failed)
         return None
 
     def app(self) -> FastAPI:
