@@ -180,8 +180,9 @@ async def _words_fit(turn: ProxyTurn) -> float:
     weighed like one more tool; the doubted pick and the tools weighed against it lose to it
     where it fits better. The same question's "yes" is read for nearly any tool by a 1.5B
     model, so only the comparison says that a thanks or a question of general knowledge wants
-    no action: seen in the development toolsets (docs/measurements.md), "thanks, and have a
-    great weekend!" with Slack among the client's tools."""
+    no action: seen in the development toolsets (docs/measurements.md), "C'est bon, le pod est
+    reparti après le redémarrage. Merci …" picked `kubernetes__pods_delete` (fit 0.65, the best
+    of those weighed), and a reply in words read 0.77."""
     probability, reply = await words_probability(turn.llm, turn.shown)
     kept(turn.store, turn.result, "doubt", reply,
          f"{WORDS_NAME}: yes {'none' if probability is None else f'{probability:.2f}'}")
@@ -196,8 +197,8 @@ async def _fit(turn: ProxyTurn, name: str) -> float | None:
 async def _failed(turn: ProxyTurn, call_id: str, name: str) -> bool:
     """Lever "failed": where the decision picks the tool whose call just came back, whether that
     call failed (the model's "failed" against its "did its job", decide.failure_probability: no
-    word of the result is matched); then the tool is called again, the error in view, instead of the decision being
-    asked among the others. Seen with Hermes on the 1.5B model: `memory` without its `action`
+    word of the result is matched); then the tool is called again, the error in view, instead of
+    the decision being asked among the others. Seen with Hermes on the 1.5B model: `memory` without its `action`
     came back "Unknown action 'None'", the decision picked `memory` again, was asked without it,
     and the answer was "I don't have a tool named 'None'". An identical call is still a repeat
     (ledger.py), and a tool called twice for the user's message is not retried again (seen:
