@@ -263,7 +263,8 @@ WORKED_QUESTION = ("The tool {name} was called and returned:\n{result}\n\nDid th
 FAILS = 0.5
 
 
-async def failure_probability(llm: LlmClient, name: str, result: str) -> tuple[float | None, list[ModelReply]]:
+async def failure_probability(llm: LlmClient, name: str,
+                              result: str) -> tuple[float | None, tuple[ModelReply, ModelReply]]:
     """How much more the model reads `result` as a failure than as the call doing its job: its
     yes-probability to "did it fail?" as a share of that and its yes to "did it do its job?", two
     one-token questions, whatever language or shape the client's tool writes its errors in
@@ -278,7 +279,7 @@ async def failure_probability(llm: LlmClient, name: str, result: str) -> tuple[f
     worked, asked_worked = await yes_probability(llm, [{"role": "system", "content": FAILED_SYSTEM}, {
         "role": "user", "content": WORKED_QUESTION.format(name=name, result=shown)}])
     both = None if failed is None or worked is None or failed + worked == 0 else failed / (failed + worked)
-    return both, [asked_failed, asked_worked]
+    return both, (asked_failed, asked_worked)
 
 
 async def yes_probability(llm: LlmClient, messages: list[dict[str, str]]) -> tuple[float | None, ModelReply]:

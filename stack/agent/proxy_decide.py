@@ -205,11 +205,10 @@ async def _failed(turn: ProxyTurn, call_id: str, name: str) -> bool:
     memory retried, "Entry already exists" read as a failure, retried again)."""
     if not lever_on("failed", await turn.llm.capabilities()) or not turn.ledger.take(Correction(None, name, "failed")):
         return False
-    probability, asked = await failure_probability(turn.llm, name, turn.history.results.get(call_id, ""))
+    probability, (failed, worked) = await failure_probability(turn.llm, name, turn.history.results.get(call_id, ""))
     shown = "none" if probability is None else f"{probability:.2f}"
-    kept(turn.store, turn.result, "failed", asked[0], f"{name}: yes {shown}")
-    for beside_it in asked[1:]:  # "did it do its job?", weighed with it
-        kept(turn.store, turn.result, "failed", beside_it, f"{name}: did its job? (weighed in the line before)")
+    kept(turn.store, turn.result, "failed", failed, f"{name}: yes {shown}")
+    kept(turn.store, turn.result, "failed", worked, f"{name}: did its job? (weighed in the line before)")
     if probability is None or probability < FAILS:
         return False
     turn.must_say = _choices_left_out(turn, call_id, name)
