@@ -78,13 +78,19 @@ CLIENT_INSTRUCTION = (
     "For example:\n"
     "{examples}"
 )
-# How the question asks for the reply; `{tool}` where the tool's name goes. For a client's tools the
-# slot is not a word: seen on the 1.5B model with Claude Code's tools (Write, Read, Bash, ...), the
-# agent's `TOOL` drew the first token ("Tool" at up to 0.2), which no name but ToolSearch continues,
-# and the grammar left "answer": all three of "create notes.txt", "how many lines has data.txt",
-# "run `cat .token | rev`" were answered in words; asked with "<the tool's name>", Write and Read.
-REPLY = 'Reply with {{"next": {tool}}} or {{"next": "answer"}}.'
-AGENT_SLOT, CLIENT_SLOT = "TOOL", "\"<the tool's name>\""
+# How the question asks for the reply: (the whole line, the line narrowed to some tools, `{names}`).
+# For a client's tools the slot is not a word and "answer" is named first. Seen on the 1.5B model
+# with Claude Code's tools (Write, Read, Bash, ...), the agent's `TOOL` drew the first token ("Tool"
+# at up to 0.2), which no name but ToolSearch continues, and the grammar left "answer": "create
+# notes.txt" was answered in words. The reply's first option draws the pick: on 24 BFCL
+# irrelevance and 24 tool requests (even ids), 'Reply with {"next": "<the tool's name>"} or
+# {"next": "answer"}' answered 8/24 and picked a tool for 24/24; with the tool's name first and
+# "answer" second in X's line, 1/24 and 24/24; with "answer" first, 20/24 and 22/24
+# (docs/measurements.md, session 31).
+AGENT_REPLY = ('Reply with {"next": TOOL} or {"next": "answer"}.',
+               'Reply with {"next": TOOL} with TOOL one of {names} or {"next": "answer"}.')
+CLIENT_REPLY = ('Reply with {"next": X}, where X is "answer" or one tool\'s name.',
+                'Reply with {"next": X}, where X is "answer" or one of {names}.')
 # Requests written for this prompt, none taken from a benchmark: (request, the tool that already
 # ran for it, NOTED where the notes the lane keeps answer it, or "", the next step), each kept only
 # when the lane has the tools it names; every tool the lane has but clarify is in one. Without one,
@@ -172,13 +178,13 @@ def decide_opening(tools: Sequence[tuple[str, str]], known: Collection[str],
 def decide_messages(request: str, tools: Sequence[tuple[str, str]], hidden: Sequence[tuple[str, str]],
                     ran: Sequence[tuple[str, str, str]], context: str = "", known: Collection[str] = (),
                     memory: str = "", instruction: str = INSTRUCTION, now: str = "",
-                    slot: str = AGENT_SLOT) -> list[dict[str, str]]:
+                    reply: str = AGENT_REPLY[0]) -> list[dict[str, str]]:
     """The question: `now` the date, time and this computer's basics (situation.py, after the
     cached prefix), `tools` offered directly and `hidden` ones that search finds for this request,
     as (name, description); `ran` as (tool, status, result) of this turn; `context` what the
     conversation said before (short facts, not answers to imitate); `memory` the notes the lane
     keeps, so that a question they answer needs no tool."""
-    question = _question(request, hidden, ran, context) + "\n\n" + REPLY.format(tool=slot)
+    question = _question(request, hidden, ran, context) + "\n\n" + reply
     if now:
         question = f"{now}\n\n{question}"
     if memory.strip():
@@ -316,16 +322,14 @@ async def ask_decision(llm: LlmClient, request: str, tools: Sequence[tuple[str, 
                        hidden: Sequence[tuple[str, str]], ran: Sequence[tuple[str, str, str]],
                        context: str = "", known: Collection[str] = (),
                        choices: Sequence[str] | None = None, memory: str = "",
-                       instruction: str = INSTRUCTION, slot: str = AGENT_SLOT) -> ModelReply:
+                       instruction: str = INSTRUCTION,
+                       reply: tuple[str, str] = AGENT_REPLY) -> ModelReply:
     """One greedy, grammar-bound model call; the caller reads it with parse_decision. `choices`
-    narrows the tools the grammar admits (all of `tools` and `hidden` when None); `slot` is how
-    the reply's tool name is asked for (REPLY: CLIENT_SLOT for a client's tools)."""
+    narrows the tools the grammar admits (all of `tools` and `hidden` when None); `reply` is how
+    the reply is asked for, whole or narrowed to `choices` (CLIENT_REPLY for a client's tools)."""
     names = list(choices) if choices is not None else [name for name, _ in [*tools, *hidden]]
-    messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction, situation(), slot)
-    if choices is not None:
-        asked = '{"next": ' + slot + "}"
-        messages[-1]["content"] = messages[-1]["content"].replace(
-            asked, f"{asked} with {slot.strip(chr(34))} one of " + ", ".join(names))
+    line = reply[0] if choices is None else reply[1].replace("{names}", ", ".join(names))
+    messages = decide_messages(request, tools, hidden, ran, context, known, memory, instruction, situation(), line)
     return await _asked(llm, messages, names)
 
 

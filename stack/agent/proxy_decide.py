@@ -21,7 +21,7 @@ from .corrections import named_in
 from .decide import (
     CLIENT_DESCRIBED,
     CLIENT_INSTRUCTION,
-    CLIENT_SLOT,
+    CLIENT_REPLY,
     DECLINES,
     DOUBTS,
     FAILS,
@@ -296,7 +296,7 @@ async def _decided(turn: ProxyTurn, tools: list[tuple[str, str]], ran: list[tupl
         f"\"{draft.strip()[:DRAFT_CHARS]}\")")
     reply = await ask_decision(turn.llm, request, tools, [], ran, context, known=turn.surface.catalog.tools,
                                choices=choices if leave_out else None, instruction=CLIENT_INSTRUCTION,
-                               slot=CLIENT_SLOT)
+                               reply=CLIENT_REPLY)
     kept(turn.store, turn.result, "decide", reply)
     return parse_decision(reply.content, choices)
 
