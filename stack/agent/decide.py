@@ -79,14 +79,11 @@ CLIENT_INSTRUCTION = (
     "{examples}"
 )
 # How the question asks for the reply: (the whole line, the line narrowed to some tools, `{names}`).
-# For a client's tools the slot is not a word and "answer" is named first. Seen on the 1.5B model
-# with Claude Code's tools (Write, Read, Bash, ...), the agent's `TOOL` drew the first token ("Tool"
-# at up to 0.2), which no name but ToolSearch continues, and the grammar left "answer": "create
-# notes.txt" was answered in words. The reply's first option draws the pick: on 24 BFCL
-# irrelevance and 24 tool requests (even ids), 'Reply with {"next": "<the tool's name>"} or
-# {"next": "answer"}' answered 8/24 and picked a tool for 24/24; with the tool's name first and
-# "answer" second in X's line, 1/24 and 24/24; with "answer" first, 20/24 and 22/24
-# (docs/measurements.md, session 31).
+# For a client's tools the slot is not a word (the agent's `TOOL` drew the first token of Claude
+# Code's ToolSearch), and "answer" is named first: the option named first draws a 1.5B model's pick
+# (BFCL even ids: irrelevance answered 8/24 with the tool first, 20/24 with "answer" first, at the
+# cost of 2 of 24 tool requests; docs/measurements.md, session 31, with what it costs on the
+# held-out toolsets).
 AGENT_REPLY = ('Reply with {"next": TOOL} or {"next": "answer"}.',
                'Reply with {"next": TOOL} with TOOL one of {names} or {"next": "answer"}.')
 CLIENT_REPLY = ('Reply with {"next": X}, where X is "answer" or one tool\'s name.',
