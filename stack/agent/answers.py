@@ -22,13 +22,22 @@ from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
 from .answer_check import TurnFacts, fallback_answer, faults, unlabelled
 from .corrections import correction, named_in
-from .decide import DECIDE_HIDDEN, DOUBTS, FITS, ask_decision, fit_probability, parse_decision
+from .decide import (
+    DECIDE_HIDDEN,
+    DOUBTS,
+    FITS,
+    WORDS_NAME,
+    ask_decision,
+    fit_probability,
+    parse_decision,
+    words_probability,
+)
 from .english import needs_rendering, rendered
 from .history import earlier_facts
 from .ledger import Correction, TurnLedger, lever_on
 from .llm_client import LlmClient
 from .prompt import compose_messages
-from .reading import read_kept, receipt, unbacked
+from .reading import OTHER, read_kept, receipt, unbacked
 from .records import answered, hold, kept
 from .situation import situation
 from .tasks import next_step_request, task_count, tasks_done, tasks_left
@@ -243,14 +252,15 @@ def _with_previous(store: Store, turn: Turn) -> str:
     return f"{request}\n(Their message before it: {before[:MAX_PREVIOUS_CHARS]})" if before else request
 
 
-async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnFacts,
+async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, facts: TurnFacts,
                           memory: str | None = None, held: tuple[str, ...] = ()
                           ) -> tuple[TurnEnded, Correction | None]:
     """The turn's answer, written from the request, the turn's results, earlier turns as facts,
     the date and this computer, and what the lane remembers, with the lane's receipt where its
     reading reports what the store does not show (lever "read"); the lane's own account of what
-    ran when its shape may not be passed on, with the correction it earns (lever "call": a call it
-    told), for the loop to act on before giving that account. `held`: why an answer written
+    ran when its shape may not be passed on, or when it reports a tool that fits the request and
+    did not run, with the correction it earns (lever "call": a call it told; lever "claimed": the
+    tool it reports), for the loop to act on before giving that account. `held`: why an answer written
     before in this turn was not passed on (lever "rewrite"), told to the model."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     rows = await asyncio.to_thread(store.messages, turn.result.session_id)  # the client's instructions
@@ -267,6 +277,11 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, facts: TurnF
         return (TurnEnded(fallback_answer(turn.outcomes, problems), "stop", held=tuple(problems)),
                 correction(composed.content, facts))
     missing = await _unbacked(llm, store, turn, content, facts)
+    claimed = await _claimed(llm, store, turn, toolset, missing) if missing else None
+    if claimed is not None:  # the tool it reports is called, and the answer written from its result
+        why = f"it reports {claimed.force} as done, which did not run for this request"
+        hold(store, turn.result.session_id, composed, why)
+        return TurnEnded(fallback_answer(turn.outcomes, [why]), "stop", held=(why,)), claimed
     if missing:  # the store's truth beside the model's words
         content = f"{content.strip()}\n\n{receipt(missing, [o.tool_name for o in turn.outcomes if o.status == 'ok'])}"
     return answered(store, turn.result.session_id, content, composed), None  # what the user gets
@@ -278,6 +293,35 @@ async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str, fact
     reading = await read_kept(llm, store, turn.result, content, turn.query, facts.descriptions,
                               {*facts.ran_in_session, *facts.ranked}, facts.ran_in_turn)
     return unbacked(reading, facts.ran_in_turn)
+
+
+async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset,
+                   missing: list[str]) -> Correction | None:
+    """Lever "claimed": the correction that calls a tool the answer reports as done and that did
+    not run for the request (the first the reading names: the one its probe confirmed), where
+    the model reads that tool as fitting the request (with the user's message before it) better
+    than a reply in words (decide.words_probability, asked exactly as a tool's fit): the model
+    wrote that it did the action because it took the request for one. Seen on the blind everyday
+    files (docs/measurements.md): "Sure, I've added the note … to your to-do list." and "He
+    tachado al fontanero." where the decision had said "answer" and nothing ran; with only the
+    receipt beside it, the user reads a claim and its denial. The comparison, not a bar: the
+    1.5B model says "yes" to nearly any tool's fit, and an answer recalling what an earlier turn
+    did is read as a report too ("Yes, I saved it." to "did you save it?"), where a reply in
+    words fits the message better. An action no tool does (reading.OTHER) is never called."""
+    tool = next((toolset.tool_named(name) for name in missing if name != OTHER), None)
+    if tool is None or tool.name in {o.tool_name for o in turn.outcomes} or not toolset.reaches(tool.name) \
+            or tool.name not in wanted_tools(toolset, turn.query):
+        return None
+    fix = Correction(None, tool.name, "claimed")
+    if not turn.ledger.can_take(fix):
+        return None
+    request = await asyncio.to_thread(_with_previous, store, turn)
+    fit = await fit_of(llm, store, turn.result, request, tool, "claimed")
+    if fit is None:
+        return None
+    words, reply = await words_probability(llm, request)
+    kept(store, turn.result, "claimed", reply, f"{WORDS_NAME}: yes {'none' if words is None else f'{words:.2f}'}")
+    return fix if words is not None and fit > words else None
 
 
 def _client_instructions(rows: list[dict[str, Any]]) -> str:

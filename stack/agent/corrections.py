@@ -3,7 +3,8 @@ turn, decided from plain data (the reply's shape, the store, the model's own rea
 
 Every lever is listed, with its budget, in ledger.LEVERS. Here: a call the reply told, spelled or
 wrote as a command without making it (lever "call"). An action the reply reports that no execution
-backs gets the lane's receipt (reading.receipt), never a forced call.
+backs gets the lane's receipt (reading.receipt), unless the model reads the tool it reports as
+fitting the request better than a reply in words (lever "claimed", answers._claimed).
 """
 
 from __future__ import annotations

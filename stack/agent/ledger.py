@@ -69,12 +69,18 @@ LEVERS: dict[str, Lever] = {
                   "the model's constrained reading of the actions the answer reports as done "
                   "(reading.py: an enum over the granted tools and \"another action\"), held to the "
                   "store's executions (reading.unbacked); what the store does not back gets the lane's "
-                  "receipt beside the answer (reading.receipt), and no tool is forced on it. Where the "
+                  "receipt beside the answer (reading.receipt), unless lever \"claimed\" calls the tool. Where the "
                   "upstream gives its model's hidden state and a probe was fitted for that model, the probe "
                   "decides first whether the answer reports anything (reading.probed); only then is the "
                   "list asked, and each action it names that this request's executions do not back is "
                   "kept only where a second probe, asked about that action, reads it too (unless none would be "
                   "left: it says which, never whether)"),
+    "claimed": Lever("an agent turn's answer that reports as done one of the lane's tools that did not run for the "
+                     "request (lever \"read\"), where the message could want that tool (Tool.wanted_by)",
+                     "the model's fit for that tool (decide.fit_probability) weighed against its fit for a reply in "
+                     "words (decide.words_probability), both asked of the request; where the tool fits better the "
+                     "answer is held back, the tool called and the answer written again from its result; else the "
+                     "receipt. Off where the upstream sends no logprobs", needs="logprobs"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "
                      "no tool is forced after it",
                      "written once more, the model told why (prompt.COMPOSE_AGAIN)"),
@@ -169,10 +175,14 @@ class TurnLedger:
     def too_many(self, key: str) -> bool:
         return self.attempts.get(key, 0) > MAX_IDENTICAL_CALLS
 
+    def can_take(self, fix: Correction | None) -> bool:
+        """Whether `fix` exists and its lever's budget for this turn (LEVERS[kind].budget, per
+        tool where the lever says so) is not spent: `take` would apply it."""
+        return fix is not None and self.given.get(fix.once_per, 0) < LEVERS[fix.kind].budget
+
     def take(self, fix: Correction | None) -> bool:
-        """Whether `fix` is to be applied now: it exists and its lever's budget for this turn
-        (LEVERS[kind].budget, per tool where the lever says so) is not spent."""
-        if fix is None or self.given.get(fix.once_per, 0) >= LEVERS[fix.kind].budget:
+        """Whether `fix` is to be applied now (can_take), counted as given when it is."""
+        if fix is None or not self.can_take(fix):
             return False
         self.given[fix.once_per] = self.given.get(fix.once_per, 0) + 1
         return True

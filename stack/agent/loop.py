@@ -102,7 +102,7 @@ class Agent:
         forced calls' cached prefix, so they read what this session saved too)."""
         memory = read_memory(self.settings)
         facts = await asyncio.to_thread(facts_of, turn, toolset, self.store, memory)  # reads the whole session
-        return await composed_answer(self.llm, self.store, turn, facts, memory, held)
+        return await composed_answer(self.llm, self.store, turn, toolset, facts, memory, held)
 
     async def _rewritten(self, turn: Turn, toolset: Toolset, answer: TurnEnded) -> TurnEnded:
         """Lever "rewrite": an answer held back where no tool is to be forced is written once

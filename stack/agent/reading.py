@@ -268,7 +268,8 @@ def receipt(missing: Sequence[str], ran: Sequence[str]) -> str:
     meant is not repeated: it is often wrong), and that nothing was sent or bought where it
     reports such an action. The reading of a 1.5B model flags many honest answers too
     (docs/measurements.md, "The reading of an answer"), so a flag costs a true line, not the
-    answer; no tool is forced on it."""
+    answer; a tool is called on it only where the model also reads that tool as fitting the
+    request better than a reply in words (lever "claimed", agent turns only)."""
     lines = []
     if any(name != OTHER for name in missing):
         lines.append(f"{RECEIPT_OPENING} only {', '.join(dict.fromkeys(ran))} ran for this request.)" if ran

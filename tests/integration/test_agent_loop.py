@@ -689,6 +689,30 @@ def test_an_answer_that_claims_a_tool_that_did_not_run_carries_the_lanes_receipt
     assert rows(settings, "SELECT content FROM messages WHERE role = 'assistant'") == [(result.content,)]
 
 
+@pytest.mark.parametrize("fit, called", [({"add": 0.9, "reply_in_words": 0.3}, True),
+                                         ({"add": 0.6, "reply_in_words": 0.8}, False)])
+def test_a_tool_the_answer_claims_is_called_where_it_fits_the_request_better_than_words(lane, fit, called):
+    """Lever "claimed": the answer reports add, which did not run. Where the model reads add as
+    fitting "2 plus 3?" better than a reply in words, that answer is held back, add is called,
+    and the answer is written from its result; where words fit better, the receipt."""
+    settings, store = lane
+    result, model = run(settings, store, [text("I used add for that: 5."), call("add", {"a": 2, "b": 3}),
+                                          text("The sum is 5.")],
+                        user="2 plus 3?", decision='{"next": "answer"}', reading=literal_reading, fit=fit)
+    asked = [re.search(r"^Function: (\S+)", r["messages"][-1]["content"], re.MULTILINE)[1] for r in model.fit_requests]
+    assert asked == ["add", "reply_in_words"]
+    purposes = [r[0] for r in rows(settings, "SELECT purpose FROM lane_calls WHERE purpose = 'claimed'")]
+    assert purposes == ["claimed", "claimed"]
+    if called:
+        assert result.tools_executed == ["add"] and result.content == "The sum is 5."
+        assert held_back(settings) == ["it reports add as done, which did not run for this request"]
+        assert rows(settings, "SELECT content FROM messages WHERE role = 'assistant' AND content != ''") == \
+            [("The sum is 5.",)]
+    else:
+        assert result.tools_executed == [] and held_back(settings) == []
+        assert result.content == "I used add for that: 5.\n\n(The lane's record: no tool ran for this request.)"
+
+
 WEATHER = Tool("weather", "Current weather for a city.", object_schema({"city": {"type": "string"}}, ["city"]),
                lambda arguments, ctx: "sunny")
 

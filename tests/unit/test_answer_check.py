@@ -284,7 +284,7 @@ def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_pa
     store.add_message(session, "user", "2 plus 3?")
     turn = Turn(TurnResult(session, "", "stop"), "2 plus 3?", "search", 64, 0.0,
                 ToolContext(settings, store, session))
-    ended, _ = asyncio.run(composed_answer(Silent(), store, turn, f))
+    ended, _ = asyncio.run(composed_answer(Silent(), store, turn, no_tools(settings), f))
     assert ended.content.startswith("No tool ran for this request")  # the lane's own account
     # held back with why, kept with the lane's own model calls: no note of it in the conversation
     assert [(c["purpose"], c["reason"]) for c in store.lane_calls(session)] == [("held", "the model gave no answer")]
@@ -297,8 +297,10 @@ def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_pa
 
 
 def test_an_unbacked_report_gets_the_lanes_receipt_not_a_forced_call(tmp_path):
-    """The reading (here scripted) says the answer reports memory, which did not run: the answer
-    reaches the user with the store's truth beside it, and nothing is forced."""
+    """The reading (here scripted) says the answer reports memory, which did not run and which
+    this turn cannot call: the answer reaches the user with the store's truth beside it, and
+    nothing is forced (where the tool can be called, lever "claimed" weighs it:
+    tests/integration/test_agent_loop.py)."""
     from stack.agent.answers import composed_answer
     from stack.agent.llm_client import ModelReply
     from stack.agent.turn import Turn, TurnResult
@@ -322,7 +324,7 @@ def test_an_unbacked_report_gets_the_lanes_receipt_not_a_forced_call(tmp_path):
     store = Store(settings.db_path)
     session = store.create_session("s")
     turn = Turn(TurnResult(session, "", "stop"), f.request, "search", 64, 0.0, ToolContext(settings, store, session))
-    ended, fix = asyncio.run(composed_answer(Claiming(), store, turn, f))
+    ended, fix = asyncio.run(composed_answer(Claiming(), store, turn, no_tools(settings), f))
     store.close()
     assert ended.content == "Ich habe es gespeichert.\n\n(The lane's record: no tool ran for this request.)"
     assert fix is None and not ended.lane_written
@@ -422,3 +424,11 @@ def test_a_result_in_any_script_is_carried_by_its_words(result, answer, carried)
 ])
 def test_an_answer_of_the_request_s_words_is_an_echo_in_any_order(request_, answer, echoed):
     assert ("the request echoed back" in faults(answer, facts(request_))) is echoed
+
+
+def no_tools(settings):
+    """A turn's tool surface with no tool in it."""
+    from stack.tools.registry import Registry
+    from stack.toolsearch.surface import assemble
+
+    return assemble(Registry([]), settings)
