@@ -81,6 +81,11 @@ LEVERS: dict[str, Lever] = {
                      "words (decide.words_probability), both asked of the request; where the tool fits better the "
                      "answer is held back, the tool called and the answer written again from its result; else the "
                      "receipt. Off where the upstream sends no logprobs", needs="logprobs"),
+    "cannot": Lever("an agent turn's answer that reports an action no granted tool does (lever \"read\": "
+                    "reading.OTHER: sending, booking, buying, paying, calling)",
+                    "held back; the lane's own answer instead (answer_check.cannot_answer: it could not, what it "
+                    "can do instead, what ran), written in the language of the user's message where it is not "
+                    "English (english.in_users_language)"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "
                      "no tool is forced after it",
                      "written once more, the model told why (prompt.COMPOSE_AGAIN)"),

@@ -115,7 +115,7 @@ class Agent:
     async def _second_look(self, turn: Turn, toolset: Toolset, answer: TurnEnded) -> str | None:
         """Lever "fit": when nothing ran and the answer was held back, the index's best tool for
         the request, forced once where the model says it fits (answers.fitting_tool)."""
-        if turn.outcomes or not answer.lane_written:
+        if turn.outcomes or not answer.held:
             return None
         tool = await fitting_tool(self.llm, self.store, turn, toolset)
         return tool if tool is not None and turn.ledger.take(Correction(None, tool, "fit")) else None

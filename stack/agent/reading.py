@@ -270,11 +270,14 @@ def receipt(missing: Sequence[str], ran: Sequence[str]) -> str:
     (docs/measurements.md, "The reading of an answer"), so a flag costs a true line, not the
     answer; a tool is called on it only where the model also reads that tool as fitting the
     request better than a reply in words (lever "claimed", agent turns only)."""
-    lines = []
-    if any(name != OTHER for name in missing):
-        lines.append(f"{RECEIPT_OPENING} only {', '.join(dict.fromkeys(ran))} ran for this request.)" if ran
-                     else f"{RECEIPT_OPENING} no tool ran for this request.)")
+    lines = [ran_line(ran)] if any(name != OTHER for name in missing) else []
     if OTHER in missing:
         lines.append(f"{RECEIPT_OPENING} nothing was sent, booked, bought, paid or contacted; "
                      "no tool here does that.)")
     return "\n".join(lines)
+
+
+def ran_line(ran: Sequence[str]) -> str:
+    """The lane's line on what ran for this request, from the store alone."""
+    return (f"{RECEIPT_OPENING} only {', '.join(dict.fromkeys(ran))} ran for this request.)" if ran
+            else f"{RECEIPT_OPENING} no tool ran for this request.)")
