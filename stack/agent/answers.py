@@ -32,10 +32,10 @@ from .decide import (
     parse_decision,
     words_probability,
 )
-from .english import in_users_language, looks_english, needs_rendering, rendered
+from .english import in_users_language, needs_rendering, rendered
 from .history import earlier_facts
 from .ledger import Correction, TurnLedger, lever_on
-from .llm_client import LlmClient, ModelReply
+from .llm_client import LlmClient
 from .prompt import compose_messages
 from .reading import OTHER, ran_line, read_kept, receipt, unbacked
 from .records import answered, hold, kept
@@ -285,27 +285,9 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
     if OTHER in missing and turn.ledger.take(Correction(None, None, "cannot")):
         hold(store, turn.result.session_id, composed, "it reports an action no tool here does")
         return TurnEnded(await _cannot(llm, store, turn, facts), "stop"), None
-    content = await _in_users_language(llm, store, turn, composed, content)
     if missing:  # the store's truth beside the model's words
         content = f"{content.strip()}\n\n{receipt(missing, [o.tool_name for o in turn.outcomes if o.status == 'ok'])}"
     return answered(store, turn.result.session_id, content, composed), None  # what the user gets
-
-
-async def _in_users_language(llm: LlmClient, store: Store, turn: Turn, composed: ModelReply, content: str) -> str:
-    """Lever "language": an answer the model wrote in English (english.looks_english) to a
-    message in another language (one the lane rendered in English, lever "english") is written
-    in the language of the user's message (english.in_users_language); the English one is kept
-    with why. Seen on the six steps and the everyday files in Spanish, German and French: the
-    1.5B model answers in English two times in three, told "in the language of their message"
-    (prompt.COMPOSE) or not (a second line saying so: 12 of 18 English answers against 16 of 24,
-    docs/measurements.md)."""
-    if not turn.english or not looks_english(content) or not turn.ledger.take(Correction(None, None, "language")):
-        return content
-    written, reply = await in_users_language(llm, content, turn.query)
-    kept(store, turn.result, "language", reply)
-    if written != content:
-        hold(store, turn.result.session_id, composed, "written in English; the user got it in their language")
-    return written
 
 
 async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str, facts: TurnFacts) -> list[str]:

@@ -85,14 +85,6 @@ def needs_rendering(request: str) -> bool:
     return words >= MIN_WORDS and share < FILLER_SHARE and known_share(request) < KNOWN_SHARE
 
 
-def looks_english(text: str) -> bool:
-    """Whether a text of at least MIN_WORDS words reads as English to the same two shares: an
-    answer the model wrote in English to a message in another language is written again in the
-    user's language (lever "language"); a short one ("42", "Done.") is left as it is."""
-    share, words = filler_share(text)
-    return words >= MIN_WORDS and (share >= FILLER_SHARE or known_share(text) >= KNOWN_SHARE)
-
-
 def _unaccented(word: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
 

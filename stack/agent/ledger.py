@@ -86,10 +86,6 @@ LEVERS: dict[str, Lever] = {
                     "held back; the lane's own answer instead (answer_check.cannot_answer: it could not, what it "
                     "can do instead, what ran), written in the language of the user's message where it is not "
                     "English (english.in_users_language)"),
-    "language": Lever("an agent turn's answer that reads as English (english.looks_english) to a message the "
-                      "lane rendered in English (lever \"english\")",
-                      "written in the language of the user's message (english.in_users_language); the English "
-                      "one kept with why"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "
                      "no tool is forced after it",
                      "written once more, the model told why (prompt.COMPOSE_AGAIN)"),

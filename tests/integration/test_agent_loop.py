@@ -738,23 +738,6 @@ def test_an_answer_reporting_an_action_no_tool_does_is_the_lanes_own_answer(lane
     assert rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant'") == [(expected, 1)]
 
 
-@pytest.mark.parametrize("user, english, written", [
-    ("was ist zwei plus drei, bitte?", "what is two plus three, please?", "Zwei plus drei ist fünf."),
-    ("what is two plus three, please?", None, "Two plus three is five, as you asked."),
-])
-def test_an_english_answer_to_a_message_in_another_language_is_written_in_the_users(lane, user, english, written):
-    """Lever "language": the model answers a German message in English: the user gets the answer
-    written in German (here by the scripted translator), the English one kept with why. An
-    English message's answer is left as it is."""
-    settings, store = lane
-    result, model = run(settings, store, [text("Two plus three is five, as you asked.")], user=user,
-                        decision='{"next": "answer"}', english=english, back=lambda text: "Zwei plus drei ist fünf.")
-    assert result.content == written
-    assert len(model.back_requests) == (1 if english else 0)
-    assert held_back(settings) == (["written in English; the user got it in their language"] if english else [])
-    assert rows(settings, "SELECT content FROM messages WHERE role = 'assistant'") == [(written,)]
-
-
 WEATHER = Tool("weather", "Current weather for a city.", object_schema({"city": {"type": "string"}}, ["city"]),
                lambda arguments, ctx: "sunny")
 
