@@ -32,7 +32,7 @@ from .decide import (
     parse_decision,
     words_probability,
 )
-from .english import in_users_language, needs_rendering, rendered
+from .english import needs_rendering, rendered
 from .history import earlier_facts
 from .ledger import Correction, TurnLedger, lever_on
 from .llm_client import LlmClient
@@ -284,7 +284,7 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
         return TurnEnded(fallback_answer(turn.outcomes, [why]), "stop", held=(why,)), claimed
     if OTHER in missing and turn.ledger.take(Correction(None, None, "cannot")):
         hold(store, turn.result.session_id, composed, "it reports an action no tool here does")
-        return TurnEnded(await _cannot(llm, store, turn, facts), "stop"), None
+        return TurnEnded(_cannot(turn, facts), "stop"), None
     if missing:  # the store's truth beside the model's words
         content = f"{content.strip()}\n\n{receipt(missing, [o.tool_name for o in turn.outcomes if o.status == 'ok'])}"
     return answered(store, turn.result.session_id, content, composed), None  # what the user gets
@@ -327,17 +327,15 @@ async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset,
     return fix if words is not None and fit > words else None
 
 
-async def _cannot(llm: LlmClient, store: Store, turn: Turn, facts: TurnFacts) -> str:
+def _cannot(turn: Turn, facts: TurnFacts) -> str:
     """Lever "cannot": the lane's own answer where the model's reports an action no granted tool
     does (sending, booking, paying: reading.OTHER): that it could not, what it can do instead,
-    and what ran, written in the language of the user's message where it is not English (the
-    rendering's question turned round: english.in_users_language). Seen on the blind everyday
+    and what ran, in English (asked to write the lane's words in the language of the user's
+    message, the 1.5B model gave the message back or wrote another language: docs/measurements.md,
+    "Tried and dropped"). Seen on the blind everyday
     files: "He pagado la factura d la luz." and "Yes, I did send her the text." where nothing
     ran; told why and asked again (lever "rewrite", session 24), the model wrote the same claim."""
     account = cannot_answer([name for name, _ in facts.descriptions])
-    if turn.english:
-        account, reply = await in_users_language(llm, account, turn.query)
-        kept(store, turn.result, "cannot", reply)
     ran = [o.tool_name for o in turn.outcomes if o.status == "ok"]
     return f"{account}\n\n{ran_line(ran)}" if ran else account
 

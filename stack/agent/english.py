@@ -114,33 +114,13 @@ async def rendered(llm: LlmClient, request: str) -> tuple[str, ModelReply | None
     return english, reply
 
 
-BACK_SYSTEM = ("You are a translator. You never answer or change the text you are given; you only write it in "
-               "the language of the user's message, keeping its meaning, names and quoted text exactly.")
-BACK_ASKED = 'The user\'s message:\n"""\n{request}\n"""\n\nText to translate:\n"""\n{text}\n"""\nThe text in the ' \
-             "language of the user's message:"
-BACK_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-BACK_MAX_TOKENS = 200
-
-
-async def in_users_language(llm: LlmClient, text: str, request: str) -> tuple[str, ModelReply]:
-    """The lane's own English words (`text`) written in the language of the user's `request`,
-    under a grammar (the rendering's question turned round), with the model's reply to count and
-    keep; the English text where the reply is not that object or was cut."""
-    reply = await llm.chat([{"role": "system", "content": BACK_SYSTEM},
-                            {"role": "user", "content": BACK_ASKED.format(request=request.strip()[:400], text=text)}],
-                           [], max_tokens=BACK_MAX_TOKENS, temperature=0.0, response_schema=BACK_SCHEMA)
-    written = _translation(reply.content, "text") if reply.finish_reason != "length" else ""
-    return written or text, reply
-
-
-def _translation(content: str, key: str = "english") -> str:
-    """The text under `key` in a reply held to SCHEMA (or BACK_SCHEMA); "" where the reply is not
-    that object."""
+def _translation(content: str) -> str:
+    """The rendering in a reply held to SCHEMA; "" where the reply is not that object."""
     try:
         value = json.loads(content.strip())
     except json.JSONDecodeError:
         return ""
-    english = value.get(key) if isinstance(value, dict) else None
+    english = value.get("english") if isinstance(value, dict) else None
     return english.strip() if isinstance(english, str) else ""
 
 

@@ -84,8 +84,7 @@ LEVERS: dict[str, Lever] = {
     "cannot": Lever("an agent turn's answer that reports an action no granted tool does (lever \"read\": "
                     "reading.OTHER: sending, booking, buying, paying, calling)",
                     "held back; the lane's own answer instead (answer_check.cannot_answer: it could not, what it "
-                    "can do instead, what ran), written in the language of the user's message where it is not "
-                    "English (english.in_users_language)"),
+                    "can do instead, what ran)"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "
                      "no tool is forced after it",
                      "written once more, the model told why (prompt.COMPOSE_AGAIN)"),

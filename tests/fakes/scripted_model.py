@@ -28,7 +28,6 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from stack.agent.capabilities import PROBE_SYSTEM
 from stack.agent.constrained import SCHEMA_INSTRUCTION, SCHEMA_TOOL
 from stack.agent.decide import ANSWER, DECLINE_SYSTEM, FAILED_SYSTEM, FIT_SYSTEM
-from stack.agent.english import BACK_SYSTEM
 from stack.agent.english import SYSTEM as ENGLISH_SYSTEM
 from tests.fakes.threaded_server import ThreadedServer
 
@@ -100,11 +99,6 @@ class ScriptedModel:
     # message as it is. Kept apart in `english_requests`.
     english: str | Reply | Callable[[dict[str, Any]], Reply] | None = None
     english_requests: list[dict[str, Any]] = field(default_factory=list)
-    # The lane asks for its own words in the language of the user's message
-    # (english.in_users_language): answered with what this function makes of the text, by default
-    # the text as it is. Kept apart in `back_requests`.
-    back: Callable[[str], str] | None = None
-    back_requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)  # per request, as sent
     # The request options it honours (the module's docstring); the lane's probes of them are
     # answered apart from the script and kept in `probe_requests`.
@@ -184,10 +178,6 @@ class ScriptedModel:
         if _asks(body, ENGLISH_SYSTEM):
             self.english_requests.append(body)
             return self._english(body)
-        if _asks(body, BACK_SYSTEM):
-            self.back_requests.append(body)
-            text = body["messages"][-1]["content"].split('Text to translate:\n"""\n', 1)[1].split('\n"""', 1)[0]
-            return Reply(json.dumps({"text": self.back(text) if self.back else text}))
         if _asks(body, FIT_SYSTEM):
             self.fit_requests.append(body)
             return self._fit(body)

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from stack.agent.answer_check import CANNOT
+from stack.agent.answer_check import CANNOT, CANNOT_INSTEAD
 from stack.agent.llm_client import LlmClient, LlmError, LlmTimeout
 from stack.agent.loop import FORCED_CALL_MAX_TOKENS, Agent
 from stack.agent.reading import OTHER
@@ -63,9 +63,9 @@ def lane(tmp_path):
 
 
 def run(settings, store, script, user="hi", decision=None, tools=TOOLS, fit=None, reading=None, english=None,
-        back=None, **kwargs):
+        **kwargs):
     async def go():
-        with ScriptedModel(script, decision=decision, fit=fit, reading=reading, english=english, back=back) as model:
+        with ScriptedModel(script, decision=decision, fit=fit, reading=reading, english=english) as model:
             llm = LlmClient(model.url, model=None, timeout_s=settings.llm_timeout_s)
             try:
                 agent = Agent(settings, store, Registry(tools), llm)
@@ -715,26 +715,25 @@ def test_a_tool_the_answer_claims_is_called_where_it_fits_the_request_better_tha
         assert result.content == "I used add for that: 5.\n\n(The lane's record: no tool ran for this request.)"
 
 
+TODO_AND_FILES = [Tool(name, f"The {name} tool.", object_schema({}), lambda arguments, ctx: "ok")
+                  for name in ("todo", "write_file")]
+
+
 def other_action(body):
     """A reader that reads every reply as reporting an action no granted tool does."""
     return Reply(json.dumps({"done": [OTHER]}))
 
 
-@pytest.mark.parametrize("user, english, back, expected", [
-    ("text Marta that dinner is at 8", None, None, CANNOT),
-    ("schreib Marta, dass das Essen um acht ist", "write Marta that dinner is at eight",
-     lambda text: "Das konnte ich nicht tun.", "Das konnte ich nicht tun."),
-])
-def test_an_answer_reporting_an_action_no_tool_does_is_the_lanes_own_answer(lane, user, english, back, expected):
+@pytest.mark.parametrize("tools, expected", [(TOOLS, CANNOT), (TOOLS + TODO_AND_FILES, CANNOT + CANNOT_INSTEAD)])
+def test_an_answer_reporting_an_action_no_tool_does_is_the_lanes_own_answer(lane, tools, expected):
     """Lever "cannot": the reading says the answer reports an action none of the tools does: the
-    model's claim is held back and the user gets the lane's own words, in the language of their
-    message where it is not English; no tool is looked at or called for it."""
+    model's claim is held back and the user gets the lane's own words (what it can do instead
+    where those tools are granted); no tool is looked at or called for it."""
     settings, store = lane
-    result, model = run(settings, store, [text("I sent Marta the text.")], user=user,
-                        decision='{"next": "answer"}', reading=other_action, english=english, back=back, fit=0.99)
+    result, model = run(settings, store, [text("I sent Marta the text.")], user="text Marta that dinner is at 8",
+                        decision='{"next": "answer"}', reading=other_action, fit=0.99, tools=tools)
     assert result.content == expected and result.tools_executed == []
-    assert held_back(settings) == ["it reports an action no tool here does"]
-    assert len(model.back_requests) == (1 if english else 0) and model.fit_requests == []
+    assert held_back(settings) == ["it reports an action no tool here does"] and model.fit_requests == []
     assert rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant'") == [(expected, 1)]
 
 
