@@ -300,13 +300,15 @@ def fallback_answer(outcomes: list[Outcome], unsure: Sequence[str] = ()) -> str:
     return text + ("\n(The model's reply was not passed on: " + "; ".join(unsure) + ".)" if unsure else "")
 
 
-# The lane's answer, in its own words, where the model's reports an action no tool here does
-# (lever "cannot"): what the lane can and cannot do is the lane's to say, not the model's.
-CANNOT = "I could not do that: none of my tools can send messages or email, book, buy, pay, call or contact anyone."
+# The lane's answer, in its own words, where the model's reports an action that nothing ran for
+# (lever "cannot"): what the lane did and can do is the lane's to say, not the model's.
+NOT_DONE = "I have not done that: no tool ran for this request."
+CANNOT = "I cannot send messages or email, book, buy, pay, call or contact anyone: none of my tools does that."
 CANNOT_INSTEAD = " I can keep it as a todo item or write a draft into a file instead."
 
 
-def cannot_answer(granted: Collection[str]) -> str:
-    """What the user gets where the model's answer reports an action no granted tool does: that
-    the lane cannot do it, and what it can do instead where those tools are granted."""
-    return CANNOT + (CANNOT_INSTEAD if {"todo", "write_file"} <= set(granted) else "")
+def cannot_answer(granted: Collection[str], ran: bool) -> str:
+    """What the user gets where the model's answer reports an action that did not run (`ran`:
+    whether any tool ran for the request): that it was not done, what the lane cannot do, and
+    what it can do instead where those tools are granted."""
+    return ("" if ran else NOT_DONE + " ") + CANNOT + (CANNOT_INSTEAD if {"todo", "write_file"} <= set(granted) else "")

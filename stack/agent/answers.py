@@ -282,9 +282,11 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
         why = f"it reports {claimed.force} as done, which did not run for this request"
         hold(store, turn.result.session_id, composed, why)
         return TurnEnded(fallback_answer(turn.outcomes, [why]), "stop", held=(why,)), claimed
-    if OTHER in missing and turn.ledger.take(Correction(None, None, "cannot")):
-        hold(store, turn.result.session_id, composed, "it reports an action no tool here does")
-        return TurnEnded(_cannot(turn, facts), "stop"), None
+    ran = [o.tool_name for o in turn.outcomes if o.status == "ok"]
+    if _not_done(missing, ran, facts) and turn.ledger.take(Correction(None, None, "cannot")):
+        hold(store, turn.result.session_id, composed, "it reports an action that did not run")
+        account = cannot_answer([name for name, _ in facts.descriptions], bool(ran))
+        return TurnEnded(f"{account}\n\n{ran_line(ran)}" if ran else account, "stop"), None
     if missing:  # the store's truth beside the model's words
         content = f"{content.strip()}\n\n{receipt(missing, [o.tool_name for o in turn.outcomes if o.status == 'ok'])}"
     return answered(store, turn.result.session_id, content, composed), None  # what the user gets
@@ -327,17 +329,18 @@ async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset,
     return fix if words is not None and fit > words else None
 
 
-def _cannot(turn: Turn, facts: TurnFacts) -> str:
-    """Lever "cannot": the lane's own answer where the model's reports an action no granted tool
-    does (sending, booking, paying: reading.OTHER): that it could not, what it can do instead,
-    and what ran, in English (asked to write the lane's words in the language of the user's
-    message, the 1.5B model gave the message back or wrote another language: docs/measurements.md,
-    "Tried and dropped"). Seen on the blind everyday
-    files: "He pagado la factura d la luz." and "Yes, I did send her the text." where nothing
-    ran; told why and asked again (lever "rewrite", session 24), the model wrote the same claim."""
-    account = cannot_answer([name for name, _ in facts.descriptions])
-    ran = [o.tool_name for o in turn.outcomes if o.status == "ok"]
-    return f"{account}\n\n{ran_line(ran)}" if ran else account
+def _not_done(missing: list[str], ran: list[str], facts: TurnFacts) -> bool:
+    """Lever "cannot": whether an answer whose reading reports `missing` (actions this turn's
+    executions do not back, after lever "claimed" called none) is not passed on, the lane's own
+    answer given instead: it reports an action no tool does (reading.OTHER), or nothing ran for
+    the request and none of the tools it reports ran earlier in the session (an answer recalling
+    an earlier turn's action keeps its receipt). Seen on the everyday files of actions no tool
+    does: "Ik heb de huisarts gebeld en de kaartjes geboekt." and "Il tavolo adesso è già
+    prenotato.", read as `patch`, where nothing ran; told why and asked again (lever "rewrite",
+    session 24), the 1.5B model wrote the same claim."""
+    if OTHER in missing:
+        return True
+    return bool(missing) and not ran and not (set(missing) & facts.ran_in_session)
 
 
 def _client_instructions(rows: list[dict[str, Any]]) -> str:

@@ -81,10 +81,11 @@ LEVERS: dict[str, Lever] = {
                      "words (decide.words_probability), both asked of the request; where the tool fits better the "
                      "answer is held back, the tool called and the answer written again from its result; else the "
                      "receipt. Off where the upstream sends no logprobs", needs="logprobs"),
-    "cannot": Lever("an agent turn's answer that reports an action no granted tool does (lever \"read\": "
-                    "reading.OTHER: sending, booking, buying, paying, calling)",
-                    "held back; the lane's own answer instead (answer_check.cannot_answer: it could not, what it "
-                    "can do instead, what ran)"),
+    "cannot": Lever("an agent turn's answer whose reading (lever \"read\") reports an action no granted tool does "
+                    "(reading.OTHER: sending, booking, buying, paying, calling), or, where nothing ran for the "
+                    "request, a tool's action that did not run in the session and lever \"claimed\" did not call",
+                    "held back; the lane's own answer instead (answer_check.cannot_answer: not done, what it cannot "
+                    "do, what it can do instead, what ran)"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "
                      "no tool is forced after it",
                      "written once more, the model told why (prompt.COMPOSE_AGAIN)"),

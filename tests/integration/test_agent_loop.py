@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from stack.agent.answer_check import CANNOT, CANNOT_INSTEAD
+from stack.agent.answer_check import CANNOT, CANNOT_INSTEAD, NOT_DONE
 from stack.agent.llm_client import LlmClient, LlmError, LlmTimeout
 from stack.agent.loop import FORCED_CALL_MAX_TOKENS, Agent
 from stack.agent.reading import OTHER
@@ -679,16 +679,30 @@ def test_an_empty_answer_is_the_lane_s_account_of_what_ran(lane):
     assert last == ("assistant", result.content, 1)
 
 
-def test_an_answer_that_claims_a_tool_that_did_not_run_carries_the_lanes_receipt(lane):
-    """The reading (a literal reader here) finds add named as done, and add did not run: the user
-    gets the answer with the store's truth beside it; no call is forced on a reading."""
+def test_an_answer_recalling_a_tool_of_an_earlier_turn_carries_the_lanes_receipt(lane):
+    """The reading (a literal reader here) finds add named as done in the second turn, where
+    nothing ran; add ran in the first: the user gets the answer with the store's truth beside it
+    (a recall is not withdrawn), and no call is forced where add does not fit better than words."""
+    settings, store = lane
+    results, model = run_turns(settings, store, [call("add", {"a": 2, "b": 3}), text("5"),
+                                                 text("I used add for that: 5.")],
+                               ["2 plus 3?", "how did you get that?"], reading=literal_reading,
+                               fit={"add": 0.3, "reply_in_words": 0.6})
+    assert results[1].content == "I used add for that: 5.\n\n(The lane's record: no tool ran for this request.)"
+    assert results[1].tools_executed == [] and len(rows(settings, "SELECT * FROM tool_executions")) == 1
+    assert held_back(settings) == []
+
+
+def test_an_answer_claiming_a_tool_that_never_ran_is_the_lanes_own_answer(lane):
+    """Lever "cannot": the answer reports add as done, add never ran in the session, and the
+    model reads a reply in words as fitting better than add: the claim is held back and the
+    user gets the lane's own words that nothing was done."""
     settings, store = lane
     result, model = run(settings, store, [text("I used add for that: 5.")], user="2 plus 3?",
-                        decision='{"next": "answer"}', reading=literal_reading)
-    assert result.content == "I used add for that: 5.\n\n(The lane's record: no tool ran for this request.)"
-    assert [r.get("tool_choice") for r in model.requests] == [None] and result.tools_executed == []
-    assert rows(settings, "SELECT * FROM tool_executions") == []
-    assert rows(settings, "SELECT content FROM messages WHERE role = 'assistant'") == [(result.content,)]
+                        decision='{"next": "answer"}', reading=literal_reading, fit={"add": 0.3, "reply_in_words": 0.6})
+    assert result.content == f"{NOT_DONE} {CANNOT}" and result.tools_executed == []
+    assert held_back(settings) == ["it reports an action that did not run"]
+    assert rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant'") == [(result.content, 1)]
 
 
 @pytest.mark.parametrize("fit, called", [({"add": 0.9, "reply_in_words": 0.3}, True),
@@ -711,8 +725,8 @@ def test_a_tool_the_answer_claims_is_called_where_it_fits_the_request_better_tha
         assert rows(settings, "SELECT content FROM messages WHERE role = 'assistant' AND content != ''") == \
             [("The sum is 5.",)]
     else:
-        assert result.tools_executed == [] and held_back(settings) == []
-        assert result.content == "I used add for that: 5.\n\n(The lane's record: no tool ran for this request.)"
+        assert result.tools_executed == [] and result.content == f"{NOT_DONE} {CANNOT}"
+        assert held_back(settings) == ["it reports an action that did not run"]
 
 
 TODO_AND_FILES = [Tool(name, f"The {name} tool.", object_schema({}), lambda arguments, ctx: "ok")
@@ -724,7 +738,8 @@ def other_action(body):
     return Reply(json.dumps({"done": [OTHER]}))
 
 
-@pytest.mark.parametrize("tools, expected", [(TOOLS, CANNOT), (TOOLS + TODO_AND_FILES, CANNOT + CANNOT_INSTEAD)])
+@pytest.mark.parametrize("tools, expected", [(TOOLS, f"{NOT_DONE} {CANNOT}"),
+                                             (TOOLS + TODO_AND_FILES, f"{NOT_DONE} {CANNOT}{CANNOT_INSTEAD}")])
 def test_an_answer_reporting_an_action_no_tool_does_is_the_lanes_own_answer(lane, tools, expected):
     """Lever "cannot": the reading says the answer reports an action none of the tools does: the
     model's claim is held back and the user gets the lane's own words (what it can do instead
@@ -733,7 +748,7 @@ def test_an_answer_reporting_an_action_no_tool_does_is_the_lanes_own_answer(lane
     result, model = run(settings, store, [text("I sent Marta the text.")], user="text Marta that dinner is at 8",
                         decision='{"next": "answer"}', reading=other_action, fit=0.99, tools=tools)
     assert result.content == expected and result.tools_executed == []
-    assert held_back(settings) == ["it reports an action no tool here does"] and model.fit_requests == []
+    assert held_back(settings) == ["it reports an action that did not run"] and model.fit_requests == []
     assert rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant'") == [(expected, 1)]
 
 

@@ -296,11 +296,17 @@ def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_pa
         assert "the lane's own note copied" in faults(note, f), note
 
 
-def test_an_unbacked_report_gets_the_lanes_receipt_not_a_forced_call(tmp_path):
-    """The reading (here scripted) says the answer reports memory, which did not run and which
-    this turn cannot call: the answer reaches the user with the store's truth beside it, and
-    nothing is forced (where the tool can be called, lever "claimed" weighs it:
-    tests/integration/test_agent_loop.py)."""
+@pytest.mark.parametrize("session, expected", [
+    ({"memory"}, "Ich habe es gespeichert.\n\n(The lane's record: no tool ran for this request.)"),
+    (set(), "I have not done that: no tool ran for this request. I cannot send messages or email, book, buy, pay, "
+            "call or contact anyone: none of my tools does that."),
+])
+def test_an_unbacked_report_gets_the_lanes_receipt_or_the_lanes_own_answer(tmp_path, session, expected):
+    """The reading (here scripted) says the answer reports memory, which did not run for the
+    request and which this turn cannot call: where memory ran earlier in the session (a recall),
+    the answer reaches the user with the store's truth beside it; where it never ran, the lane's
+    own answer that nothing was done (lever "cannot"). Nothing is forced (where the tool can be
+    called, lever "claimed" weighs it: tests/integration/test_agent_loop.py)."""
     from stack.agent.answers import composed_answer
     from stack.agent.llm_client import ModelReply
     from stack.agent.turn import Turn, TurnResult
@@ -308,7 +314,7 @@ def test_an_unbacked_report_gets_the_lanes_receipt_not_a_forced_call(tmp_path):
     from stack.store import Store
     from stack.tools.base import ToolContext
 
-    f = dataclasses.replace(facts("Merk dir: Zahnarzt am 3. März", offered=("memory", "calculate")),
+    f = dataclasses.replace(facts("Merk dir: Zahnarzt am 3. März", offered=("memory", "calculate"), session=session),
                             descriptions=(("memory", "Save a note."), ("calculate", "Do arithmetic.")))
 
     class Claiming:
@@ -322,12 +328,13 @@ def test_an_unbacked_report_gets_the_lanes_receipt_not_a_forced_call(tmp_path):
 
     settings = Settings(home=tmp_path)
     store = Store(settings.db_path)
-    session = store.create_session("s")
-    turn = Turn(TurnResult(session, "", "stop"), f.request, "search", 64, 0.0, ToolContext(settings, store, session))
+    session_id = store.create_session("s")
+    turn = Turn(TurnResult(session_id, "", "stop"), f.request, "search", 64, 0.0,
+                ToolContext(settings, store, session_id))
     ended, fix = asyncio.run(composed_answer(Claiming(), store, turn, no_tools(settings), f))
     store.close()
-    assert ended.content == "Ich habe es gespeichert.\n\n(The lane's record: no tool ran for this request.)"
-    assert fix is None and not ended.lane_written
+    assert ended.content == expected
+    assert fix is None and ended.lane_written == (not session)
 
 
 def test_a_repeat_is_the_same_text_under_another_mode_but_numbers_keep_their_places():
