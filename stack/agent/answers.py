@@ -276,14 +276,14 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
         hold(store, turn.result.session_id, composed, "; ".join(problems))
         return (TurnEnded(fallback_answer(turn.outcomes, problems), "stop", held=tuple(problems)),
                 correction(composed.content, facts))
-    missing = await _unbacked(llm, store, turn, content, facts)
+    missing, confirmed = await _unbacked(llm, store, turn, content, facts)
     claimed = await _claimed(llm, store, turn, toolset, missing) if missing else None
     if claimed is not None:  # the tool it reports is called, and the answer written from its result
         why = f"it reports {claimed.force} as done, which did not run for this request"
         hold(store, turn.result.session_id, composed, why)
         return TurnEnded(fallback_answer(turn.outcomes, [why]), "stop", held=(why,)), claimed
     ran = [o.tool_name for o in turn.outcomes if o.status == "ok"]
-    if _not_done(missing, ran, facts) and turn.ledger.take(Correction(None, None, "cannot")):
+    if confirmed and _not_done(missing, ran, facts) and turn.ledger.take(Correction(None, None, "cannot")):
         hold(store, turn.result.session_id, composed, "it reports an action that did not run")
         account = cannot_answer([name for name, _ in facts.descriptions], bool(ran))
         return TurnEnded(f"{account}\n\n{ran_line(ran)}" if ran else account, "stop"), None
@@ -292,12 +292,14 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
     return answered(store, turn.result.session_id, content, composed), None  # what the user gets
 
 
-async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str, facts: TurnFacts) -> list[str]:
+async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str,
+                    facts: TurnFacts) -> tuple[list[str], bool]:
     """Lever "read": the actions the answer reports as done (the model's reading under a grammar,
-    kept with the lane's own calls) that the store's executions do not back."""
+    kept with the lane's own calls) that the store's executions do not back, and whether the
+    "which" probe confirmed the reading (Reading.confirmed)."""
     reading = await read_kept(llm, store, turn.result, content, turn.query, facts.descriptions,
                               {*facts.ran_in_session, *facts.ranked}, facts.ran_in_turn)
-    return unbacked(reading, facts.ran_in_turn)
+    return unbacked(reading, facts.ran_in_turn), reading.confirmed
 
 
 async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset,
@@ -334,7 +336,10 @@ def _not_done(missing: list[str], ran: list[str], facts: TurnFacts) -> bool:
     executions do not back, after lever "claimed" called none) is not passed on, the lane's own
     answer given instead: it reports an action no tool does (reading.OTHER), or nothing ran for
     the request and none of the tools it reports ran earlier in the session (an answer recalling
-    an earlier turn's action keeps its receipt). Seen on the everyday files of actions no tool
+    an earlier turn's action keeps its receipt). Only where the "which" probe confirmed the reading
+    (Reading.confirmed): on the six steps, "The assistant answered: my project codename is
+    TUNDRA-8808" was listed as `todo`, which the probe did not read (0.01), and withdrawn. Seen on
+    the everyday files of actions no tool
     does: "Ik heb de huisarts gebeld en de kaartjes geboekt." and "Il tavolo adesso è già
     prenotato.", read as `patch`, where nothing ran; told why and asked again (lever "rewrite",
     session 24), the 1.5B model wrote the same claim."""

@@ -81,7 +81,8 @@ LEVERS: dict[str, Lever] = {
                      "words (decide.words_probability), both asked of the request; where the tool fits better the "
                      "answer is held back, the tool called and the answer written again from its result; else the "
                      "receipt. Off where the upstream sends no logprobs", needs="logprobs"),
-    "cannot": Lever("an agent turn's answer whose reading (lever \"read\") reports an action no granted tool does "
+    "cannot": Lever("an agent turn's answer whose reading (lever \"read\"), confirmed by its \"which\" probe, reports "
+                    "an action no granted tool does "
                     "(reading.OTHER: sending, booking, buying, paying, calling), or, where nothing ran for the "
                     "request, a tool's action that did not run in the session and lever \"claimed\" did not call",
                     "held back; the lane's own answer instead (answer_check.cannot_answer: not done, what it cannot "

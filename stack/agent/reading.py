@@ -76,11 +76,14 @@ READER = (
 class Reading:
     """What a reply reports as done: granted tools by name, and whether it reports an action no
     granted tool does. `read` is False when the model's reply could not be read (no grammar
-    honoured, an upstream error): nothing is then known, and the caller decides."""
+    honoured, an upstream error): nothing is then known, and the caller decides. `confirmed`
+    when the "which" probe read at least one of the actions the list names (read_reported): what
+    the lane may withdraw an answer on, where the list alone flags half the honest answers."""
 
     tools: frozenset[str] = frozenset()
     other: bool = False
     read: bool = True
+    confirmed: bool = False
 
 
 def reader_messages(answer: str, request: str, tools: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
@@ -209,7 +212,7 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
     if gate is None or not reading.read:
         return reading, replies
     listed = [*sorted(reading.tools - set(backed)), *([OTHER] if reading.other else [])]
-    dropped, read_one = set(), False
+    dropped, read_one, confirmed = set(), False, False
     for action in listed:
         if first and read_one and action != OTHER:
             continue
@@ -219,8 +222,9 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
         replies.append(second[1])
         if not second[0]:
             dropped.add(action)
+        confirmed = confirmed or second[0]
         read_one = read_one or (second[0] and action != OTHER)
-    checked = Reading(reading.tools - dropped, reading.other and OTHER not in dropped)
+    checked = Reading(reading.tools - dropped, reading.other and OTHER not in dropped, confirmed=confirmed)
     # Which, never whether: the gate read a report, so a reading the second probe would leave
     # empty stands as the list gave it (emptied, a report in an unseen language passed unflagged).
     return (checked if checked.tools or checked.other else reading), replies

@@ -693,25 +693,36 @@ def test_an_answer_recalling_a_tool_of_an_earlier_turn_carries_the_lanes_receipt
     assert held_back(settings) == []
 
 
-def test_an_answer_claiming_a_tool_that_never_ran_is_the_lanes_own_answer(lane):
+@pytest.mark.parametrize("confirmed", [True, False])
+def test_an_answer_claiming_a_tool_that_never_ran_is_the_lanes_own_answer(lane, monkeypatch, confirmed):
     """Lever "cannot": the answer reports add as done, add never ran in the session, and the
-    model reads a reply in words as fitting better than add: the claim is held back and the
-    user gets the lane's own words that nothing was done."""
+    model reads a reply in words as fitting better than add: where the "which" probe confirmed
+    the reading, the claim is held back and the user gets the lane's own words that nothing was
+    done; unconfirmed (the list alone), the answer keeps the receipt."""
     settings, store = lane
+    if confirmed:
+        confirming(monkeypatch)
     result, model = run(settings, store, [text("I used add for that: 5.")], user="2 plus 3?",
                         decision='{"next": "answer"}', reading=literal_reading, fit={"add": 0.3, "reply_in_words": 0.6})
-    assert result.content == f"{NOT_DONE} {CANNOT}" and result.tools_executed == []
-    assert held_back(settings) == ["it reports an action that did not run"]
-    assert rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant'") == [(result.content, 1)]
+    assert result.tools_executed == []
+    if confirmed:
+        assert result.content == f"{NOT_DONE} {CANNOT}"
+        assert held_back(settings) == ["it reports an action that did not run"]
+        assert rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant'") == \
+            [(result.content, 1)]
+    else:
+        assert result.content == "I used add for that: 5.\n\n(The lane's record: no tool ran for this request.)"
+        assert held_back(settings) == []
 
 
 @pytest.mark.parametrize("fit, called", [({"add": 0.9, "reply_in_words": 0.3}, True),
                                          ({"add": 0.6, "reply_in_words": 0.8}, False)])
-def test_a_tool_the_answer_claims_is_called_where_it_fits_the_request_better_than_words(lane, fit, called):
+def test_a_tool_the_answer_claims_is_called_where_it_fits_the_request_better_than_words(lane, monkeypatch, fit, called):
     """Lever "claimed": the answer reports add, which did not run. Where the model reads add as
     fitting "2 plus 3?" better than a reply in words, that answer is held back, add is called,
     and the answer is written from its result; where words fit better, the receipt."""
     settings, store = lane
+    confirming(monkeypatch)
     result, model = run(settings, store, [text("I used add for that: 5."), call("add", {"a": 2, "b": 3}),
                                           text("The sum is 5.")],
                         user="2 plus 3?", decision='{"next": "answer"}', reading=literal_reading, fit=fit)
@@ -733,6 +744,19 @@ TODO_AND_FILES = [Tool(name, f"The {name} tool.", object_schema({}), lambda argu
                   for name in ("todo", "write_file")]
 
 
+def confirming(monkeypatch):
+    """A reader whose "which" probe reads what the list names (Reading.confirmed): the scripted
+    model has no hidden state for a probe."""
+    from stack.agent import reading
+
+    listed = reading.read_reported
+
+    async def read(*args, **kwargs):
+        found, replies = await listed(*args, **kwargs)
+        return dataclasses.replace(found, confirmed=bool(found.tools or found.other)), replies
+    monkeypatch.setattr(reading, "read_reported", read)
+
+
 def other_action(body):
     """A reader that reads every reply as reporting an action no granted tool does."""
     return Reply(json.dumps({"done": [OTHER]}))
@@ -740,11 +764,12 @@ def other_action(body):
 
 @pytest.mark.parametrize("tools, expected", [(TOOLS, f"{NOT_DONE} {CANNOT}"),
                                              (TOOLS + TODO_AND_FILES, f"{NOT_DONE} {CANNOT}{CANNOT_INSTEAD}")])
-def test_an_answer_reporting_an_action_no_tool_does_is_the_lanes_own_answer(lane, tools, expected):
+def test_an_answer_reporting_an_action_no_tool_does_is_the_lanes_own_answer(lane, monkeypatch, tools, expected):
     """Lever "cannot": the reading says the answer reports an action none of the tools does: the
     model's claim is held back and the user gets the lane's own words (what it can do instead
     where those tools are granted); no tool is looked at or called for it."""
     settings, store = lane
+    confirming(monkeypatch)
     result, model = run(settings, store, [text("I sent Marta the text.")], user="text Marta that dinner is at 8",
                         decision='{"next": "answer"}', reading=other_action, fit=0.99, tools=tools)
     assert result.content == expected and result.tools_executed == []

@@ -296,17 +296,21 @@ def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_pa
         assert "the lane's own note copied" in faults(note, f), note
 
 
-@pytest.mark.parametrize("session, expected", [
-    ({"memory"}, "Ich habe es gespeichert.\n\n(The lane's record: no tool ran for this request.)"),
-    (set(), "I have not done that: no tool ran for this request. I cannot send messages or email, book, buy, pay, "
-            "call or contact anyone: none of my tools does that."),
+@pytest.mark.parametrize("session, confirmed, expected", [
+    ({"memory"}, True, "Ich habe es gespeichert.\n\n(The lane's record: no tool ran for this request.)"),
+    (set(), False, "Ich habe es gespeichert.\n\n(The lane's record: no tool ran for this request.)"),
+    (set(), True, "I have not done that: no tool ran for this request. I cannot send messages or email, book, buy, "
+                  "pay, call or contact anyone: none of my tools does that."),
 ])
-def test_an_unbacked_report_gets_the_lanes_receipt_or_the_lanes_own_answer(tmp_path, session, expected):
+def test_an_unbacked_report_gets_the_lanes_receipt_or_the_lanes_own_answer(tmp_path, monkeypatch, session, confirmed,
+                                                                            expected):
     """The reading (here scripted) says the answer reports memory, which did not run for the
     request and which this turn cannot call: where memory ran earlier in the session (a recall),
-    the answer reaches the user with the store's truth beside it; where it never ran, the lane's
-    own answer that nothing was done (lever "cannot"). Nothing is forced (where the tool can be
-    called, lever "claimed" weighs it: tests/integration/test_agent_loop.py)."""
+    or the "which" probe did not confirm the list, the answer reaches the user with the store's
+    truth beside it; where it never ran and the probe confirmed it, the lane's own answer that
+    nothing was done (lever "cannot"). Nothing is forced (where the tool can be called, lever
+    "claimed" weighs it: tests/integration/test_agent_loop.py)."""
+    from stack.agent import reading
     from stack.agent.answers import composed_answer
     from stack.agent.llm_client import ModelReply
     from stack.agent.turn import Turn, TurnResult
@@ -331,10 +335,16 @@ def test_an_unbacked_report_gets_the_lanes_receipt_or_the_lanes_own_answer(tmp_p
     session_id = store.create_session("s")
     turn = Turn(TurnResult(session_id, "", "stop"), f.request, "search", 64, 0.0,
                 ToolContext(settings, store, session_id))
+    listed = reading.read_reported
+
+    async def read(*args, **kwargs):  # a "which" probe that confirms the list, or none
+        found, replies = await listed(*args, **kwargs)
+        return dataclasses.replace(found, confirmed=confirmed), replies
+    monkeypatch.setattr(reading, "read_reported", read)
     ended, fix = asyncio.run(composed_answer(Claiming(), store, turn, no_tools(settings), f))
     store.close()
     assert ended.content == expected
-    assert fix is None and ended.lane_written == (not session)
+    assert fix is None and ended.lane_written == (expected.startswith("I have not"))
 
 
 def test_a_repeat_is_the_same_text_under_another_mode_but_numbers_keep_their_places():

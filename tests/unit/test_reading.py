@@ -160,7 +160,7 @@ def test_the_which_probe_drops_a_listed_action_it_does_not_read_and_leaves_backe
                          listed='{"done": ["todo", "memory", "calendar"]}')
     reading, replies = _read(upstream, monkeypatch, tmp_path, tools, backed={"todo"})
     # todo ran (backed: not asked about); memory read as not reported (dropped); calendar kept
-    assert reading == Reading(frozenset({"todo", "calendar"}))
+    assert reading == Reading(frozenset({"todo", "calendar"}), confirmed=True)
     assert [kind for kind, _ in upstream.asked] == ["embedding", "chat", "embedding", "embedding"]
     assert "tool calendar was" in upstream.asked[2][1] and "tool memory was" in upstream.asked[3][1]
     assert [reply.path for reply in replies] == ["probe", None, "probe", "probe"]
@@ -181,11 +181,11 @@ def test_the_lanes_reading_stops_at_the_first_tool_the_which_probe_reads_but_sti
     asked = [text for kind, text in upstream.asked if kind == "embedding"][1:]
     # calendar asked and dropped, memory read: todo is not asked; another action is
     assert ["tool calendar was" in asked[0], "tool memory was" in asked[1], OTHER_DONE in asked[2]] == [True] * 3
-    assert len(asked) == 3 and reading == Reading(frozenset({"memory", "todo"}), True)
+    assert len(asked) == 3 and reading == Reading(frozenset({"memory", "todo"}), True, confirmed=True)
     assert unbacked(reading, ()) == ["memory", "todo", "another action"]
     upstream = _Upstream("m", _by_question(answers), listed=listed)
     everything, _ = _read(upstream, monkeypatch, tmp_path, tools)  # a judge asks about each
-    assert len(upstream.asked) == 6 and everything == Reading(frozenset({"memory", "todo"}), True)
+    assert len(upstream.asked) == 6 and everything == Reading(frozenset({"memory", "todo"}), True, confirmed=True)
 
 
 def test_the_which_probe_asks_about_another_action_in_the_lists_own_words(monkeypatch, tmp_path):
@@ -195,14 +195,15 @@ def test_the_which_probe_asks_about_another_action_in_the_lists_own_words(monkey
     listed = '{"done": ["memory", "another action"]}'
     upstream = _Upstream("m", _by_question({OTHER_DONE: [0.0, -3.0], "memory": [0.0, 3.0]}), listed=listed)
     reading, _ = _read(upstream, monkeypatch, tmp_path)
-    assert reading == Reading(frozenset({"memory"})) and OTHER_DONE in upstream.asked[-1][1]
+    assert reading == Reading(frozenset({"memory"}), confirmed=True) and OTHER_DONE in upstream.asked[-1][1]
     upstream = _Upstream("m", _by_question({OTHER_DONE: [0.0, 3.0], "memory": [0.0, -3.0]}), listed=listed)
-    assert _read(upstream, monkeypatch, tmp_path)[0] == Reading(frozenset(), True)
+    assert _read(upstream, monkeypatch, tmp_path)[0] == Reading(frozenset(), True, confirmed=True)
 
 
 def test_the_which_probe_never_empties_a_reading_the_gate_says_reports(monkeypatch, tmp_path):
     """It says which, not whether: where it would drop every action the list named, the list
-    stands (the gate read a report; emptied, it would pass unflagged)."""
+    stands (the gate read a report; emptied, it would pass unflagged), unconfirmed: no answer is
+    withdrawn on it (lever "cannot")."""
     _probe_file(tmp_path, "m", which=True)
     upstream = _Upstream("m", _by_question({"memory": [0.0, -3.0]}))
     reading, replies = _read(upstream, monkeypatch, tmp_path)
