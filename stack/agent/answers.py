@@ -326,9 +326,17 @@ async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset,
     fit = await fit_of(llm, store, turn.result, request, tool, "claimed")
     if fit is None:
         return None
-    words, reply = await words_probability(llm, request)
-    kept(store, turn.result, "claimed", reply, f"{WORDS_NAME}: yes {'none' if words is None else f'{words:.2f}'}")
+    words = await words_fit(llm, store, turn.result, request, "claimed")
     return fix if words is not None and fit > words else None
+
+
+async def words_fit(llm: LlmClient, store: Store, result: TurnResult, request: str, lever: str) -> float | None:
+    """The model's fit for a reply in words (decide.words_probability), the question kept under
+    `lever`: weighed against a tool's fit (fit_of), never held to a bar (levers "claimed" and,
+    in proxy mode, "doubt")."""
+    probability, reply = await words_probability(llm, request)
+    kept(store, result, lever, reply, f"{WORDS_NAME}: yes {'none' if probability is None else f'{probability:.2f}'}")
+    return probability
 
 
 def _not_done(missing: list[str], ran: list[str], facts: TurnFacts) -> bool:

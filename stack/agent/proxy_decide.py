@@ -15,7 +15,7 @@ import json
 from ..token_estimate import estimate_tokens
 from ..tools.base import RESERVED_NAMES
 from ..toolsearch.client_tools import ClientSurface
-from .answers import fit_of, second_look
+from .answers import fit_of, second_look, words_fit
 from .client_history import as_rows
 from .corrections import named_in
 from .decide import (
@@ -26,13 +26,11 @@ from .decide import (
     DOUBTS,
     FAILS,
     FITS,
-    WORDS_NAME,
     ask_decision,
     decline_probability,
     failure_probability,
     listed_tool,
     parse_decision,
-    words_probability,
 )
 from .history import earlier_facts
 from .ledger import Correction, lever_on
@@ -183,9 +181,7 @@ async def _words_fit(turn: ProxyTurn) -> float:
     no action: seen in the development toolsets (docs/measurements.md), "C'est bon, le pod est
     reparti après le redémarrage. Merci …" picked `kubernetes__pods_delete` (fit 0.65, the best
     of those weighed), and a reply in words read 0.77."""
-    probability, reply = await words_probability(turn.llm, turn.shown)
-    kept(turn.store, turn.result, "doubt", reply,
-         f"{WORDS_NAME}: yes {'none' if probability is None else f'{probability:.2f}'}")
+    probability = await words_fit(turn.llm, turn.store, turn.result, turn.shown, "doubt")
     return -1.0 if probability is None else probability
 
 
