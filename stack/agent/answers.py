@@ -260,7 +260,8 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
     reading reports what the store does not show (lever "read"); the lane's own account of what
     ran when its shape may not be passed on, or when it reports a tool that fits the request and
     did not run, with the correction it earns (lever "call": a call it told; lever "claimed": the
-    tool it reports), for the loop to act on before giving that account. `held`: why an answer written
+    tool it reports), for the loop to act on before giving that account; the lane's own answer
+    where it reports what nothing ran for (lever "cannot"). `held`: why an answer written
     before in this turn was not passed on (lever "rewrite"), told to the model."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     rows = await asyncio.to_thread(store.messages, turn.result.session_id)  # the client's instructions
@@ -288,7 +289,7 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
         account = cannot_answer([name for name, _ in facts.descriptions], bool(ran))
         return TurnEnded(f"{account}\n\n{ran_line(ran)}" if ran else account, "stop"), None
     if missing:  # the store's truth beside the model's words
-        content = f"{content.strip()}\n\n{receipt(missing, [o.tool_name for o in turn.outcomes if o.status == 'ok'])}"
+        content = f"{content.strip()}\n\n{receipt(missing, ran)}"
     return answered(store, turn.result.session_id, content, composed), None  # what the user gets
 
 
@@ -305,7 +306,7 @@ async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str,
 async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset,
                    missing: list[str]) -> Correction | None:
     """Lever "claimed": the correction that calls a tool the answer reports as done and that did
-    not run for the request (the first the reading names: the one its probe confirmed), where
+    not run for the request (the first the reading names), where
     the model reads that tool as fitting the request (with the user's message before it) better
     than a reply in words (decide.words_probability, asked exactly as a tool's fit): the model
     wrote that it did the action because it took the request for one. Seen on the blind everyday
@@ -347,10 +348,9 @@ def _not_done(missing: list[str], ran: list[str], facts: TurnFacts) -> bool:
     an earlier turn's action keeps its receipt). Only where the "which" probe confirmed the reading
     (Reading.confirmed): on the six steps, "The assistant answered: my project codename is
     TUNDRA-8808" was listed as `todo`, which the probe did not read (0.01), and withdrawn. Seen on
-    the everyday files of actions no tool
-    does: "Ik heb de huisarts gebeld en de kaartjes geboekt." and "Il tavolo adesso è già
-    prenotato.", read as `patch`, where nothing ran; told why and asked again (lever "rewrite",
-    session 24), the 1.5B model wrote the same claim."""
+    the everyday files of actions no tool does: "Ik heb de huisarts gebeld en de kaartjes
+    geboekt." and "Il tavolo adesso è già prenotato.", read as `patch`, where nothing ran; told
+    why and asked again (lever "rewrite", session 24), the 1.5B model wrote the same claim."""
     if OTHER in missing:
         return True
     return bool(missing) and not ran and not (set(missing) & facts.ran_in_session)
