@@ -76,11 +76,14 @@ LEVERS: dict[str, Lever] = {
                   "kept only where a second probe, asked about that action, reads it too (unless none would be "
                   "left: it says which, never whether)"),
     "claimed": Lever("an agent turn's answer that reports as done one of the lane's tools that did not run for the "
-                     "request (lever \"read\"), where the message could want that tool (Tool.wanted_by)",
+                     "request (lever \"read\"), where the message could want that tool (Tool.wanted_by); in proxy "
+                     "mode under tool_choice auto, a reply reporting a client tool where nothing ran for the "
+                     "user's message and lever \"doubt\" did not choose words",
                      "the model's fit for that tool (decide.fit_probability) weighed against its fit for a reply in "
                      "words (decide.words_probability), both asked of the request; where the tool fits better the "
-                     "answer is held back, the tool called and the answer written again from its result; else the "
-                     "receipt. Off where the upstream sends no logprobs", needs="logprobs"),
+                     "answer is held back, the tool called (in proxy mode: the call returned to the client) and the "
+                     "answer written again from its result; else the receipt. Off where the upstream sends no "
+                     "logprobs", needs="logprobs"),
     "cannot": Lever("an agent turn's answer whose reading (lever \"read\"), confirmed by its \"which\" probe, reports "
                     "an action no granted tool does "
                     "(reading.OTHER: sending, booking, buying, paying, calling), or, where nothing ran for the "

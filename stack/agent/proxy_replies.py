@@ -4,9 +4,10 @@ A reply without calls is the answer unless it earns a correction, each within it
 (ledger.LEVERS): a call was required; it told, spelled or wrote a call it did not make
 (corrections.py); it is call-shaped text (no call ever reaches a client as text); it is empty; it
 copies a note the lane wrote to the model; it names the lane's bridges; it declines what a client
-tool does (proxy_decide.declined). An answer that reports an action no call of the conversation
-backs (the model's reading, reading.py, over the client's own tool names) gets the lane's receipt
-beside it. What the client gets is a message;
+tool does (proxy_decide.declined); it reports as done a client tool that fits the request better
+than a reply in words and did not run for it (lever "claimed": that tool called). An answer that
+reports an action no call of the conversation backs (the model's reading, reading.py, over the
+client's own tool names) otherwise gets the lane's receipt beside it. What the client gets is a message;
 a reply it does not get is held back, with why, among the lane's own calls.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 
 from .answer_check import TurnFacts, call_shaped, copies_facts
+from .answers import fit_of, words_fit
 from .corrections import correction
 from .ledger import Correction
 from .llm_client import ModelReply
@@ -70,7 +72,9 @@ async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:
     if _lane_named(turn, reply) or await declined(turn, reply):
         return
     missing = await _unbacked(turn, content, facts)
-    if missing:  # the conversation's truth beside the model's words; no call is forced on it
+    if missing and await _claimed(turn, missing, reply):
+        return
+    if missing:  # the conversation's truth beside the model's words
         content = f"{content.strip()}\n\n{receipt(missing, turn.history.used_since)}"
     raise answered(turn.store, turn.result.session_id, content, reply)
 
@@ -93,6 +97,31 @@ async def _unbacked(turn: ProxyTurn, content: str, facts: TurnFacts) -> list[str
     reading = await read_kept(turn.llm, turn.store, turn.result, content, turn.query, tools,
                               {*facts.ran_in_session, *facts.ranked}, backed)
     return unbacked(reading, backed)
+
+
+async def _claimed(turn: ProxyTurn, missing: list[str], reply: ModelReply) -> bool:
+    """Lever "claimed" over the client's tools: where nothing ran for the user's message, a reply
+    that reports as done a client tool (the first of `missing` the reading names) is held back and
+    that tool called, where the model reads it as fitting the message better than a reply in words
+    (answers.fit_of against answers.words_fit: the agent's lever, one mechanism). The user asked
+    for the action the reply says it did; the call is what makes it true. Seen on the held-out
+    toolsets (docs/measurements.md): asked to create a calendar event, the answer said it was
+    created and nothing ran, passed on with the receipt. Not after a result (a client's call its
+    user did not ask for is a real action: a summary's account of earlier turns is held to the
+    session, lever "read"), nor where lever "doubt" chose a reply in words. True when the turn
+    goes on to the call."""
+    tools = turn.surface.catalog.tools
+    name = next((name for name in missing if name in tools), None)
+    fix = Correction(None, name, "claimed")
+    if name is None or turn.history.since_user or turn.words_chosen or turn.request.tool_choice.mode != "auto" \
+            or not turn.ledger.can_take(fix):
+        return False
+    fit = await fit_of(turn.llm, turn.store, turn.result, turn.shown, tools[name], "claimed")
+    words = await words_fit(turn.llm, turn.store, turn.result, turn.shown, "claimed") if fit is not None else None
+    if fit is None or words is None or fit <= words:
+        return False
+    return note(turn, fix, force=name, held_back=(reply, f"it reports {name} as done, which did not run for "
+                                                        "this request"))
 
 
 def _ran_in_session(turn: ProxyTurn, facts: TurnFacts) -> set[str]:

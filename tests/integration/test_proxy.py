@@ -201,13 +201,26 @@ def test_no_call_shaped_text_reaches_the_client(tmp_path):
         assert ("weather_lookup", "refused") in lane.rows("SELECT tool_name, status FROM tool_executions")
 
 
-def test_an_answer_claiming_a_call_never_made_carries_the_lanes_receipt(tmp_path):
-    script = [text("I called get_weather and it is sunny."), call("get_weather", {"city": "Paris"})]
+@pytest.mark.parametrize("tool_fits_better", [True, False])
+def test_an_answer_claiming_a_call_never_made_is_made_true_or_carries_the_lanes_receipt(tmp_path, tool_fits_better):
+    """Lever "claimed": the reply says get_weather ran, and nothing ran. Where the model reads
+    get_weather as fitting the request better than a reply in words (both under decide.FITS, so
+    the second look called nothing), the claim is held back and the call returned to the client;
+    where a reply in words fits better, the answer is passed on with the lane's receipt."""
+    claim = "I called get_weather and it is sunny."
+    script = [text(claim), call("get_weather", {"city": "Paris"})]
     with running_lane(tmp_path, script, reading=literal_reading) as lane:
+        lane.model.fit = {"get_weather": 0.75, "reply_in_words": 0.5 if tool_fits_better else 0.78}
         reply = lane.chat(messages=ASK, tools=[WEATHER]).json()["choices"][0]
-        assert "tool_calls" not in reply["message"]  # no call forced on a reading: a real action
-        assert reply["message"]["content"] == ("I called get_weather and it is sunny.\n\n"
-                                               "(The lane's record: no tool ran for this request.)")
+        kept = lane.rows("SELECT purpose FROM lane_calls WHERE purpose IN ('claimed', 'held') ORDER BY id")
+        if tool_fits_better:
+            assert only_call({"choices": [reply]})[:2] == ("get_weather", {"city": "Paris"})
+            assert kept == [("claimed",), ("claimed",), ("held",)]
+            assert lane.rows("SELECT count(*) FROM messages WHERE content = ?", claim) == [(0,)]
+        else:
+            assert "tool_calls" not in reply["message"]
+            assert reply["message"]["content"] == f"{claim}\n\n(The lane's record: no tool ran for this request.)"
+            assert kept == [("claimed",), ("claimed",)]
 
 
 CP = {"type": "function", "function": {

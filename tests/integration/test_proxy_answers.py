@@ -408,6 +408,22 @@ def test_a_summary_claiming_a_tool_the_session_never_ran_gets_the_receipt(tmp_pa
         assert reply["message"]["content"].startswith(summary + "\n\n(The lane's record:")
 
 
+def test_after_a_result_an_answer_claiming_another_tool_calls_nothing(tmp_path):
+    """Lever "claimed" is not asked once a client tool ran for the message: the answer reports
+    memory, which did not run, and the model would fit memory well; it gets the receipt, and
+    the client is made to run nothing its user did not ask for."""
+    ask = [{"role": "user", "content": "Run `date` in the terminal."}]
+    history = ask + ran("t1", "terminal", {"command": "date"}, "Sat Nov 28")
+    answer = "It is Saturday; I saved that to memory."
+    with running_lane(tmp_path, with_tools_a_call(call("memory", {"action": "add", "content": "Sat"}), answer),
+                      decision=ANSWER, reading=literal_reading) as lane:
+        lane.model.fit = {"memory": 0.79, "reply_in_words": 0.1}
+        reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY]).json()["choices"][0]
+        assert "tool_calls" not in reply["message"]
+        assert reply["message"]["content"].startswith(answer + "\n\n(The lane's record:")
+        assert "claimed" not in purposes(lane)
+
+
 def test_a_tool_that_ran_for_the_request_is_not_forced_again(tmp_path):
     """After the terminal and memory both ran for the request, a decision of "answer" is the
     answer: no second look (which would call the terminal again, seen with Hermes)."""
