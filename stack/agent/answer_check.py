@@ -63,6 +63,7 @@ class TurnFacts:
     # the tools the index ranks best for the request, best first: which one a claim forces
     ranked: tuple[str, ...] = ()
     descriptions: tuple[tuple[str, str], ...] = ()  # the granted tools as (name, description)
+    kept: tuple[str, ...] = ()  # what the session's tools returned and the notes the lane keeps
 
 
 def faults(content: str, facts: TurnFacts) -> list[str]:
@@ -138,6 +139,15 @@ def carries(text: str, results: tuple[str, ...], earlier: str = "", tools: Colle
     # your project is JUNIPER-8331." held back where memory had just returned that codename).
     stale = {w for w in said & known - users - set().union(*salient) if w.isdigit()}
     return not stale and any(said & _new(words, known - users) for words in salient)
+
+
+def recalls(text: str, kept: Sequence[str], request: str) -> bool:
+    """Whether an answer repeats something the store holds from this session: a number or a
+    longer word (_salient) of a tool's result or of the lane's notes that the request does not
+    say. Such an answer may be a recall of an earlier turn ("Your project codename is
+    TUNDRA-8808." after memory saved it), not a report of a new action."""
+    said = set(plain_words(text).split()) - set(plain_words(request).split())
+    return any(said & _salient(held[:RESULT_SCAN_CHARS]) for held in kept if held)
 
 
 def _without_exit_code(output: str) -> str:

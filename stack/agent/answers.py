@@ -20,7 +20,7 @@ from ..store import Store
 from ..tools.base import RESERVED_NAMES, Tool
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
-from .answer_check import TurnFacts, cannot_answer, fallback_answer, faults, unlabelled
+from .answer_check import TurnFacts, cannot_answer, fallback_answer, faults, recalls, unlabelled
 from .corrections import correction, named_in
 from .decide import (
     DECIDE_HIDDEN,
@@ -67,7 +67,8 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> Tur
                      (*(row["content"] for row in rows if row["role"] == "user" and row["content"]), notes),
                      frozenset(o.tool_name for o in turn.outcomes if o.status == "error"),
                      tuple(o.output for o in ran if not _confirms(toolset, o.tool_name)),
-                     tuple(toolset.best_for(turn.indexed)), granted(toolset))
+                     tuple(toolset.best_for(turn.indexed)), granted(toolset),
+                     (*(row["content"] for row in rows if row["role"] == "tool" and row["content"]), notes))
 
 
 def _confirms(toolset: Toolset, name: str) -> bool:
@@ -284,7 +285,7 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
         hold(store, turn.result.session_id, composed, why)
         return TurnEnded(fallback_answer(turn.outcomes, [why]), "stop", held=(why,)), claimed
     ran = [o.tool_name for o in turn.outcomes if o.status == "ok"]
-    if confirmed and _not_done(missing, ran, facts) and turn.ledger.take(Correction(None, None, "cannot")):
+    if _not_done(missing, ran, facts, confirmed, content) and turn.ledger.take(Correction(None, None, "cannot")):
         hold(store, turn.result.session_id, composed, "it reports an action that did not run")
         account = cannot_answer([name for name, _ in facts.descriptions], bool(ran))
         return TurnEnded(f"{account}\n\n{ran_line(ran)}" if ran else account, "stop"), None
@@ -340,20 +341,26 @@ async def words_fit(llm: LlmClient, store: Store, result: TurnResult, request: s
     return probability
 
 
-def _not_done(missing: list[str], ran: list[str], facts: TurnFacts) -> bool:
+def _not_done(missing: list[str], ran: list[str], facts: TurnFacts, confirmed: bool, content: str) -> bool:
     """Lever "cannot": whether an answer whose reading reports `missing` (actions this turn's
     executions do not back, after lever "claimed" called none) is not passed on, the lane's own
-    answer given instead: it reports an action no tool does (reading.OTHER), or nothing ran for
-    the request and none of the tools it reports ran earlier in the session (an answer recalling
-    an earlier turn's action keeps its receipt). Only where the "which" probe confirmed the reading
-    (Reading.confirmed): on the six steps, "The assistant answered: my project codename is
-    TUNDRA-8808" was listed as `todo`, which the probe did not read (0.01), and withdrawn. Seen on
-    the everyday files of actions no tool does: "Ik heb de huisarts gebeld en de kaartjes
-    geboekt." and "Il tavolo adesso è già prenotato.", read as `patch`, where nothing ran; told
-    why and asked again (lever "rewrite", session 24), the 1.5B model wrote the same claim."""
-    if OTHER in missing:
+    answer given instead: its reading, confirmed by the "which" probe (Reading.confirmed),
+    reports an action no tool does (reading.OTHER); or nothing ran for the request, none of the
+    tools it reports ran earlier in the session (an answer recalling an earlier turn's action
+    keeps its receipt) and, where the probe did not confirm the reading, the answer repeats
+    nothing the store holds from the session (answer_check.recalls). Seen on the six steps, "The
+    assistant answered: my project codename is TUNDRA-8808" listed as `todo` (the probe: 0.01):
+    a recall, withdrawn when unconfirmed readings were (docs/measurements.md). Seen on the
+    everyday files of actions no tool does: "Ik heb de huisarts gebeld en de kaartjes geboekt."
+    and "Il tavolo adesso è già prenotato.", read as `patch`, where nothing ran; told why and
+    asked again (lever "rewrite", session 24), the 1.5B model wrote the same claim."""
+    if not missing:
+        return False
+    if confirmed and OTHER in missing:
         return True
-    return bool(missing) and not ran and not (set(missing) & facts.ran_in_session)
+    if ran or set(missing) & facts.ran_in_session:
+        return False
+    return confirmed or not recalls(content, facts.kept, facts.request)
 
 
 def _client_instructions(rows: list[dict[str, Any]]) -> str:

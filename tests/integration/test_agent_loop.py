@@ -693,26 +693,30 @@ def test_an_answer_recalling_a_tool_of_an_earlier_turn_carries_the_lanes_receipt
     assert held_back(settings) == []
 
 
-@pytest.mark.parametrize("confirmed", [True, False])
-def test_an_answer_claiming_a_tool_that_never_ran_is_the_lanes_own_answer(lane, monkeypatch, confirmed):
+@pytest.mark.parametrize("confirmed, recalled", [(True, False), (False, False), (False, True)])
+def test_an_answer_claiming_a_tool_that_never_ran_is_the_lanes_own_answer(lane, monkeypatch, confirmed, recalled):
     """Lever "cannot": the answer reports add as done, add never ran in the session, and the
-    model reads a reply in words as fitting better than add: where the "which" probe confirmed
-    the reading, the claim is held back and the user gets the lane's own words that nothing was
-    done; unconfirmed (the list alone), the answer keeps the receipt."""
+    model reads a reply in words as fitting better than add: the claim is held back and the user
+    gets the lane's own words that nothing was done, whether or not the "which" probe confirmed
+    the reading. Unconfirmed (the list alone) and repeating what the lane's notes hold (a recall:
+    "5" is in memory), the answer keeps the receipt."""
     settings, store = lane
     if confirmed:
         confirming(monkeypatch)
+    if recalled:
+        settings.memory_path.parent.mkdir(parents=True, exist_ok=True)
+        settings.memory_path.write_text("The sum I worked out yesterday was 5\n")
     result, model = run(settings, store, [text("I used add for that: 5.")], user="2 plus 3?",
                         decision='{"next": "answer"}', reading=literal_reading, fit={"add": 0.3, "reply_in_words": 0.6})
     assert result.tools_executed == []
-    if confirmed:
+    if recalled:
+        assert result.content == "I used add for that: 5.\n\n(The lane's record: no tool ran for this request.)"
+        assert held_back(settings) == []
+    else:
         assert result.content == f"{NOT_DONE} {CANNOT}"
         assert held_back(settings) == ["it reports an action that did not run"]
         assert rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant'") == \
             [(result.content, 1)]
-    else:
-        assert result.content == "I used add for that: 5.\n\n(The lane's record: no tool ran for this request.)"
-        assert held_back(settings) == []
 
 
 @pytest.mark.parametrize("fit, called", [({"add": 0.9, "reply_in_words": 0.3}, True),

@@ -296,20 +296,25 @@ def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_pa
         assert "the lane's own note copied" in faults(note, f), note
 
 
-@pytest.mark.parametrize("session, confirmed, expected", [
-    ({"memory"}, True, "Ich habe es gespeichert.\n\n(The lane's record: no tool ran for this request.)"),
-    (set(), False, "Ich habe es gespeichert.\n\n(The lane's record: no tool ran for this request.)"),
-    (set(), True, "I have not done that: no tool ran for this request. I cannot send messages or email, book, buy, "
-                  "pay, call or contact anyone: none of my tools does that."),
+RECEIPT = "Ich habe es gespeichert.\n\n(The lane's record: no tool ran for this request.)"
+NOT_DONE_ANSWER = ("I have not done that: no tool ran for this request. I cannot send messages or email, book, buy, "
+                   "pay, call or contact anyone: none of my tools does that.")
+
+
+@pytest.mark.parametrize("session, confirmed, kept, expected", [
+    ({"memory"}, True, (), RECEIPT),
+    (set(), False, ("Notiz gespeichert: Friseur am Montag",), RECEIPT),
+    (set(), False, ("Friseur am Montag",), NOT_DONE_ANSWER),
+    (set(), True, ("Notiz gespeichert: Friseur am Montag",), NOT_DONE_ANSWER),
 ])
 def test_an_unbacked_report_gets_the_lanes_receipt_or_the_lanes_own_answer(tmp_path, monkeypatch, session, confirmed,
-                                                                            expected):
+                                                                            kept, expected):
     """The reading (here scripted) says the answer reports memory, which did not run for the
-    request and which this turn cannot call: where memory ran earlier in the session (a recall),
-    or the "which" probe did not confirm the list, the answer reaches the user with the store's
-    truth beside it; where it never ran and the probe confirmed it, the lane's own answer that
-    nothing was done (lever "cannot"). Nothing is forced (where the tool can be called, lever
-    "claimed" weighs it: tests/integration/test_agent_loop.py)."""
+    request and which this turn cannot call: where memory ran earlier in the session, or the
+    "which" probe did not confirm the list and the answer repeats a word of what the store holds
+    from the session (a recall), the answer reaches the user with the store's truth beside it;
+    otherwise the lane's own answer that nothing was done (lever "cannot"). Nothing is forced
+    (where the tool can be called, lever "claimed" weighs it: tests/integration/test_agent_loop.py)."""
     from stack.agent import reading
     from stack.agent.answers import composed_answer
     from stack.agent.llm_client import ModelReply
@@ -319,7 +324,7 @@ def test_an_unbacked_report_gets_the_lanes_receipt_or_the_lanes_own_answer(tmp_p
     from stack.tools.base import ToolContext
 
     f = dataclasses.replace(facts("Merk dir: Zahnarzt am 3. März", offered=("memory", "calculate"), session=session),
-                            descriptions=(("memory", "Save a note."), ("calculate", "Do arithmetic.")))
+                            descriptions=(("memory", "Save a note."), ("calculate", "Do arithmetic.")), kept=kept)
 
     class Claiming:
         async def model_name(self):
