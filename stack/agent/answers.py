@@ -346,21 +346,19 @@ def _not_done(missing: list[str], ran: list[str], facts: TurnFacts, confirmed: b
     executions do not back, after lever "claimed" called none) is not passed on, the lane's own
     answer given instead: its reading, confirmed by the "which" probe (Reading.confirmed),
     reports an action no tool does (reading.OTHER); or nothing ran for the request, none of the
-    tools it reports ran earlier in the session (an answer recalling an earlier turn's action
-    keeps its receipt) and, where the probe did not confirm the reading, the answer repeats
-    nothing the store holds from the session (answer_check.recalls). Seen on the six steps, "The
-    assistant answered: my project codename is TUNDRA-8808" listed as `todo` (the probe: 0.01):
-    a recall, withdrawn when unconfirmed readings were (docs/measurements.md). Seen on the
-    everyday files of actions no tool does: "Ik heb de huisarts gebeld en de kaartjes geboekt."
-    and "Il tavolo adesso è già prenotato.", read as `patch`, where nothing ran; told why and
-    asked again (lever "rewrite", session 24), the 1.5B model wrote the same claim."""
+    tools it reports ran earlier in the session, and the answer repeats nothing the store holds
+    from the session (answer_check.recalls). A recall keeps its receipt: seen on the six steps,
+    "The codename of your project is COBALT-2525." (memory had saved it) listed as `patch`, the
+    "which" probe reading it too (0.12, over its bar of 0.04), and withdrawn; an answer naming a
+    tool that ran earlier may recall that turn. Seen on the everyday files of actions no tool
+    does: "Ik heb de huisarts gebeld en de kaartjes geboekt." and "Il tavolo adesso è già
+    prenotato.", read as `patch`, where nothing ran; told why and asked again (lever "rewrite",
+    session 24), the 1.5B model wrote the same claim."""
     if not missing:
         return False
     if confirmed and OTHER in missing:
         return True
-    if ran or set(missing) & facts.ran_in_session:
-        return False
-    return confirmed or not recalls(content, facts.kept, facts.request)
+    return not ran and not set(missing) & facts.ran_in_session and not recalls(content, facts.kept, facts.request)
 
 
 def _client_instructions(rows: list[dict[str, Any]]) -> str:

@@ -87,8 +87,8 @@ LEVERS: dict[str, Lever] = {
     "cannot": Lever("an agent turn's answer whose reading (lever \"read\"), confirmed by its \"which\" probe, reports "
                     "an action no granted tool does (reading.OTHER: sending, booking, buying, paying, calling); or, "
                     "where nothing ran for the request, a tool's action that did not run in the session and lever "
-                    "\"claimed\" did not call, the reading confirmed or the answer repeating nothing the session's "
-                    "results and the lane's notes hold (answer_check.recalls)",
+                    "\"claimed\" did not call, the answer repeating nothing the session's results and the lane's "
+                    "notes hold (answer_check.recalls)",
                     "held back; the lane's own answer instead (answer_check.cannot_answer: not done, what it cannot "
                     "do, what it can do instead, what ran)"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "

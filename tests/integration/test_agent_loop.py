@@ -693,13 +693,13 @@ def test_an_answer_recalling_a_tool_of_an_earlier_turn_carries_the_lanes_receipt
     assert held_back(settings) == []
 
 
-@pytest.mark.parametrize("confirmed, recalled", [(True, False), (False, False), (False, True)])
+@pytest.mark.parametrize("confirmed, recalled", [(True, False), (False, False), (False, True), (True, True)])
 def test_an_answer_claiming_a_tool_that_never_ran_is_the_lanes_own_answer(lane, monkeypatch, confirmed, recalled):
     """Lever "cannot": the answer reports add as done, add never ran in the session, and the
     model reads a reply in words as fitting better than add: the claim is held back and the user
     gets the lane's own words that nothing was done, whether or not the "which" probe confirmed
-    the reading. Unconfirmed (the list alone) and repeating what the lane's notes hold (a recall:
-    "5" is in memory), the answer keeps the receipt."""
+    the reading. Repeating what the lane's notes hold (a recall: "5" is in memory), the answer
+    keeps the receipt, confirmed or not."""
     settings, store = lane
     if confirmed:
         confirming(monkeypatch)

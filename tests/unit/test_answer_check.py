@@ -305,14 +305,15 @@ NOT_DONE_ANSWER = ("I have not done that: no tool ran for this request. I cannot
     ({"memory"}, True, (), RECEIPT),
     (set(), False, ("Notiz gespeichert: Friseur am Montag",), RECEIPT),
     (set(), False, ("Friseur am Montag",), NOT_DONE_ANSWER),
-    (set(), True, ("Notiz gespeichert: Friseur am Montag",), NOT_DONE_ANSWER),
+    (set(), True, ("Notiz gespeichert: Friseur am Montag",), RECEIPT),
+    (set(), True, ("Friseur am Montag",), NOT_DONE_ANSWER),
 ])
 def test_an_unbacked_report_gets_the_lanes_receipt_or_the_lanes_own_answer(tmp_path, monkeypatch, session, confirmed,
                                                                             kept, expected):
     """The reading (here scripted) says the answer reports memory, which did not run for the
     request and which this turn cannot call: where memory ran earlier in the session, or the
-    "which" probe did not confirm the list and the answer repeats a word of what the store holds
-    from the session (a recall), the answer reaches the user with the store's truth beside it;
+    answer repeats a word of what the store holds from the session (a recall, whether or not the
+    "which" probe confirmed the list), the answer reaches the user with the store's truth beside it;
     otherwise the lane's own answer that nothing was done (lever "cannot"). Nothing is forced
     (where the tool can be called, lever "claimed" weighs it: tests/integration/test_agent_loop.py)."""
     from stack.agent import reading
