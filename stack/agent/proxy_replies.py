@@ -104,9 +104,10 @@ async def _claimed(turn: ProxyTurn, missing: list[str], reply: ModelReply) -> bo
     that reports as done a client tool (the first of `missing` the reading names) is held back and
     that tool called, where the model reads it as fitting the message better than a reply in words
     (answers.fit_of against answers.words_fit: the agent's lever, one mechanism). The user asked
-    for the action the reply says it did; the call is what makes it true. Seen on the held-out
-    toolsets (docs/measurements.md): asked to create a calendar event, the answer said it was
-    created and nothing ran, passed on with the receipt. Not after a result (a client's call its
+    for the action the reply says it did; the call is what makes it true. Seen on the development
+    toolsets (docs/measurements.md): "Hoe laat is het nu in Singapore?" answered "Het is nu 12:00
+    uur in Singapore." where nothing ran; time__get_current_time fitted 0.62 against a reply in
+    words' 0.58 and was called. Not after a result (a client's call its
     user did not ask for is a real action: a summary's account of earlier turns is held to the
     session, lever "read"), nor where lever "doubt" chose a reply in words. True when the turn
     goes on to the call."""
