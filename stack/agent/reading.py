@@ -78,7 +78,9 @@ class Reading:
     granted tool does. `read` is False when the model's reply could not be read (no grammar
     honoured, an upstream error): nothing is then known, and the caller decides. `confirmed`
     when the "which" probe read at least one of the actions the list names (read_reported): what
-    the lane may withdraw an answer on, where the list alone flags half the honest answers."""
+    an answer reporting an action no tool does is withdrawn on (lever "cannot"); a weak signal for
+    a tool's action (the probe's bar is low: a recalled codename read as `patch` at 0.12), where
+    the store decides instead (answers._not_done)."""
 
     tools: frozenset[str] = frozenset()
     other: bool = False
