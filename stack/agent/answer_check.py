@@ -301,13 +301,18 @@ def _status_line(line: str) -> bool:
 def fallback_answer(outcomes: list[Outcome], unsure: Sequence[str] = ()) -> str:
     """The answer the lane writes, in its own words, when the model wrote none it could pass on:
     what ran with its result, and what failed; never a claim."""
-    lines = [f"- {o.tool_name} {'returned' if o.status == 'ok' else o.status + ':'} {preview(o.output)}"
-             for o in outcomes]
-    if not lines:
+    if not outcomes:
         text = "No tool ran for this request, so I have no checked answer to give."
     else:
-        text = "I could not write a reliable answer. What ran for this request:\n" + "\n".join(lines)
+        text = "I could not write a reliable answer. " + what_ran(outcomes)
     return text + ("\n(The model's reply was not passed on: " + "; ".join(unsure) + ".)" if unsure else "")
+
+
+def what_ran(outcomes: Sequence[Outcome]) -> str:
+    """The lane's account of this request's executions, from the store alone: each tool with its
+    result, or how it failed."""
+    return "What ran for this request:\n" + "\n".join(
+        f"- {o.tool_name} {'returned' if o.status == 'ok' else o.status + ':'} {preview(o.output)}" for o in outcomes)
 
 
 # The lane's answer, in its own words, where the model's reports an action that nothing ran for
@@ -317,8 +322,11 @@ CANNOT = "I cannot send messages or email, book, buy, pay, call or contact anyon
 CANNOT_INSTEAD = " I can keep it as a todo item or write a draft into a file instead."
 
 
-def cannot_answer(granted: Collection[str], ran: bool) -> str:
-    """What the user gets where the model's answer reports an action that did not run (`ran`:
-    whether any tool ran for the request): that it was not done, what the lane cannot do, and
-    what it can do instead where those tools are granted."""
-    return ("" if ran else NOT_DONE + " ") + CANNOT + (CANNOT_INSTEAD if {"todo", "write_file"} <= set(granted) else "")
+def cannot_answer(granted: Collection[str], outcomes: Sequence[Outcome] = (), other: bool = True) -> str:
+    """What the user gets where the model's answer reports an action that did not run: where no
+    tool ran for the request, that it was not done, what the lane cannot do, and what it can do
+    instead where those tools are granted; where tools ran (`outcomes`), what the lane cannot do
+    where the answer reported such an action (`other`), then what ran with its results."""
+    if not outcomes:
+        return NOT_DONE + " " + CANNOT + (CANNOT_INSTEAD if {"todo", "write_file"} <= set(granted) else "")
+    return (CANNOT + "\n\n" if other else "") + what_ran(outcomes)

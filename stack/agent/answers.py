@@ -37,7 +37,7 @@ from .history import earlier_facts
 from .ledger import Correction, TurnLedger, lever_on
 from .llm_client import LlmClient
 from .prompt import compose_messages
-from .reading import OTHER, ran_line, read_kept, receipt, unbacked
+from .reading import OTHER, read_kept, receipt, unbacked
 from .records import answered, hold, kept
 from .situation import situation
 from .tasks import next_step_request, task_count, tasks_done, tasks_left
@@ -287,8 +287,8 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
     ran = [o.tool_name for o in turn.outcomes if o.status == "ok"]
     if _not_done(missing, ran, facts, confirmed, content) and turn.ledger.take(Correction(None, None, "cannot")):
         hold(store, turn.result.session_id, composed, "it reports an action that did not run")
-        account = cannot_answer([name for name, _ in facts.descriptions], bool(ran))
-        return TurnEnded(f"{account}\n\n{ran_line(ran)}" if ran else account, "stop"), None
+        account = cannot_answer([name for name, _ in facts.descriptions], turn.outcomes, OTHER in missing)
+        return TurnEnded(account, "stop"), None
     if missing:  # the store's truth beside the model's words
         content = f"{content.strip()}\n\n{receipt(missing, ran)}"
     return answered(store, turn.result.session_id, content, composed), None  # what the user gets
@@ -345,9 +345,13 @@ def _not_done(missing: list[str], ran: list[str], facts: TurnFacts, confirmed: b
     """Lever "cannot": whether an answer whose reading reports `missing` (actions this turn's
     executions do not back, after lever "claimed" called none) is not passed on, the lane's own
     answer given instead: its reading, confirmed by the "which" probe (Reading.confirmed),
-    reports an action no tool does (reading.OTHER); or nothing ran for the request, none of the
-    tools it reports ran earlier in the session, and the answer repeats nothing the store holds
-    from the session (answer_check.recalls). A recall keeps its receipt: seen on the six steps,
+    reports an action no tool does (reading.OTHER); or a tool ran for the request and not every
+    action the answer reports is a tool that ran earlier in the session (the user would read a
+    claim beside what ran: seen on the held-out actions file, "I've sent the polite reply to
+    Mark Doyle's message …" after write_file wrote the draft); or nothing ran for the request,
+    none of the tools it reports ran earlier in the session, and the answer repeats nothing the
+    store holds from the session (answer_check.recalls: beside a result that ran, every answer
+    repeats something). A recall keeps its receipt: seen on the six steps,
     "The codename of your project is COBALT-2525." (memory had saved it) listed as `patch`, the
     "which" probe reading it too (0.12, over its bar of 0.04), and withdrawn; an answer naming a
     tool that ran earlier may recall that turn. Seen on the everyday files of actions no tool
@@ -358,7 +362,9 @@ def _not_done(missing: list[str], ran: list[str], facts: TurnFacts, confirmed: b
         return False
     if confirmed and OTHER in missing:
         return True
-    return not ran and not set(missing) & facts.ran_in_session and not recalls(content, facts.kept, facts.request)
+    if ran:
+        return not set(missing) <= facts.ran_in_session  # OTHER never ran
+    return not set(missing) & facts.ran_in_session and not recalls(content, facts.kept, facts.request)
 
 
 def _client_instructions(rows: list[dict[str, Any]]) -> str:

@@ -86,11 +86,12 @@ LEVERS: dict[str, Lever] = {
                      "logprobs", needs="logprobs"),
     "cannot": Lever("an agent turn's answer whose reading (lever \"read\"), confirmed by its \"which\" probe, reports "
                     "an action no granted tool does (reading.OTHER: sending, booking, buying, paying, calling); or, "
+                    "where a tool ran for the request, any action but a tool that ran earlier in the session; or, "
                     "where nothing ran for the request, a tool's action that did not run in the session and lever "
                     "\"claimed\" did not call, the answer repeating nothing the session's results and the lane's "
                     "notes hold (answer_check.recalls)",
                     "held back; the lane's own answer instead (answer_check.cannot_answer: not done, what it cannot "
-                    "do, what it can do instead, what ran)"),
+                    "do, what it can do instead; where tools ran, what each returned)"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "
                      "no tool is forced after it",
                      "written once more, the model told why (prompt.COMPOSE_AGAIN)"),

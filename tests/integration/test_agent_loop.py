@@ -77,11 +77,11 @@ def run(settings, store, script, user="hi", decision=None, tools=TOOLS, fit=None
     return asyncio.run(go())
 
 
-def run_turns(settings, store, script, users, decision=None, fit=None, reading=None):
+def run_turns(settings, store, script, users, decision=None, fit=None, reading=None, tools=TOOLS):
     async def go():
         with ScriptedModel(script, decision=decision, fit=fit, reading=reading) as model:
             llm = LlmClient(model.url, model=None, timeout_s=2.0)
-            agent = Agent(settings, store, Registry(TOOLS), llm)
+            agent = Agent(settings, store, Registry(tools), llm)
             session = store.create_session()
             results = [await agent.run_turn(session, [{"role": "user", "content": u}]) for u in users]
             await llm.aclose()
@@ -742,6 +742,40 @@ def test_a_tool_the_answer_claims_is_called_where_it_fits_the_request_better_tha
     else:
         assert result.tools_executed == [] and result.content == f"{NOT_DONE} {CANNOT}"
         assert held_back(settings) == ["it reports an action that did not run"]
+
+
+MUL = Tool("mul", "Multiply two integers.", object_schema({"a": NUMBER, "b": NUMBER}, ["a", "b"]),
+          lambda arguments, ctx: str(arguments["a"] * arguments["b"]))
+
+
+@pytest.mark.parametrize("answer, reader", [("I added them and emailed the sum to Bob: 5.", "other"),
+                                            ("I used add and fail: 5.", "literal")])
+def test_beside_a_tool_that_ran_an_answer_reporting_what_did_not_run_is_the_lanes_account(lane, answer, reader):
+    """Lever "cannot" where a tool ran for the request: the answer also reports an action no
+    tool does, or a tool that never ran in the session. The user would read the claim beside
+    what ran, so the claim is held back and the user gets the lane's own account: what it cannot
+    do where the answer reported such an action, then each tool that ran with its result."""
+    settings, store = lane
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(answer)], user="2 plus 3?",
+                        reading=other_action if reader == "other" else literal_reading, fit=0.1)
+    ran = "What ran for this request:\n- add returned 5"
+    assert result.tools_executed == ["add"]
+    assert result.content == (f"{CANNOT}\n\n{ran}" if reader == "other" else ran)
+    assert held_back(settings) == ["it reports an action that did not run"]
+    assert rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant' AND content != ''") == \
+        [(result.content, 1)]
+
+
+def test_beside_a_tool_that_ran_an_answer_recalling_a_tool_of_an_earlier_turn_keeps_the_receipt(lane):
+    """Where every action the answer reports that did not run for the request is a tool that ran
+    earlier in the session, the answer may recall that turn: passed on with the store's truth."""
+    settings, store = lane
+    results, model = run_turns(settings, store, [call("mul", {"a": 2, "b": 3}), text("6"),
+                                                 call("add", {"a": 6, "b": 1}), text("I used mul, then add: 7.")],
+                               ["2 times 3?", "plus 1?"], reading=literal_reading, fit=0.1, tools=[*TOOLS, MUL])
+    assert results[1].tools_executed == ["add"]
+    assert results[1].content == "I used mul, then add: 7.\n\n(The lane's record: only add ran for this request.)"
+    assert held_back(settings) == []
 
 
 TODO_AND_FILES = [Tool(name, f"The {name} tool.", object_schema({}), lambda arguments, ctx: "ok")
