@@ -79,7 +79,8 @@ LEVERS: dict[str, Lever] = {
                      "request (lever \"read\"), where the message could want that tool (Tool.wanted_by); in proxy "
                      "mode under tool_choice auto, a reply reporting a client tool where nothing ran for the "
                      "user's message and lever \"doubt\" did not choose words",
-                     "the model's fit for that tool (decide.fit_probability) weighed against its fit for a reply in "
+                     "the model's fit for that tool (decide.fit_probability; in proxy mode also for search's best "
+                     "match for the message, the better of the two kept) weighed against its fit for a reply in "
                      "words (decide.words_probability), both asked of the request; where the tool fits better the "
                      "answer is held back, the tool called (in proxy mode: the call returned to the client) and the "
                      "answer written again from its result; else the receipt. Off where the upstream sends no "

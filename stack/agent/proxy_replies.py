@@ -101,28 +101,37 @@ async def _unbacked(turn: ProxyTurn, content: str, facts: TurnFacts) -> list[str
 
 async def _claimed(turn: ProxyTurn, missing: list[str], reply: ModelReply) -> bool:
     """Lever "claimed" over the client's tools: where nothing ran for the user's message, a reply
-    that reports as done a client tool (the first of `missing` the reading names) is held back and
-    that tool called, where the model reads it as fitting the message better than a reply in words
-    (answers.fit_of against answers.words_fit: the agent's lever, one mechanism). The user asked
-    for the action the reply says it did; the call is what makes it true. Seen on the development
-    toolsets (docs/measurements.md): "Hoe laat is het nu in Singapore?" answered "Het is nu 12:00
-    uur in Singapore." where nothing ran; time__get_current_time fitted 0.62 against a reply in
-    words' 0.58 and was called. Not after a result (a client's call its
-    user did not ask for is a real action: a summary's account of earlier turns is held to the
-    session, lever "read"), nor where lever "doubt" chose a reply in words. True when the turn
-    goes on to the call."""
+    that reports a client tool's action as done (reading: the first of `missing` it names) is
+    held back and a tool called, where the model reads it as fitting the message better than a
+    reply in words (answers.fit_of against answers.words_fit: the agent's lever, one mechanism).
+    The user asked for the action the reply says it did; the call is what makes it true. Weighed:
+    the tool the reading names and search's best match for the message, the better fit called.
+    Whether a reply reports an action is the reading's strong part, which action its weak one
+    (docs/measurements.md, "The reading of an answer"), and the message says what it asks for:
+    seen with Claude Code, "run `…` and tell me what it prints" answered with a made-up output,
+    read as `Read` (0.53 against words' 0.67), where `Bash` was the best match (0.68). Seen on the
+    development toolsets: "Hoe laat is het nu in Singapore?" answered "Het is nu 12:00 uur in
+    Singapore." where nothing ran; time__get_current_time fitted 0.62 against a reply in words'
+    0.58 and was called. Not after a result (a client's call its user did not ask for is a real
+    action: a summary's account of earlier turns is held to the session, lever "read"), nor where
+    lever "doubt" chose a reply in words. True when the turn goes on to the call."""
     tools = turn.surface.catalog.tools
-    name = next((name for name in missing if name in tools), None)
-    fix = Correction(None, name, "claimed")
-    if name is None or turn.history.since_user or turn.words_chosen or turn.request.tool_choice.mode != "auto" \
-            or not turn.ledger.can_take(fix):
+    reported = next((name for name in missing if name in tools), None)
+    if reported is None or turn.history.since_user or turn.words_chosen or turn.request.tool_choice.mode != "auto" \
+            or not turn.ledger.can_take(Correction(None, reported, "claimed")):
         return False
-    fit = await fit_of(turn.llm, turn.store, turn.result, turn.shown, tools[name], "claimed")
-    words = await words_fit(turn.llm, turn.store, turn.result, turn.shown, "claimed") if fit is not None else None
-    if fit is None or words is None or fit <= words:
+    hits, _ = turn.surface.catalog.search(turn.indexed, 1)
+    fits: dict[str, float] = {}
+    for name in dict.fromkeys([reported, *(hit.name for hit in hits)]):
+        fit = await fit_of(turn.llm, turn.store, turn.result, turn.shown, tools[name], "claimed")
+        if fit is not None:
+            fits[name] = fit
+    words = await words_fit(turn.llm, turn.store, turn.result, turn.shown, "claimed") if fits else None
+    name = max(fits, key=lambda n: fits[n]) if fits else reported
+    if words is None or fits[name] <= words:
         return False
-    return note(turn, fix, force=name, held_back=(reply, f"it reports {name} as done, which did not run for "
-                                                        "this request"))
+    return note(turn, Correction(None, name, "claimed"), force=name,
+                held_back=(reply, f"it reports {reported} as done, which did not run for this request"))
 
 
 def _ran_in_session(turn: ProxyTurn, facts: TurnFacts) -> set[str]:

@@ -223,6 +223,22 @@ def test_an_answer_claiming_a_call_never_made_is_made_true_or_carries_the_lanes_
             assert kept == [("claimed",), ("claimed",)]
 
 
+def test_a_claim_naming_the_wrong_tool_calls_the_one_that_fits_the_request_best(tmp_path):
+    """Lever "claimed" weighs the tool the reading names and search's best match for the
+    request: the reply says get_time ran for a weather question and nothing ran; get_weather
+    fits the request better than get_time and than a reply in words, so get_weather is called."""
+    claim = "I called get_time: it is sunny in Paris."
+    with running_lane(tmp_path, [text(claim), call("get_weather", {"city": "Paris"})],
+                      reading=literal_reading) as lane:
+        lane.model.fit = {"get_time": 0.3, "get_weather": 0.75, "reply_in_words": 0.5}
+        reply = lane.chat(messages=ASK, tools=[TIME, WEATHER]).json()
+        assert only_call(reply)[:2] == ("get_weather", {"city": "Paris"})
+        asked = lane.rows("SELECT content FROM lane_calls WHERE purpose = 'claimed' ORDER BY id")
+        assert [row[0].split(":")[0] for row in asked] == ["get_time", "get_weather", "reply_in_words"]
+        assert lane.rows("SELECT reason FROM lane_calls WHERE purpose = 'held'") == \
+            [("it reports get_time as done, which did not run for this request",)]
+
+
 CP = {"type": "function", "function": {
     "name": "cp", "description": "Copy a file to another file or folder.",
     "parameters": {"type": "object", "properties": {"source": {"type": "string"}, "destination": {"type": "string"}},
