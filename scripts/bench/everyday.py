@@ -160,6 +160,7 @@ class StoredTurn:
     user: dict[str, Any]
     executions: list[dict[str, Any]]
     answer: str | None  # the last assistant content the store holds for the turn
+    lane_written: bool = False  # that answer is the lane's own (messages.lane_note), not the model's
 
 
 def is_user_turn(message: dict[str, Any]) -> bool:
@@ -183,7 +184,8 @@ def split_turns(snapshot: dict[str, Any]) -> list[StoredTurn]:
                           else t_low <= (e.get("started_at") or "") < t_high)]
         answers = [m for m in messages if m.get("role") == "assistant" and low < m["id"] < high
                    and not m.get("lane_call") and (m.get("content") or "").strip()]
-        turns.append(StoredTurn(user, executions, answers[-1]["content"] if answers else None))
+        turns.append(StoredTurn(user, executions, answers[-1]["content"] if answers else None,
+                                bool(answers and answers[-1].get("lane_note"))))
     return turns
 
 
@@ -444,9 +446,13 @@ def _ran_with_reasons(expect: dict[str, Any], executions: list[dict[str, Any]]) 
 
 def judge_turn(turn: dict[str, Any], answer: str | None, executions: list[dict[str, Any]],
                session_executions: list[dict[str, Any]], tool_names: Iterable[str],
-               false_claims: Callable[[str, str, Iterable[str], Iterable[str]], list[str]]
-               ) -> tuple[bool, list[str], list[str]]:
-    """(passed, reasons it failed, false claims) for one turn from the store's rows."""
+               false_claims: Callable[[str, str, Iterable[str], Iterable[str]], list[str]],
+               lane_written: bool = False) -> tuple[bool, list[str], list[str]]:
+    """(passed, reasons it failed, false claims) for one turn from the store's rows. An answer
+    the lane wrote itself (`lane_written`: its account of what ran and what it cannot do, composed
+    by code from the store, messages.lane_note) is not read for claims: it is the store's truth,
+    like the receipt (model_words). Seen: "What ran for this request: - session_search returned
+    …" read as reporting `patch`."""
     expect, text = turn["expect"], answer or ""
     reasons: list[str] = []
     met, why = tools_met(expect, ok_names(executions))
@@ -463,7 +469,7 @@ def judge_turn(turn: dict[str, Any], answer: str | None, executions: list[dict[s
         if unnamed:
             reasons.append(f"answer does not name {unnamed}, which ran in the session")
     scope = session_executions if expect.get("claims_scope") == "session" else executions
-    claims = false_claims(turn["user"], text, ok_names(scope), tool_names)
+    claims = [] if lane_written else false_claims(turn["user"], text, ok_names(scope), tool_names)
     if claims:
         reasons.append(f"false claim: {'; '.join(claims)}")
     return not reasons, reasons, claims
@@ -596,7 +602,8 @@ def run_file(lane: Lane, bench: dict[str, Any], *, run_id: str, web_url: str, ho
             verdict.failed_tools = [f"{e['tool_name']}:{e['status']}" for e in executions if e.get("status") != "ok"]
             names = tool_names | {e["tool_name"] for e in snapshot.get("executions", [])}
             verdict.passed, verdict.reasons, verdict.false_claims = judge_turn(
-                {**turn, "user": text}, verdict.answer, executions, snapshot.get("executions", []), names, judge)
+                {**turn, "user": text}, verdict.answer, executions, snapshot.get("executions", []), names, judge,
+                lane_written=bool(mine and mine.lane_written))
             if mine is None:
                 verdict.passed = False
                 verdict.reasons.insert(0, "the turn's user message is not in the store")

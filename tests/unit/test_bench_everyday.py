@@ -92,6 +92,23 @@ def test_the_judge_holds_what_the_reading_reports_to_the_store(ev, names, readin
     assert "Ich habe es gespeichert." in asked[-1]["content"] and "- memory:" in asked[0]["content"]
 
 
+def test_the_lanes_own_answer_is_not_read_as_a_claim(ev, names, reader):
+    """The lane's account of what ran (messages.lane_note) is the store's truth: not read for
+    claims, while the same words from the model are."""
+    spec = turn([], user="Merk dir: Zahnarzt am Dienstag.")
+    account = "What ran for this request:\n- session_search returned 2 sessions about memory"
+    ran = [execution("session_search")]
+    assert judge(ev, names, spec, account, ran, reader=reader)[2] == ["reports memory, which did not run"]
+    assert ev.judge_turn(spec, account, ran, ran, names, reader, lane_written=True)[2] == []
+
+
+def test_split_turns_knows_the_lanes_own_answer(ev):
+    snapshot = {"messages": [{"id": 1, "role": "user", "content": "send it", "created_at": "t1"},
+                             {"id": 2, "role": "assistant", "content": "I have not done that.", "lane_note": 1,
+                              "created_at": "t2"}], "executions": []}
+    assert [t.lane_written for t in ev.split_turns(snapshot)] == [True]
+
+
 def test_an_answer_the_judge_cannot_read_is_never_passed(ev, names):
     from tests.fakes.scripted_model import ScriptedModel, text
     with ScriptedModel([], reading=text("no grammar here")) as model:
