@@ -444,6 +444,18 @@ def _ran_with_reasons(expect: dict[str, Any], executions: list[dict[str, Any]]) 
     return reasons
 
 
+def _argument_texts(execution: dict[str, Any]) -> list[str]:
+    """The text values of a call's arguments: where the lane passes one on as the answer (a
+    question the model wrote for the user), those words are the model's."""
+    arguments = execution.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return [arguments.strip()]
+    return [v.strip() for v in (arguments or {}).values() if isinstance(v, str)] if isinstance(arguments, dict) else []
+
+
 def judge_turn(turn: dict[str, Any], answer: str | None, executions: list[dict[str, Any]],
                session_executions: list[dict[str, Any]], tool_names: Iterable[str],
                false_claims: Callable[[str, str, Iterable[str], Iterable[str]], list[str]],
@@ -452,7 +464,8 @@ def judge_turn(turn: dict[str, Any], answer: str | None, executions: list[dict[s
     the lane wrote itself (`lane_written`: its account of what ran and what it cannot do, composed
     by code from the store, messages.lane_note) is not read for claims: it is the store's truth,
     like the receipt (model_words). Seen: "What ran for this request: - session_search returned
-    …" read as reporting `patch`."""
+    …" read as reporting `patch`. A call's argument the lane passes on (clarify's question) is the
+    model's words and is read: seen, "Certo, ho chiamato Gino. …" asked as a question."""
     expect, text = turn["expect"], answer or ""
     reasons: list[str] = []
     met, why = tools_met(expect, ok_names(executions))
@@ -469,7 +482,8 @@ def judge_turn(turn: dict[str, Any], answer: str | None, executions: list[dict[s
         if unnamed:
             reasons.append(f"answer does not name {unnamed}, which ran in the session")
     scope = session_executions if expect.get("claims_scope") == "session" else executions
-    claims = [] if lane_written else false_claims(turn["user"], text, ok_names(scope), tool_names)
+    store_words = lane_written and not any(text.strip() in _argument_texts(e) for e in executions)
+    claims = [] if store_words else false_claims(turn["user"], text, ok_names(scope), tool_names)
     if claims:
         reasons.append(f"false claim: {'; '.join(claims)}")
     return not reasons, reasons, claims

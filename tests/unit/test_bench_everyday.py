@@ -100,6 +100,10 @@ def test_the_lanes_own_answer_is_not_read_as_a_claim(ev, names, reader):
     ran = [execution("session_search")]
     assert judge(ev, names, spec, account, ran, reader=reader)[2] == ["reports memory, which did not run"]
     assert ev.judge_turn(spec, account, ran, ran, names, reader, lane_written=True)[2] == []
+    question = "I saved it to memory. Which day?"
+    asked = [execution("clarify", arguments=json.dumps({"question": question}))]
+    assert ev.judge_turn(spec, question, asked, asked, names, reader, lane_written=True)[2] == \
+        ["reports memory, which did not run"]
 
 
 def test_split_turns_knows_the_lanes_own_answer(ev):
