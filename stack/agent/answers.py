@@ -35,7 +35,7 @@ from .decide import (
 from .english import needs_rendering, rendered
 from .history import earlier_facts
 from .ledger import Correction, TurnLedger, lever_on
-from .llm_client import LlmClient
+from .llm_client import LlmClient, ModelReply
 from .prompt import compose_messages
 from .reading import OTHER, read_kept, receipt, unbacked
 from .records import answered, hold, kept
@@ -292,6 +292,24 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
     if missing:  # the store's truth beside the model's words
         content = f"{content.strip()}\n\n{receipt(missing, ran)}"
     return answered(store, turn.result.session_id, content, composed), None  # what the user gets
+
+
+async def asked_user(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, question: str,
+                     memory: str = "") -> TurnEnded:
+    """The end of a turn whose model put a question to the user (a clarify call), held to the
+    store like an answer: the model wrote those words too. Where its reading reports what did not
+    run and lever "cannot" would withdraw an answer, the user gets the lane's own answer instead.
+    Seen on the development actions file: "Certo, ho chiamato Gino. Ecco il messaggio che ho
+    scritto: …" asked as the question where nothing had run (Italian: "Sure, I called Gino")."""
+    facts = await asyncio.to_thread(facts_of, turn, toolset, store, memory)
+    missing, confirmed = await _unbacked(llm, store, turn, question, facts)
+    done = turn.outcomes[:-1]  # the call that asked ran last
+    ran = [o.tool_name for o in done if o.status == "ok"]
+    if not _not_done(missing, ran, facts, confirmed, question) \
+            or not turn.ledger.take(Correction(None, None, "cannot")):
+        return TurnEnded(question, "clarify")
+    hold(store, turn.result.session_id, ModelReply(question), "it reports an action that did not run")
+    return TurnEnded(cannot_answer([name for name, _ in facts.descriptions], done, OTHER in missing), "stop")
 
 
 async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str,

@@ -85,7 +85,8 @@ LEVERS: dict[str, Lever] = {
                      "answer is held back, the tool called (in proxy mode: the call returned to the client) and the "
                      "answer written again from its result; else the receipt. Off where the upstream sends no "
                      "logprobs", needs="logprobs"),
-    "cannot": Lever("an agent turn's answer whose reading (lever \"read\"), confirmed by its \"which\" probe, reports "
+    "cannot": Lever("an agent turn's answer (or the question a clarify call puts to the user) whose reading "
+                    "(lever \"read\"), confirmed by its \"which\" probe, reports "
                     "an action no granted tool does (reading.OTHER: sending, booking, buying, paying, calling); or, "
                     "where a tool ran for the request, any action but a tool that ran earlier in the session; or, "
                     "where nothing ran for the request, a tool's action that did not run in the session and lever "

@@ -23,7 +23,7 @@ from ..tools.memory import read_memory
 from ..tools.registry import Registry
 from ..toolsearch.surface import Profile, Toolset, assemble
 from .answer_check import fallback_answer
-from .answers import composed_answer, decided_tool, english_of, facts_of, fitting_tool
+from .answers import asked_user, composed_answer, decided_tool, english_of, facts_of, fitting_tool
 from .asked import as_asked, names_an_offered_tool, request_messages, said_in, started, unasked
 from .ledger import MODEL_CALL_BUDGET, Correction, repeated
 from .llm_client import LlmClient, ModelReply
@@ -177,8 +177,9 @@ class Agent:
         record_outcome(self.store, turn.ctx.session_id, message_id, call, outcome)
         if outcome.status == "ok":
             turn.result.tools_executed.append(outcome.tool_name)
-        if turn.ctx.question_for_user:
-            raise TurnEnded(turn.ctx.question_for_user, "clarify")
+        if turn.ctx.question_for_user:  # the model's words: held to the store like an answer
+            raise await asked_user(self.llm, self.store, turn, toolset, turn.ctx.question_for_user,
+                                   read_memory(self.settings))
 
     def _finish(self, turn: Turn, end: TurnEnded) -> TurnResult:
         return finished(self.store, turn.result, end,

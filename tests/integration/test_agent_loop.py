@@ -291,6 +291,23 @@ def test_steps_running_out_still_composes_the_answer_with_finish_reason_iteratio
     assert result.model_calls == 5  # the decision, two calls, the answer and its reading
 
 
+@pytest.mark.parametrize("question, reader", [("Which Marta?", "nothing"),
+                                              ("I sent Marta the text. Anything else?", "other")])
+def test_a_question_to_the_user_is_held_to_the_store_like_an_answer(lane, question, reader):
+    """A clarify call's question is the model's words: where its reading reports an action that
+    did not run, the user gets the lane's own answer, and the question is kept with why."""
+    settings, store = lane
+    result, model = run(settings, store, [call("clarify", {"question": question})], user="text Marta",
+                        reading=other_action if reader == "other" else None)
+    if reader == "nothing":
+        assert result.content == question and result.finish_reason == "clarify" and held_back(settings) == []
+    else:
+        assert result.content == f"{NOT_DONE} {CANNOT}" and result.finish_reason == "stop"
+        assert held_back(settings) == ["it reports an action that did not run"]
+        assert rows(settings, "SELECT content FROM messages WHERE role = 'assistant' AND lane_note = 1") == \
+            [(result.content,)]
+
+
 def test_clarify_ends_the_turn_with_the_question(lane):
     settings, store = lane
     result, model = run(settings, store, [call("clarify", {"question": "Which file?"}),
