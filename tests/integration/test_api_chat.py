@@ -417,7 +417,8 @@ def test_clarify_and_iteration_limit_map_to_openai_finish_reasons(tmp_path):
         assert asked["choices"][0]["message"]["content"] == "Which file?"
         assert asked["choices"][0]["finish_reason"] == "stop"
         assert asked["usage"]["lane"]["finish_reason"] == "clarify"
-        assert asked["usage"]["lane"]["model_calls"] == 2  # the decision and the call; no answer composed
+        # the decision, the call and the reading of its question (the model's words); no answer composed
+        assert asked["usage"]["lane"]["model_calls"] == 3
         looped = lane.chat("add one and two", session="looped").json()
         assert looped["choices"][0]["message"]["content"] == "1 and 2 make 3."
         assert looped["choices"][0]["finish_reason"] == "length"
