@@ -126,8 +126,10 @@ async def _claimed(turn: ProxyTurn, missing: list[str], reply: ModelReply) -> bo
         fit = await fit_of(turn.llm, turn.store, turn.result, turn.shown, tools[name], "claimed")
         if fit is not None:
             fits[name] = fit
-    words = await words_fit(turn.llm, turn.store, turn.result, turn.shown, "claimed") if fits else None
-    name = max(fits, key=lambda n: fits[n]) if fits else reported
+    if not fits:
+        return False
+    name = max(fits, key=lambda n: fits[n])
+    words = await words_fit(turn.llm, turn.store, turn.result, turn.shown, "claimed")
     if words is None or fits[name] <= words:
         return False
     return note(turn, Correction(None, name, "claimed"), force=name,
