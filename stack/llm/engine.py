@@ -262,7 +262,11 @@ class Engine:
             if not tokens or len(tokens) >= self.n_ctx:
                 raise PromptTooLong(f"the input has {len(tokens)} tokens; the context window holds {self.n_ctx}")
             self._abort_flag = cancel
-            llm.n_tokens = self._restore_longest_prefix(llm, tokens)
+            # At least two tokens evaluated: on some CPU builds (AVX2 without AVX-512, measured
+            # 2026-11-30) one token goes through another matrix kernel than a batch, and its hidden
+            # state differs by ~3 % of the largest value, enough to move a probe's reading by
+            # whether the text was cached. Every batch of two or more gives the same state.
+            llm.n_tokens = self._restore_longest_prefix(llm, tokens, evaluate=2)
             llama_cpp.llama_set_embeddings(llm.ctx, True)
             try:
                 try:
@@ -413,16 +417,17 @@ class Engine:
         self._openings_rendered.move_to_end(key)
         return tokens
 
-    def _restore_longest_prefix(self, llm: Llama, prompt: list[int]) -> int:
+    def _restore_longest_prefix(self, llm: Llama, prompt: list[int], evaluate: int = 1) -> int:
         """Load the saved state sharing the longest prefix with `prompt` when it beats what the
-        context holds; the number of prompt tokens that will not be evaluated again."""
+        context holds; the number of prompt tokens that will not be evaluated again (at least the
+        last `evaluate` are)."""
         reused = common_prefix(context_tokens(llm), prompt)
         entry, saved = self.prompt_cache.best(prompt)
         if entry is not None and saved > reused:
             reused = saved if load_state(llm, entry) else 0
             self.prompt_cache.touch(entry)
         # generate() always evaluates the prompt's last token again, for fresh logits.
-        return min(reused, len(prompt) - 1)
+        return max(0, min(reused, len(prompt) - evaluate))
 
     def _sample(self, llm: Llama, job: Job, prompt: list[int], stops: tuple[str, ...], limit: int,
                 emit: Callable[[str], None], grammar: LlamaGrammar | None,
