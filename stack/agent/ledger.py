@@ -87,11 +87,11 @@ LEVERS: dict[str, Lever] = {
                      "logprobs", needs="logprobs"),
     "cannot": Lever("an agent turn's answer (or the question a clarify call puts to the user) whose reading "
                     "(lever \"read\"), confirmed by its \"which\" probe, reports "
-                    "an action no granted tool does (reading.OTHER: sending, booking, buying, paying, calling); or, "
-                    "where a tool ran for the request, any action but a tool that ran earlier in the session; or, "
-                    "where nothing ran for the request, a tool's action that did not run in the session and lever "
-                    "\"claimed\" did not call, the answer repeating nothing the session's results and the lane's "
-                    "notes hold (answer_check.recalls)",
+                    "an action no granted tool does (reading.OTHER: sending, booking, buying, paying, calling); or "
+                    "an action lever \"claimed\" did not call and the answer does not recall from an earlier run "
+                    "of that tool (answer_check.recalls_run: it repeats what that run held); where nothing ran for "
+                    "the request, only if the answer also repeats nothing the session's results hold nor a note "
+                    "the request is about (answer_check.recalls, recalls_note)",
                     "held back; the lane's own answer instead (answer_check.cannot_answer: not done, what it cannot "
                     "do, what it can do instead; where tools ran, what each returned)"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "

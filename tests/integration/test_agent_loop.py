@@ -715,14 +715,14 @@ def test_an_answer_claiming_a_tool_that_never_ran_is_the_lanes_own_answer(lane, 
     """Lever "cannot": the answer reports add as done, add never ran in the session, and the
     model reads a reply in words as fitting better than add: the claim is held back and the user
     gets the lane's own words that nothing was done, whether or not the "which" probe confirmed
-    the reading. Repeating what the lane's notes hold (a recall: "5" is in memory), the answer
-    keeps the receipt, confirmed or not."""
+    the reading. Repeating what a note the request is about holds (a recall: "5" is in memory),
+    the answer keeps the receipt, confirmed or not."""
     settings, store = lane
     if confirmed:
         confirming(monkeypatch)
     if recalled:
         settings.memory_path.parent.mkdir(parents=True, exist_ok=True)
-        settings.memory_path.write_text("The sum I worked out yesterday was 5\n")
+        settings.memory_path.write_text("2 plus 3 was 5 when I worked it out yesterday\n")
     result, model = run(settings, store, [text("I used add for that: 5.")], user="2 plus 3?",
                         decision='{"next": "answer"}', reading=literal_reading, fit={"add": 0.3, "reply_in_words": 0.6})
     assert result.tools_executed == []
@@ -785,7 +785,8 @@ def test_beside_a_tool_that_ran_an_answer_reporting_what_did_not_run_is_the_lane
 
 def test_beside_a_tool_that_ran_an_answer_recalling_a_tool_of_an_earlier_turn_keeps_the_receipt(lane):
     """Where every action the answer reports that did not run for the request is a tool that ran
-    earlier in the session, the answer may recall that turn: passed on with the store's truth."""
+    earlier in the session and the answer names it or repeats what it held, the answer may recall
+    that turn: passed on with the store's truth."""
     settings, store = lane
     results, model = run_turns(settings, store, [call("mul", {"a": 2, "b": 3}), text("6"),
                                                  call("add", {"a": 6, "b": 1}), text("I used mul, then add: 7.")],

@@ -301,21 +301,28 @@ NOT_DONE_ANSWER = ("I have not done that: no tool ran for this request. I cannot
                    "pay, call or contact anyone: none of my tools does that.")
 
 
-@pytest.mark.parametrize("session, confirmed, kept, expected", [
-    ({"memory"}, True, (), RECEIPT),
-    (set(), False, ("Notiz gespeichert: Friseur am Montag",), RECEIPT),
-    (set(), False, ("Friseur am Montag",), NOT_DONE_ANSWER),
-    (set(), True, ("Notiz gespeichert: Friseur am Montag",), RECEIPT),
-    (set(), True, ("Friseur am Montag",), NOT_DONE_ANSWER),
+SAVED = "Notiz gespeichert: Friseur am Montag"
+
+
+@pytest.mark.parametrize("session, confirmed, kept, runs, notes, expected", [
+    ({"memory"}, True, (), (("memory", SAVED),), (), RECEIPT),
+    ({"memory"}, True, (), (("memory", "Friseur am Montag"),), (), NOT_DONE_ANSWER),
+    (set(), False, (SAVED,), (), (), RECEIPT),
+    (set(), False, ("Friseur am Montag",), (), (), NOT_DONE_ANSWER),
+    (set(), True, (SAVED,), (), (), RECEIPT),
+    (set(), True, ("Friseur am Montag",), (), (), NOT_DONE_ANSWER),
+    (set(), True, (), (), ("Zahnarzt gespeichert",), RECEIPT),
+    (set(), True, (), (), (SAVED,), NOT_DONE_ANSWER),
 ])
 def test_an_unbacked_report_gets_the_lanes_receipt_or_the_lanes_own_answer(tmp_path, monkeypatch, session, confirmed,
-                                                                            kept, expected):
+                                                                            kept, runs, notes, expected):
     """The reading (here scripted) says the answer reports memory, which did not run for the
-    request and which this turn cannot call: where memory ran earlier in the session, or the
-    answer repeats a word of what the store holds from the session (a recall, whether or not the
-    "which" probe confirmed the list), the answer reaches the user with the store's truth beside it;
-    otherwise the lane's own answer that nothing was done (lever "cannot"). Nothing is forced
-    (where the tool can be called, lever "claimed" weighs it: tests/integration/test_agent_loop.py)."""
+    request and which this turn cannot call. Where the answer repeats a word of what an earlier
+    memory run held, of what the session's tools returned, or of a note the request is about (a
+    recall, whether or not the "which" probe confirmed the list), the answer reaches the user with
+    the store's truth beside it; otherwise, even where memory ran earlier for something else or a
+    note holds the word, the lane's own answer that nothing was done (lever "cannot"). Nothing is
+    forced (where the tool can be called, lever "claimed" weighs it: tests/integration/test_agent_loop.py)."""
     from stack.agent import reading
     from stack.agent.answers import composed_answer
     from stack.agent.llm_client import ModelReply
@@ -325,7 +332,8 @@ def test_an_unbacked_report_gets_the_lanes_receipt_or_the_lanes_own_answer(tmp_p
     from stack.tools.base import ToolContext
 
     f = dataclasses.replace(facts("Merk dir: Zahnarzt am 3. März", offered=("memory", "calculate"), session=session),
-                            descriptions=(("memory", "Save a note."), ("calculate", "Do arithmetic.")), kept=kept)
+                            descriptions=(("memory", "Save a note."), ("calculate", "Do arithmetic.")), kept=kept,
+                            runs=runs, notes=notes)
 
     class Claiming:
         async def model_name(self):
