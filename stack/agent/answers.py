@@ -18,6 +18,7 @@ from typing import Any
 
 from ..store import Store
 from ..tools.base import RESERVED_NAMES, Tool
+from ..tools.execute import Outcome
 from ..toolsearch.bridges import CALL
 from ..toolsearch.surface import Toolset
 from .answer_check import (
@@ -299,9 +300,7 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
         return TurnEnded(fallback_answer(turn.outcomes, [why]), "stop", held=(why,)), claimed
     ran = [o.tool_name for o in turn.outcomes if o.status == "ok"]
     if _not_done(missing, ran, facts, confirmed, content) and turn.ledger.take(Correction(None, None, "cannot")):
-        hold(store, turn.result.session_id, composed, "it reports an action that did not run")
-        account = cannot_answer([name for name, _ in facts.descriptions], turn.outcomes, OTHER in missing)
-        return TurnEnded(account, "stop"), None
+        return TurnEnded(_withdrawn(store, turn, facts, composed, missing, turn.outcomes), "stop"), None
     if missing:  # the store's truth beside the model's words
         content = f"{content.strip()}\n\n{receipt(missing, ran)}"
     return answered(store, turn.result.session_id, content, composed), None  # what the user gets
@@ -321,8 +320,15 @@ async def asked_user(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset,
     if not _not_done(missing, ran, facts, confirmed, question) \
             or not turn.ledger.take(Correction(None, None, "cannot")):
         return TurnEnded(question, "clarify")
-    hold(store, turn.result.session_id, ModelReply(question), "it reports an action that did not run")
-    return TurnEnded(cannot_answer([name for name, _ in facts.descriptions], done, OTHER in missing), "stop")
+    return TurnEnded(_withdrawn(store, turn, facts, ModelReply(question), missing, done), "stop")
+
+
+def _withdrawn(store: Store, turn: Turn, facts: TurnFacts, reply: ModelReply, missing: list[str],
+               done: list[Outcome]) -> str:
+    """Lever "cannot" taken: the model's words kept with why, apart from the conversation, and the
+    lane's own answer in their place (what it cannot do, where the reading says so; what ran)."""
+    hold(store, turn.result.session_id, reply, "it reports an action that did not run")
+    return cannot_answer([name for name, _ in facts.descriptions], done, OTHER in missing)
 
 
 async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str,
