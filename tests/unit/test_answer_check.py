@@ -463,3 +463,24 @@ def no_tools(settings):
     from stack.toolsearch.surface import assemble
 
     return assemble(Registry([]), settings)
+
+
+def test_a_report_of_an_earlier_tool_is_a_recall_only_where_it_names_the_tool_or_repeats_its_run():
+    """That todo ran earlier is no proof a new item was added: the answer must name the tool or
+    repeat what its run held (argument values or result) beyond the request's words; a note
+    counts only where the request is about it."""
+    from stack.agent.answer_check import recalls_note, recalls_run, run_text
+
+    request = "et puis réserve nous une table pour quatre chez Marcel samedi soir"
+    todo = run_text('{"action": "set", "items": ["acheter du pain", "colis à la poste"]}',
+                    "1. [ ] acheter du pain\n2. [ ] colis à la poste")
+    f = dataclasses.replace(facts(request, session={"todo"}), runs=(("todo", todo),),
+                            notes=("Marcel prefers the corner table", "Priya's office is on Baker Street"))
+    new_item = "Je vous ai ajouté une tâche : Table pour quatre chez Marcel samedi soir."
+    assert not recalls_run(new_item, "todo", f)
+    assert recalls_run("Votre liste a déjà : acheter du pain.", "todo", f)
+    assert recalls_run("J'ai utilisé todo plus tôt.", "todo", f)
+    assert not recalls_run("J'ai utilisé memory plus tôt.", "memory", f)  # memory never ran
+    assert not recalls_run("I set the action for you.", "todo", f)  # argument names are not its content
+    assert recalls_note("Noted: Marcel likes the corner table.", f)
+    assert not recalls_note("Noted: Priya's office is on Baker Street.", f)
