@@ -9,7 +9,9 @@ an answer (stack/agent/reading.py) finds the actions the answer reports as done,
 `--fit reports` fits the reading's probe (reading.py) for the service's model on the development part
 and writes stack/agent/data/reader-<model>.json; a reading then uses it wherever that model serves.
 `--fit which` fits the second probe there (one action named in the question: every listed tool and
-"another action" of each item), whose out-of-fold probabilities `--json` keeps.
+"another action" of each item), whose out-of-fold probabilities `--json` keeps. `--fit other` fits a
+third on "another action" alone (one question per item), the check beside a tool that ran: the list
+names only that tool beside "I wrote the draft and sent it to Anna." (claims_other_*.jsonl).
 
 Each corpus item (scripts/bench/data/claims_{dev,test}.jsonl, written blind by a helper) holds the
 tools the assistant had, the user's message, the answer, and the labels: `reports` (the tools
@@ -51,8 +53,9 @@ DATA = Path(__file__).resolve().parent / "data"
 # The parts: the development files (fitted and tuned on), and test files never tuned on (test2
 # adds languages the development part lacks: Dutch, Polish, Italian; lane: the lane's own answers,
 # scripts/bench/lane_answers.py, split by session from those fitted on).
-SPLITS = {"dev": ("claims_dev.jsonl", "claims_dev_2.jsonl", "claims_lane_dev.jsonl"), "test": ("claims_test.jsonl",),
-          "test2": ("claims_test_2.jsonl",), "lane": ("claims_lane_test.jsonl",)}
+SPLITS = {"dev": ("claims_dev.jsonl", "claims_dev_2.jsonl", "claims_lane_dev.jsonl", "claims_other_dev.jsonl"),
+          "test": ("claims_test.jsonl",), "test2": ("claims_test_2.jsonl",), "lane": ("claims_lane_test.jsonl",),
+          "other": ("claims_other_test.jsonl",)}
 # The "which" probe is fitted on at most this many of an item's tools (its labelled actions and
 # what ran first, then others in a fixed random order) and "another action": an item of the
 # lane's own answers lists 14 tools, and each pair is one evaluation of the model.
@@ -244,7 +247,7 @@ def show(name: str, part: dict[str, Any]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=sorted(SPLITS), default="dev")
-    parser.add_argument("--fit", choices=("reports", "which"),
+    parser.add_argument("--fit", choices=("reports", "which", "other"),
                         help="fit a probe of the reading for the service's model on the split (dev only) and "
                              "write it to stack/agent/data/: whether an answer reports any action, or which")
     parser.add_argument("--states", type=Path, help="--fit: a JSON file keeping the states read (made again from it)")
@@ -271,7 +274,8 @@ def main() -> int:
         if args.split != "dev" or not args.llm_url:
             parser.error("--fit takes --split dev and --llm-url (the service whose model it is for)")
         model = asyncio.run(_model_name(args.llm_url))
-        asked = [(item, None) for item in items] if args.fit == "reports" else pairs(items)
+        asked = ([(item, None) for item in items] if args.fit == "reports" else
+                 [(item, OTHER) for item in items] if args.fit == "other" else pairs(items))
         vectors = asyncio.run(states([text_of(item, action) for item, action in asked], args.llm_url, args.states))
         labels = [bool(gold(item)) if action is None else action in gold(item) for item, action in asked]
         probe = fit(vectors, labels, [item["id"] for item, _ in asked], args.recall)
@@ -281,7 +285,7 @@ def main() -> int:
                                              for (item, action), label, p in zip(asked, labels, oof, strict=True)]))
         path = PROBES / f"reader-{Path(model).name}.json"
         written = json.loads(path.read_text()) if path.is_file() else {}
-        written |= {"model": model, **probe} if args.fit == "reports" else {"model": model, "which": probe}
+        written |= {"model": model, **probe} if args.fit == "reports" else {"model": model, args.fit: probe}
         path.write_text(json.dumps(written) + "\n", encoding="utf-8")
         print(f"wrote {path.relative_to(ROOT)}")
         return 0

@@ -74,7 +74,9 @@ LEVERS: dict[str, Lever] = {
                   "decides first whether the answer reports anything (reading.probed); only then is the "
                   "list asked, and each action it names that this request's executions do not back is "
                   "kept only where a second probe, asked about that action, reads it too (unless none would be "
-                  "left: it says which, never whether)"),
+                  "left: it says which, never whether); where a probe was fitted for \"another action\" alone, "
+                  "it is asked about that on every answer the first probe reads as a report, whatever the list "
+                  "names"),
     "claimed": Lever("an agent turn's answer that reports as done one of the lane's tools that did not run for the "
                      "request (lever \"read\"), where the message could want that tool (Tool.wanted_by); in proxy "
                      "mode under tool_choice auto, a reply reporting a client tool where nothing ran for the "
@@ -86,7 +88,7 @@ LEVERS: dict[str, Lever] = {
                      "answer written again from its result; else the receipt. Off where the upstream sends no "
                      "logprobs", needs="logprobs"),
     "cannot": Lever("an agent turn's answer (or the question a clarify call puts to the user) whose reading "
-                    "(lever \"read\"), confirmed by its \"which\" probe, reports "
+                    "(lever \"read\"), confirmed by its \"which\" probe (or the probe fitted for it alone), reports "
                     "an action no granted tool does (reading.OTHER: sending, booking, buying, paying, calling); or "
                     "an action lever \"claimed\" did not call and the answer does not recall from an earlier run "
                     "of that tool (answer_check.recalls_run: it repeats what that run held); where nothing ran for "

@@ -23,7 +23,10 @@ the list is asked only which actions an answer that does reports. The list names
 does not report as readily as those it does; a second probe on the same state, read after a
 question naming one action ("… state that the action of the tool todo was carried out?"), is asked
 about each action the list names that the store does not back, and what it does not read is
-dropped (`claims.py --fit which`).
+dropped (`claims.py --fit which`). Beside a tool that ran the list names only that tool where the
+answer also claims an action no tool does ("I wrote the draft and sent it to Anna."); a third
+probe, fitted on that question alone (`claims.py --fit other`), is asked about it on every answer
+the first reads as a report.
 """
 
 from __future__ import annotations
@@ -137,6 +140,7 @@ class Probe:
     bias: float
     threshold: float
     which: Probe | None = None
+    other: Probe | None = None
 
     def probability(self, state: Sequence[float]) -> float | None:
         if len(state) != len(self.weights):
@@ -165,10 +169,14 @@ def probe_for(model: str) -> Probe | None:
     if not path.is_file():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
-    which = data.get("which")
+
+    def second(key: str) -> Probe | None:
+        part = data.get(key)
+        return None if part is None else Probe(data["model"], tuple(part["weights"]), float(part["bias"]),
+                                               float(part["threshold"]))
+
     return Probe(data["model"], tuple(data["weights"]), float(data["bias"]), float(data["threshold"]),
-                 None if which is None else Probe(data["model"], tuple(which["weights"]), float(which["bias"]),
-                                                  float(which["threshold"])))
+                 second("which"), second("other"))
 
 
 async def probed(llm: LlmClient, answer: str, request: str, tools: Sequence[tuple[str, str]],
@@ -178,7 +186,7 @@ async def probed(llm: LlmClient, answer: str, request: str, tools: Sequence[tupl
     None where the upstream's model has no such probe or gives no hidden state."""
     probe = probe_for(await llm.model_name())
     if probe is not None and action is not None:
-        probe = probe.which
+        probe = (probe.other or probe.which) if action == OTHER else probe.which
     if probe is None or not (await llm.capabilities()).hidden_state:
         return None
     embedded = await llm.embedding(probe_text(answer, request, tools, action))
@@ -213,7 +221,10 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
     reading, replies = parse_reading(reply.content, names), [*replies, reply]
     if gate is None or not reading.read:
         return reading, replies
-    listed = [*sorted(reading.tools - set(backed)), *([OTHER] if reading.other else [])]
+    # Where a probe was fitted for OTHER alone, it is asked whether or not the list names OTHER:
+    # the list names only the tool that ran beside "I sent the file … from my Gmail." (write_file).
+    other_probe = (probe := probe_for(await llm.model_name())) is not None and probe.other is not None
+    listed = [*sorted(reading.tools - set(backed)), *([OTHER] if reading.other or other_probe else [])]
     dropped, read_one, confirmed = set(), False, False
     for action in listed:
         if first and read_one and action != OTHER:
@@ -226,7 +237,8 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
             dropped.add(action)
         confirmed = confirmed or second[0]
         read_one = read_one or (second[0] and action != OTHER)
-    checked = Reading(reading.tools - dropped, reading.other and OTHER not in dropped, confirmed=confirmed)
+    checked = Reading(reading.tools - dropped, (reading.other or other_probe) and OTHER not in dropped,
+                      confirmed=confirmed)
     # Which, never whether: the gate read a report, so a reading the second probe would leave
     # empty stands as the list gave it (emptied, a report in an unseen language passed unflagged).
     return (checked if checked.tools or checked.other else reading), replies

@@ -117,12 +117,14 @@ class _Upstream:
         return ModelReply(self.listed, prompt_tokens=200, completion_tokens=6)
 
 
-def _probe_file(folder, model: str, which: bool = False) -> None:
+def _probe_file(folder, model: str, which: bool = False, other: bool = False) -> None:
     import json
 
     probes = {"model": model, "weights": [1.0, -1.0], "bias": 0.0, "threshold": 0.6}
     if which:  # the "which" probe reads the second coordinate
         probes["which"] = {"weights": [0.0, 1.0], "bias": 0.0, "threshold": 0.5}
+    if other:  # the probe fitted for another action alone reads the second less the first
+        probes["other"] = {"weights": [-1.0, 1.0], "bias": 0.0, "threshold": 0.5}
     (folder / f"reader-{model}.json").write_text(json.dumps(probes))
 
 
@@ -198,6 +200,31 @@ def test_the_which_probe_asks_about_another_action_in_the_lists_own_words(monkey
     assert reading == Reading(frozenset({"memory"}), confirmed=True) and OTHER_DONE in upstream.asked[-1][1]
     upstream = _Upstream("m", _by_question({OTHER_DONE: [0.0, 3.0], "memory": [0.0, -3.0]}), listed=listed)
     assert _read(upstream, monkeypatch, tmp_path)[0] == Reading(frozenset(), True, confirmed=True)
+
+
+def test_a_probe_fitted_for_another_action_is_asked_even_where_the_list_names_only_a_tool_that_ran(
+        monkeypatch, tmp_path):
+    """"I wrote the draft and sent it to Anna." after write_file: the list named the tool that ran
+    alone; the probe fitted for another action reads the claim beside it, and decides it where
+    the list names it too (the "which" probe is not asked about it)."""
+    from stack.agent.reading import OTHER_DONE
+
+    _probe_file(tmp_path, "m", which=True, other=True)
+    sent = _by_question({OTHER_DONE: [-2.0, -1.0]})  # which: 0.27, not read; other: 0.73, read
+    upstream = _Upstream("m", sent, listed='{"done": ["memory"]}')
+    reading, replies = _read(upstream, monkeypatch, tmp_path, backed={"memory"}, first=True)
+    assert reading == Reading(frozenset({"memory"}), True, confirmed=True)
+    assert unbacked(reading, {"memory"}) == [OTHER] and "reports another action" in replies[-1].content
+    assert [kind for kind, _ in upstream.asked] == ["embedding", "chat", "embedding"]
+    assert OTHER_DONE in upstream.asked[-1][1]
+    listed_too = _Upstream("m", _by_question({OTHER_DONE: [2.0, 1.0]}),  # which: 0.73; other: 0.27
+                           listed='{"done": ["memory", "another action"]}')
+    reading, _ = _read(listed_too, monkeypatch, tmp_path, backed={"memory"})
+    assert reading == Reading(frozenset({"memory"})) and unbacked(reading, {"memory"}) == []
+    _probe_file(tmp_path, "m", which=True)  # without it, the list alone names another action
+    upstream = _Upstream("m", sent, listed='{"done": ["memory"]}')
+    assert _read(upstream, monkeypatch, tmp_path, backed={"memory"})[0] == Reading(frozenset({"memory"}))
+    assert len(upstream.asked) == 2
 
 
 def test_the_which_probe_never_empties_a_reading_the_gate_says_reports(monkeypatch, tmp_path):
