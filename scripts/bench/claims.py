@@ -83,7 +83,7 @@ def gold(item: dict[str, Any]) -> set[str]:
 def score(rows: list[tuple[dict[str, Any], set[str]]]) -> dict[str, Any]:
     """Precision, recall, exact items and right flags, over (item, predicted actions) pairs."""
     tp = fp = fn = exact = flagged = 0
-    claims = Counter()  # the item-level question: does the answer report any action as done?
+    claims: Counter[str] = Counter()  # the item-level question: does the answer report any action as done?
     for item, predicted in rows:
         labelled = gold(item)
         tp, fp, fn = tp + len(predicted & labelled), fp + len(predicted - labelled), fn + len(labelled - predicted)
@@ -215,6 +215,36 @@ def fit(vectors: list[list[float]], labels: list[bool], groups: list[str], recal
             "weights": [float(v) for v in w / sd], "oof": [float(v) for v in out_of_fold]}
 
 
+def score_other(items: list[dict[str, Any]], llm_url: str, cache: Path | None) -> int:
+    """The "another action" question's state for each item that reports something (the lane asks
+    it only after the first probe read a report), read by the probe fitted for it alone and by the
+    "which" probe: such claims found (those beside a tool apart) and answers without one flagged,
+    per language."""
+    from stack.agent.reading import probe_for
+
+    items = [item for item in items if item["reports"] or item["other_action"]]
+    vectors = asyncio.run(states([text_of(item, OTHER) for item in items], llm_url, cache))
+    probe = probe_for(asyncio.run(_model_name(llm_url)))
+    for name, part in (("other", probe and probe.other), ("which", probe and probe.which)):
+        if part is None:
+            print(f"no {name} probe fitted for this model")
+            continue
+        rows: dict[str, Counter[str]] = defaultdict(Counter)
+        for item, vector in zip(items, vectors, strict=True):
+            hit = (part.probability(vector) or 0.0) >= part.threshold
+            for key in ("all", item["lang"]):
+                rows[key]["claims" if item["other_action"] else "others"] += 1
+                rows[key]["found" if item["other_action"] else "fired"] += hit
+                if item["other_action"] and item["reports"]:
+                    rows[key]["beside"] += 1
+                    rows[key]["beside_found"] += hit
+        print(f"{name} probe (bar {part.threshold:.2f}):")
+        for key, c in sorted(rows.items(), key=lambda kv: kv[0] != "all"):
+            print(f"  {key:<4} found {c['found']}/{c['claims']} (beside a tool {c['beside_found']}/{c['beside']}), "
+                  f"flagged {c['fired']}/{c['others']} answers reporting only tools")
+    return 0
+
+
 def report(items: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, Any]:
     by_id = {item["id"]: item for item in items}
     pairs = [(by_id[r["id"]], set(r["predicted"])) for r in results]
@@ -244,14 +274,40 @@ def show(name: str, part: dict[str, Any]) -> str:
             f"right {part['flagged_right']}/{part['items']}")
 
 
+def fit_probe(items: list[dict[str, Any]], args: argparse.Namespace) -> int:
+    """--fit: the states of the probe's question for the development items, the probe fitted on
+    them, written beside the model's other probes (stack/agent/data/reader-<model>.json)."""
+    model = asyncio.run(_model_name(args.llm_url))
+    asked = ([(item, None) for item in items] if args.fit == "reports" else
+             [(item, OTHER) for item in items] if args.fit == "other" else pairs(items))
+    vectors = asyncio.run(states([text_of(item, action) for item, action in asked], args.llm_url, args.states))
+    labels = [bool(gold(item)) if action is None else action in gold(item) for item, action in asked]
+    probe = fit(vectors, labels, [item["id"] for item, _ in asked], args.recall)
+    oof = probe.pop("oof")
+    if args.json:
+        args.json.write_text(json.dumps([{"id": item["id"], "action": action, "gold": label, "p": p}
+                                         for (item, action), label, p in zip(asked, labels, oof, strict=True)]))
+    path = PROBES / f"reader-{Path(model).name}.json"
+    written = json.loads(path.read_text()) if path.is_file() else {}
+    written |= {"model": model, **probe} if args.fit == "reports" else {"model": model, args.fit: probe}
+    path.write_text(json.dumps(written) + "\n", encoding="utf-8")
+    print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=sorted(SPLITS), default="dev")
     parser.add_argument("--fit", choices=("reports", "which", "other"),
                         help="fit a probe of the reading for the service's model on the split (dev only) and "
                              "write it to stack/agent/data/: whether an answer reports any action, or which")
-    parser.add_argument("--states", type=Path, help="--fit: a JSON file keeping the states read (made again from it)")
+    parser.add_argument("--states", type=Path,
+                        help="--fit, --other-probe: a JSON file keeping the states read (made again from it)")
     parser.add_argument("--recall", type=float, default=0.95, help="--fit: out-of-fold recall the threshold keeps")
+    parser.add_argument("--other-probe", action="store_true",
+                        help="score the probe fitted for another action alone on the split's answers that report "
+                             "something (where the lane asks it), against the \"which\" probe on the same state; "
+                             "with --llm-url")
     parser.add_argument("--list-only", action="store_true",
                         help="the list question alone, as where no probe was fitted for the model (the baseline)")
     parser.add_argument("--llm-url", help="an llm service's OpenAI base URL (…/v1)")
@@ -273,22 +329,9 @@ def main() -> int:
     if args.fit:
         if args.split != "dev" or not args.llm_url:
             parser.error("--fit takes --split dev and --llm-url (the service whose model it is for)")
-        model = asyncio.run(_model_name(args.llm_url))
-        asked = ([(item, None) for item in items] if args.fit == "reports" else
-                 [(item, OTHER) for item in items] if args.fit == "other" else pairs(items))
-        vectors = asyncio.run(states([text_of(item, action) for item, action in asked], args.llm_url, args.states))
-        labels = [bool(gold(item)) if action is None else action in gold(item) for item, action in asked]
-        probe = fit(vectors, labels, [item["id"] for item, _ in asked], args.recall)
-        oof = probe.pop("oof")
-        if args.json:
-            args.json.write_text(json.dumps([{"id": item["id"], "action": action, "gold": label, "p": p}
-                                             for (item, action), label, p in zip(asked, labels, oof, strict=True)]))
-        path = PROBES / f"reader-{Path(model).name}.json"
-        written = json.loads(path.read_text()) if path.is_file() else {}
-        written |= {"model": model, **probe} if args.fit == "reports" else {"model": model, args.fit: probe}
-        path.write_text(json.dumps(written) + "\n", encoding="utf-8")
-        print(f"wrote {path.relative_to(ROOT)}")
-        return 0
+        return fit_probe(items, args)
+    if args.other_probe and args.llm_url:
+        return score_other(items, args.llm_url, args.states)
     if args.rescore:
         results = json.loads(args.rescore.read_text())["results"]
         items = [item for item in items if item["id"] in {r["id"] for r in results}]
