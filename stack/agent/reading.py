@@ -133,7 +133,8 @@ class Probe:
     """A linear probe over one model's hidden state (probe_text's last token): the probability
     that the answer reports an action as done (or, for the "which" probe, the action the question
     names) is sigmoid(weights . state + bias); at or above `threshold` it does. Fitted on the
-    claims corpus's development part (scripts/bench/claims.py)."""
+    claims corpus's development part (scripts/bench/claims.py). `other`, where fitted: the probe
+    for OTHER alone, asked on every answer read as a report (read_reported)."""
 
     model: str
     weights: tuple[float, ...]
