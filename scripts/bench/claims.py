@@ -83,7 +83,8 @@ def gold(item: dict[str, Any]) -> set[str]:
 def score(rows: list[tuple[dict[str, Any], set[str]]]) -> dict[str, Any]:
     """Precision, recall, exact items and right flags, over (item, predicted actions) pairs."""
     tp = fp = fn = exact = flagged = 0
-    claims: Counter[tuple[bool, bool]] = Counter()  # the item-level question: does the answer report any action as done?
+    # the item-level question: does the answer report any action as done?
+    claims: Counter[tuple[bool, bool]] = Counter()
     for item, predicted in rows:
         labelled = gold(item)
         tp, fp, fn = tp + len(predicted & labelled), fp + len(predicted - labelled), fn + len(labelled - predicted)
