@@ -158,7 +158,12 @@ def recalls_run(text: str, tool: str, facts: TurnFacts) -> bool:
     session_search.") or repeats something its runs held (their argument values or results) that
     the request does not say. That the tool ran earlier is not enough: seen on the held-out
     actions file, "Je vous ai ajouté une tâche : Table pour quatre chez Marcel …" where todo had
-    run for other items two turns before, and nothing added this one."""
+    run for other items two turns before, and nothing added this one. A tool that failed for
+    this request is no recall: the answer reports that attempt (seen on the second held-out
+    actions file, "I added the task "Buy a gift …"" where this turn's todo call had failed and an
+    earlier run held the item)."""
+    if tool in facts.failed:
+        return False
     runs = [held for name, held in facts.runs if name == tool]
     named = f" {plain_words(tool)} " in f" {plain_words(text)} "
     return bool(runs) and (named or recalls(text, runs, facts.request))

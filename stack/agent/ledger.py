@@ -78,7 +78,8 @@ LEVERS: dict[str, Lever] = {
                   "it is asked about that on every answer the first probe reads as a report, whatever the list "
                   "names"),
     "claimed": Lever("an agent turn's answer that reports as done one of the lane's tools that did not run for the "
-                     "request (lever \"read\"), where the message could want that tool (Tool.wanted_by); in proxy "
+                     "request (lever \"read\"; of several, the one the index ranks best for the request), where "
+                     "the message could want that tool (Tool.wanted_by); in proxy "
                      "mode under tool_choice auto, a reply reporting a client tool where nothing ran for the "
                      "user's message and lever \"doubt\" did not choose words",
                      "the model's fit for that tool (decide.fit_probability; in proxy mode also for search's best "
@@ -91,7 +92,8 @@ LEVERS: dict[str, Lever] = {
                     "(lever \"read\"), confirmed by its \"which\" probe (or the probe fitted for it alone), reports "
                     "an action no granted tool does (reading.OTHER: sending, booking, buying, paying, calling); or "
                     "an action lever \"claimed\" did not call and the answer does not recall from an earlier run "
-                    "of that tool (answer_check.recalls_run: it repeats what that run held); where nothing ran for "
+                    "of that tool (answer_check.recalls_run: it repeats what that run held; never a tool that failed "
+                    "for the request); where nothing ran for "
                     "the request, only if the answer also repeats nothing the session's results hold nor a note "
                     "the request is about (answer_check.recalls, recalls_note)",
                     "held back; the lane's own answer instead (answer_check.cannot_answer: not done, what it cannot "

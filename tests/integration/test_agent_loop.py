@@ -796,6 +796,22 @@ def test_beside_a_tool_that_ran_an_answer_recalling_a_tool_of_an_earlier_turn_ke
     assert held_back(settings) == []
 
 
+def test_of_the_tools_an_answer_claims_the_one_ranked_best_for_the_request_is_weighed(lane, monkeypatch):
+    """Lever "claimed" where the reading names two tools that did not run: the one the index ranks
+    best for "multiply 2 and 3" (mul) is weighed against a reply in words and called, not the
+    first by name (add)."""
+    settings, store = lane
+    confirming(monkeypatch)
+    result, model = run(settings, store, [text("I used add and mul: 6."), call("mul", {"a": 2, "b": 3}),
+                                          text("The product is 6.")],
+                        user="multiply 2 and 3", decision='{"next": "answer"}', reading=literal_reading,
+                        fit={"mul": 0.9, "add": 0.9, "reply_in_words": 0.3}, tools=[*TOOLS, MUL])
+    asked = [re.search(r"^Function: (\S+)", r["messages"][-1]["content"], re.MULTILINE)[1] for r in model.fit_requests]
+    assert asked == ["mul", "reply_in_words"]
+    assert result.tools_executed == ["mul"] and result.content == "The product is 6."
+    assert held_back(settings) == ["it reports mul as done, which did not run for this request"]
+
+
 TODO_AND_FILES = [Tool(name, f"The {name} tool.", object_schema({}), lambda arguments, ctx: "ok")
                   for name in ("todo", "write_file")]
 

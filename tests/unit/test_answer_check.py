@@ -482,5 +482,8 @@ def test_a_report_of_an_earlier_tool_is_a_recall_only_where_it_names_the_tool_or
     assert recalls_run("J'ai utilisé todo plus tôt.", "todo", f)
     assert not recalls_run("J'ai utilisé memory plus tôt.", "memory", f)  # memory never ran
     assert not recalls_run("I set the action for you.", "todo", f)  # argument names are not its content
+    # the same todo failed for this request: the answer reports that attempt, not the earlier run
+    failed = dataclasses.replace(f, failed=frozenset({"todo"}))
+    assert not recalls_run("Votre liste a déjà : acheter du pain.", "todo", failed)
     assert recalls_note("Noted: Marcel likes the corner table.", f)
     assert not recalls_note("Noted: Priya's office is on Baker Street.", f)
