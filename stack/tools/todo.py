@@ -6,6 +6,9 @@ them for me?", where "A checklist for this session's task" ranked below session_
 
 The list lives in the session store (todos table), so it survives the turn and is visible to
 `lane sessions`; each call returns the whole list so the model always sees its current state.
+"add" appends: with only "set" (replace the list), asked to add one task the model passed that task
+alone and the user's earlier items were gone (seen on the second held-out actions file, Dutch: a
+second item replaced the first).
 """
 
 from __future__ import annotations
@@ -27,15 +30,16 @@ def render(items: list[tuple[str, bool]]) -> str:
 def _todo(arguments: dict[str, Any], ctx: ToolContext) -> str:
     action = arguments["action"]
     store, session = ctx.store, ctx.session_id
-    if action == "set":
+    if action in ("add", "set"):
         if "items" not in arguments:
-            raise ToolError("set needs items: the full list of tasks, in order")
+            raise ToolError(f"{action} needs items: the tasks, in order")
         texts = [" ".join(item.split()) for item in arguments["items"]]
+        kept = store.todos(session) if action == "add" else []
         if any(not text for text in texts):
             raise ToolError("todo items must not be empty")
-        if len(texts) > MAX_ITEMS or any(len(text) > MAX_ITEM_CHARS for text in texts):
+        if len(kept) + len(texts) > MAX_ITEMS or any(len(text) > MAX_ITEM_CHARS for text in texts):
             raise ToolError(f"at most {MAX_ITEMS} items of at most {MAX_ITEM_CHARS} characters")
-        store.replace_todos(session, [(text, False) for text in texts])
+        store.replace_todos(session, [*kept, *((text, False) for text in texts)])
     elif action == "done":
         numbers = arguments.get("numbers") or []
         items = store.todos(session)
@@ -53,12 +57,13 @@ def _todo(arguments: dict[str, Any], ctx: ToolContext) -> str:
 TOOLS: list[Tool] = [
     Tool(
         name="todo",
-        description=("A to-do list of tasks, chores or errands: set them, tick them off by number, "
+        description=("A to-do list of tasks, chores or errands: add them, tick them off by number, "
                      "or read what is open."),
         parameters=object_schema(
             {
-                "action": {"type": "string", "enum": ["set", "done", "read"]},
-                "items": {"type": "array", "items": {"type": "string"}, "description": "All tasks (set)."},
+                "action": {"type": "string", "enum": ["add", "done", "read", "set"]},
+                "items": {"type": "array", "items": {"type": "string"},
+                          "description": "Tasks to add (add), or the whole new list (set)."},
                 "numbers": {
                     "type": "array",
                     "items": {"type": "integer"},

@@ -42,6 +42,16 @@ def test_set_mark_done_and_read(store):
     assert do(ctx, action="read").output == done.output
 
 
+def test_add_appends_and_set_replaces(store):
+    """A task added keeps the ones before it (the user's list is not lost); set starts over."""
+    ctx = context(store)
+    do(ctx, action="add", items=["buy milk"])
+    do(ctx, action="done", numbers=[1])
+    outcome = do(ctx, action="add", items=["call  Dekker", "pay rent"])
+    assert outcome.output == "1. [x] buy milk\n2. [ ] call Dekker\n3. [ ] pay rent"
+    assert do(ctx, action="set", items=["only this"]).output == "1. [ ] only this"
+
+
 def test_lists_are_per_session(store):
     do(context(store, "s1"), action="set", items=["mine"])
     assert do(context(store, "s2"), action="read").output == "(the todo list is empty)"
@@ -56,6 +66,8 @@ def test_lists_are_per_session(store):
         ({"action": "set"}, "set needs items"),
         ({"action": "set", "items": ["ok", "  "]}, "must not be empty"),
         ({"action": "set", "items": ["x"] * (todo.MAX_ITEMS + 1)}, f"at most {todo.MAX_ITEMS} items"),
+        ({"action": "add", "items": ["x"] * (todo.MAX_ITEMS - 1)}, f"at most {todo.MAX_ITEMS} items"),
+        ({"action": "add"}, "add needs items"),
     ],
 )
 def test_bad_calls_are_errors_and_keep_the_list(store, arguments, message):
