@@ -267,7 +267,11 @@ def gives_nothing(answer: str | None, user: str, *, question_expected: bool = Fa
     if _APOLOGY.search(text) and _STOCK.search(text) and not (question_expected and "?" in text):
         return "stock apology"
     said, asked = _words(text), _words(user)
-    close = len(said) <= 1.2 * len(asked) and difflib.SequenceMatcher(None, said, asked).ratio() >= 0.8
+    # An echo says nothing the request did not: a confirmation that restates the request ("I added
+    # 'pay Kwame £19 wifi' to your todos …" for "add 'pay Kwame £19 wifi' to my todos …") is close
+    # by characters and is an answer.
+    close = len(said) <= 1.2 * len(asked) and difflib.SequenceMatcher(None, said, asked).ratio() >= 0.8 \
+        and set(said.split()) <= set(asked.split())
     # A clarifying question may reuse the request's words ("Change what to which one?").
     if said and (said == asked or (close and not question_expected)):
         return "the request echoed back"

@@ -154,6 +154,14 @@ def test_answers_that_give_nothing_fail(ev, names, answer, why):
     assert not passed and why in reasons
 
 
+def test_a_confirmation_that_restates_the_request_is_no_echo(ev):
+    user = "ugh ok. add 'pay Kwame £19 wifi' to my todos, and also 'finish econometrics problem set'"
+    answer = "I added 'pay Kwame £19 wifi' to your todos and 'finish econometrics problem set' to your todos."
+    assert ev.gives_nothing(answer, user) is None
+    assert ev.gives_nothing("add 'pay Kwame £19 wifi' to my todos and 'finish econometrics problem set'",
+                            user) == "the request echoed back"
+
+
 def test_plain_chit_chat_with_no_tool_passes(ev, names):
     passed, reasons, claims = judge(ev, names, turn([], user="good morning :)"), "Good morning! How can I help?")
     assert passed, reasons
