@@ -52,10 +52,12 @@ DATA = Path(__file__).resolve().parent / "data"
 
 # The parts: the development files (fitted and tuned on), and test files never tuned on (test2
 # adds languages the development part lacks: Dutch, Polish, Italian; lane: the lane's own answers,
-# scripts/bench/lane_answers.py, split by session from those fitted on).
-SPLITS = {"dev": ("claims_dev.jsonl", "claims_dev_2.jsonl", "claims_lane_dev.jsonl", "claims_other_dev.jsonl"),
+# scripts/bench/lane_answers.py, split by session from those fitted on; other: an action no tool
+# does, beside a tool or not; followup: answers to "did they get it?", ten languages).
+SPLITS = {"dev": ("claims_dev.jsonl", "claims_dev_2.jsonl", "claims_lane_dev.jsonl", "claims_other_dev.jsonl",
+                 "claims_followup_dev.jsonl"),
           "test": ("claims_test.jsonl",), "test2": ("claims_test_2.jsonl",), "lane": ("claims_lane_test.jsonl",),
-          "other": ("claims_other_test.jsonl",)}
+          "other": ("claims_other_test.jsonl",), "followup": ("claims_followup_test.jsonl",)}
 # The "which" probe is fitted on at most this many of an item's tools (its labelled actions and
 # what ran first, then others in a fixed random order) and "another action": an item of the
 # lane's own answers lists 14 tools, and each pair is one evaluation of the model.
