@@ -293,7 +293,7 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
         return (TurnEnded(fallback_answer(turn.outcomes, problems), "stop", held=tuple(problems)),
                 correction(composed.content, facts))
     missing, confirmed = await _unbacked(llm, store, turn, content, facts)
-    claimed = await _claimed(llm, store, turn, toolset, facts, missing) if missing else None
+    claimed = await _claimed(llm, store, turn, toolset, facts, missing, content) if missing else None
     if claimed is not None:  # the tool it reports is called, and the answer written from its result
         why = f"it reports {claimed.force} as done, which did not run for this request"
         hold(store, turn.result.session_id, composed, why)
@@ -342,7 +342,7 @@ async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str,
 
 
 async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, facts: TurnFacts,
-                   missing: list[str]) -> Correction | None:
+                   missing: list[str], content: str) -> Correction | None:
     """Lever "claimed": the correction that calls a tool the answer reports as done and that did
     not run for the request (of those the reading names, the one the index ranks best for the
     request: the reading's names come sorted, and on the second held-out actions file "I removed
@@ -355,9 +355,13 @@ async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, f
     receipt beside it, the user reads a claim and its denial. The comparison, not a bar: the
     1.5B model says "yes" to nearly any tool's fit, and an answer recalling what an earlier turn
     did is read as a report too ("Yes, I saved it." to "did you save it?"), where a reply in
-    words fits the message better. An action no tool does (reading.OTHER) is never called."""
+    words fits the message better. An action no tool does (reading.OTHER) is never called, nor a
+    tool the answer may recall from an earlier run (answer_check.recalls_run): a summary's account
+    of earlier turns is held to the session, not made true again (seen on the six steps' summary,
+    "In this session, I ran … session_search (ok) …" held back and session_search called)."""
     rank = {name: i for i, name in enumerate(facts.ranked)}
-    named = sorted((name for name in missing if name != OTHER), key=lambda name: rank.get(name, len(rank)))
+    named = sorted((name for name in missing if name != OTHER and not recalls_run(content, name, facts)),
+                   key=lambda name: rank.get(name, len(rank)))
     tool = next((toolset.tool_named(name) for name in named), None)
     if tool is None or tool.name in {o.tool_name for o in turn.outcomes} or not toolset.reaches(tool.name) \
             or tool.name not in wanted_tools(toolset, turn.query):

@@ -696,15 +696,16 @@ def test_an_empty_answer_is_the_lane_s_account_of_what_ran(lane):
     assert last == ("assistant", result.content, 1)
 
 
-def test_an_answer_recalling_a_tool_of_an_earlier_turn_carries_the_lanes_receipt(lane):
+@pytest.mark.parametrize("fit", [{"add": 0.3, "reply_in_words": 0.6}, {"add": 0.9, "reply_in_words": 0.3}])
+def test_an_answer_recalling_a_tool_of_an_earlier_turn_carries_the_lanes_receipt(lane, fit):
     """The reading (a literal reader here) finds add named as done in the second turn, where
     nothing ran; add ran in the first: the user gets the answer with the store's truth beside it
-    (a recall is not withdrawn), and no call is forced where add does not fit better than words."""
+    (a recall is not withdrawn), and no call is forced, even where add fits better than words:
+    the answer recalls that run (lever "claimed" leaves a summary of earlier turns alone)."""
     settings, store = lane
     results, model = run_turns(settings, store, [call("add", {"a": 2, "b": 3}), text("5"),
                                                  text("I used add for that: 5.")],
-                               ["2 plus 3?", "how did you get that?"], reading=literal_reading,
-                               fit={"add": 0.3, "reply_in_words": 0.6})
+                               ["2 plus 3?", "how did you get that?"], reading=literal_reading, fit=fit)
     assert results[1].content == "I used add for that: 5.\n\n(The lane's record: no tool ran for this request.)"
     assert results[1].tools_executed == [] and len(rows(settings, "SELECT * FROM tool_executions")) == 1
     assert held_back(settings) == []
