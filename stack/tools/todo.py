@@ -34,9 +34,9 @@ def _todo(arguments: dict[str, Any], ctx: ToolContext) -> str:
         if "items" not in arguments:
             raise ToolError(f"{action} needs items: the tasks, in order")
         texts = [" ".join(item.split()) for item in arguments["items"]]
-        kept = store.todos(session) if action == "add" else []
         if any(not text for text in texts):
             raise ToolError("todo items must not be empty")
+        kept = store.todos(session) if action == "add" else []
         if len(kept) + len(texts) > MAX_ITEMS or any(len(text) > MAX_ITEM_CHARS for text in texts):
             raise ToolError(f"at most {MAX_ITEMS} items of at most {MAX_ITEM_CHARS} characters")
         store.replace_todos(session, [*kept, *((text, False) for text in texts)])
