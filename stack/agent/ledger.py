@@ -93,10 +93,12 @@ LEVERS: dict[str, Lever] = {
                     "(lever \"read\"), confirmed by its \"which\" probe (or the probe fitted for it alone), reports "
                     "an action no granted tool does (reading.OTHER: sending, booking, buying, paying, calling); or "
                     "an action lever \"claimed\" did not call and the answer does not recall from an earlier run "
-                    "of that tool (answer_check.recalls_run: it repeats what that run held; never a tool that failed "
+                    "of that tool (answer_check.recalls_run: it repeats what that run held, or names the tool "
+                    "without being about this request, answer_check.about_request; never a tool that failed "
                     "for the request); where nothing ran for "
-                    "the request, only if the answer also repeats nothing the session's results hold nor a note "
-                    "the request is about (answer_check.recalls, recalls_note)",
+                    "the request, only if the answer also repeats nothing earlier turns' runs hold nor a note "
+                    "the request is about (answer_check.recalls, recalls_note; a confirming tool's run holds its "
+                    "arguments, not the lane's receipt words)",
                     "held back; the lane's own answer instead (answer_check.cannot_answer: not done, what it cannot "
                     "do, what it can do instead; where tools ran, what each returned)"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "

@@ -711,6 +711,36 @@ def test_an_answer_recalling_a_tool_of_an_earlier_turn_carries_the_lanes_receipt
     assert held_back(settings) == []
 
 
+NOTE = Tool("note", "Keep a note.", object_schema({"text": {"type": "string"}}, ["text"]),
+            lambda arguments, ctx: f"wrote {len(arguments['text'])} characters down", confirms=True)
+
+
+@pytest.mark.parametrize("answer, recall", [
+    ("Your note says: dentist Friday.", True),  # what the earlier run held
+    ("Noted in note: book a table at Marcel's for Saturday evening.", False),  # this request's words
+    ("I wrote that down for you.", False),  # only the earlier result's receipt words ("wrote")
+])
+def test_an_earlier_run_backs_a_recall_of_what_it_held_not_this_requests_words(lane, answer, recall):
+    """note ran in the first turn; in the second nothing runs and the answer reports note as
+    done. Repeating what that run held (its argument values) is a recall, which keeps the
+    receipt; naming note with the request's own words, or sharing only the words of the lane's
+    confirmation ("wrote … down"), reports acting on this request: the lane's own answer."""
+    settings, store = lane
+    noted = '{"done": ["note"]}'
+    script = [call("note", {"text": "dentist Friday"}), text("Done: wrote 14 characters down."), text(answer)]
+    results, model = run_turns(settings, store, script,
+                               ["note: dentist Friday", "book a table at Marcel's for Saturday evening"],
+                               reading=lambda body: Reply(content=noted), fit={"note": 0.2, "reply_in_words": 0.8},
+                               tools=[*TOOLS, NOTE])
+    assert results[1].tools_executed == []
+    if recall:
+        assert results[1].content == f"{answer}\n\n(The lane's record: no tool ran for this request.)"
+        assert held_back(settings) == []
+    else:
+        assert results[1].content == f"{NOT_DONE} {CANNOT}"
+        assert held_back(settings) == ["it reports an action that did not run"]
+
+
 @pytest.mark.parametrize("confirmed, recalled", [(True, False), (False, False), (False, True), (True, True)])
 def test_an_answer_claiming_a_tool_that_never_ran_is_the_lanes_own_answer(lane, monkeypatch, confirmed, recalled):
     """Lever "cannot": the answer reports add as done, add never ran in the session, and the

@@ -304,21 +304,21 @@ NOT_DONE_ANSWER = ("I have not done that: no tool ran for this request. I cannot
 SAVED = "Notiz gespeichert: Friseur am Montag"
 
 
-@pytest.mark.parametrize("session, confirmed, kept, runs, notes, expected", [
-    ({"memory"}, True, (), (("memory", SAVED),), (), RECEIPT),
-    ({"memory"}, True, (), (("memory", "Friseur am Montag"),), (), NOT_DONE_ANSWER),
-    (set(), False, (SAVED,), (), (), RECEIPT),
-    (set(), False, ("Friseur am Montag",), (), (), NOT_DONE_ANSWER),
-    (set(), True, (SAVED,), (), (), RECEIPT),
-    (set(), True, ("Friseur am Montag",), (), (), NOT_DONE_ANSWER),
-    (set(), True, (), (), ("Zahnarzt gespeichert",), RECEIPT),
-    (set(), True, (), (), (SAVED,), NOT_DONE_ANSWER),
+@pytest.mark.parametrize("session, confirmed, runs, notes, expected", [
+    ({"memory"}, True, (("memory", SAVED),), (), RECEIPT),
+    ({"memory"}, True, (("memory", "Friseur am Montag"),), (), NOT_DONE_ANSWER),
+    ({"calculate"}, False, (("calculate", SAVED),), (), RECEIPT),
+    ({"calculate"}, False, (("calculate", "Friseur am Montag"),), (), NOT_DONE_ANSWER),
+    ({"calculate"}, True, (("calculate", SAVED),), (), RECEIPT),
+    ({"calculate"}, True, (("calculate", "Friseur am Montag"),), (), NOT_DONE_ANSWER),
+    (set(), True, (), ("Zahnarzt gespeichert",), RECEIPT),
+    (set(), True, (), (SAVED,), NOT_DONE_ANSWER),
 ])
 def test_an_unbacked_report_gets_the_lanes_receipt_or_the_lanes_own_answer(tmp_path, monkeypatch, session, confirmed,
-                                                                            kept, runs, notes, expected):
+                                                                            runs, notes, expected):
     """The reading (here scripted) says the answer reports memory, which did not run for the
     request and which this turn cannot call. Where the answer repeats a word of what an earlier
-    memory run held, of what the session's tools returned, or of a note the request is about (a
+    memory run held, of what another tool's earlier run held, or of a note the request is about (a
     recall, whether or not the "which" probe confirmed the list), the answer reaches the user with
     the store's truth beside it; otherwise, even where memory ran earlier for something else or a
     note holds the word, the lane's own answer that nothing was done (lever "cannot"). Nothing is
@@ -332,7 +332,7 @@ def test_an_unbacked_report_gets_the_lanes_receipt_or_the_lanes_own_answer(tmp_p
     from stack.tools.base import ToolContext
 
     f = dataclasses.replace(facts("Merk dir: Zahnarzt am 3. März", offered=("memory", "calculate"), session=session),
-                            descriptions=(("memory", "Save a note."), ("calculate", "Do arithmetic.")), kept=kept,
+                            descriptions=(("memory", "Save a note."), ("calculate", "Do arithmetic.")),
                             runs=runs, notes=notes)
 
     class Claiming:
@@ -466,9 +466,10 @@ def no_tools(settings):
 
 
 def test_a_report_of_an_earlier_tool_is_a_recall_only_where_it_names_the_tool_or_repeats_its_run():
-    """That todo ran earlier is no proof a new item was added: the answer must name the tool or
-    repeat what its run held (argument values or result) beyond the request's words; a note
-    counts only where the request is about it."""
+    """That todo ran earlier is no proof a new item was added: the answer must repeat what its
+    run held (argument values or result) beyond the request's words, or name the tool without
+    being more about this request than about what ran; a note counts only where the request is
+    about it."""
     from stack.agent.answer_check import recalls_note, recalls_run, run_text
 
     request = "et puis réserve nous une table pour quatre chez Marcel samedi soir"
@@ -480,6 +481,8 @@ def test_a_report_of_an_earlier_tool_is_a_recall_only_where_it_names_the_tool_or
     assert not recalls_run(new_item, "todo", f)
     assert recalls_run("Votre liste a déjà : acheter du pain.", "todo", f)
     assert recalls_run("J'ai utilisé todo plus tôt.", "todo", f)
+    # naming the tool is no recall where the answer is this request's words (about_request)
+    assert not recalls_run("Ajouté avec todo : une table pour quatre chez Marcel samedi soir.", "todo", f)
     assert not recalls_run("J'ai utilisé memory plus tôt.", "memory", f)  # memory never ran
     assert not recalls_run("I set the action for you.", "todo", f)  # argument names are not its content
     # the same todo failed for this request: the answer reports that attempt, not the earlier run
