@@ -11,6 +11,8 @@ docs/measurements.md ("The answer check").
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Collection, Sequence
 
@@ -25,6 +27,10 @@ ECHO_SHARE = 0.8
 RESULT_SCAN_CHARS = 4000
 # A result an answer copied the start of, with its label, is passed on whole up to this size.
 WHOLE_RESULT_CHARS = 1500
+# A sentence of at least REPEAT_WORDS words said REPEATS times is a loop (repeats_itself).
+REPEATS = 3
+REPEAT_WORDS = 3
+_SENTENCE_END = re.compile(r"[。！？]+|[.!?]+(?:\s|$)|\n")  # full-width marks need no space after
 # Shorter words tell little about whether an answer carries a result ("the", "und", "les").
 SALIENT_LETTERS = 4
 # The fixed words of the notes the lane writes to the model (data: the lane's own sentences, not the
@@ -81,6 +87,8 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
         problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
     if copies_facts(text):
         problems.append("the lane's own note copied")
+    if repeats_itself(text):
+        problems.append("it says the same thing over and over")
     if call_shaped(text, frozenset(facts.offered)):
         problems.append("a tool call written as text")
     if facts.results and not carries(text, facts.to_carry or facts.results, facts.earlier, facts.ran_in_turn,
@@ -101,6 +109,18 @@ def echoes(text: str, request: str) -> bool:
     request asks for word for word is a part of it ("Reply with just ACK 7f3a"), not most of it."""
     said, asked = plain_words(text).split(), plain_words(request).split()
     return bool(said) and set(said) <= set(asked) and len(said) >= ECHO_SHARE * len(asked)
+
+
+def repeats_itself(text: str) -> bool:
+    """Whether a reply says one sentence (or line) of several words REPEATS times or more: a
+    small model's loop, run on until the token cap, not an answer. Seen on the held-out actions
+    file, asked in French to book a table: "Rappelé le plombier pour la fuite sous l'évier.
+    Rappelé le colis à la poste. …" three sentences round and round (todo items of an earlier
+    turn, reported as done) until the cap. Sentences end at ".", "!", "?", "。" or a line break in
+    any language; a list's lines differ, so a list is no loop."""
+    pieces = [plain_words(piece) for piece in _SENTENCE_END.split(text)]
+    seen = Counter(piece for piece in pieces if len(piece.split()) >= REPEAT_WORDS)
+    return any(n >= REPEATS for n in seen.values())
 
 
 def copies_facts(text: str) -> bool:

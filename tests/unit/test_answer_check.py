@@ -490,3 +490,18 @@ def test_a_report_of_an_earlier_tool_is_a_recall_only_where_it_names_the_tool_or
     assert not recalls_run("Votre liste a déjà : acheter du pain.", "todo", failed)
     assert recalls_note("Noted: Marcel likes the corner table.", f)
     assert not recalls_note("Noted: Priya's office is on Baker Street.", f)
+
+
+LOOP = "Rappelé le plombier pour la fuite. Rappelé le colis à la poste. Ajouté du pain à la liste. "
+
+
+@pytest.mark.parametrize("answer, loops", [
+    (LOOP * 3 + "Rappelé le", True),  # cut at the token cap mid-loop
+    (LOOP * 2, False),
+    ("我已经记下了这个笔记。我已经记下了这个笔记。我已经记下了这个笔记。", True),  # no space after "。"
+    ("- buy bread and milk\n- buy bread and eggs\n- buy bread and jam", False),  # a list's lines differ
+    ("Ja. Ja. Ja. Das ist alles.", False),  # a word said thrice is no loop of sentences
+    ("Der Wert ist 3.5 Meter\nDer Wert ist 3.5 Meter\nDer Wert ist 3.5 Meter", True),
+])
+def test_an_answer_saying_one_sentence_over_and_over_is_held(answer, loops):
+    assert ("it says the same thing over and over" in faults(answer, facts("Réserve une table."))) is loops
