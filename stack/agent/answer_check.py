@@ -11,7 +11,6 @@ docs/measurements.md ("The answer check").
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Collection, Sequence
@@ -30,7 +29,6 @@ WHOLE_RESULT_CHARS = 1500
 # A sentence of at least REPEAT_WORDS words said REPEATS times is a loop (repeats_itself).
 REPEATS = 3
 REPEAT_WORDS = 3
-_SENTENCE_END = re.compile(r"[。！？]+|[.!?]+(?:\s|$)|\n")  # full-width marks need no space after
 # Shorter words tell little about whether an answer carries a result ("the", "und", "les").
 SALIENT_LETTERS = 4
 # The fixed words of the notes the lane writes to the model (data: the lane's own sentences, not the
@@ -118,7 +116,11 @@ def repeats_itself(text: str) -> bool:
     Rappelé le colis à la poste. …" three sentences round and round (todo items of an earlier
     turn, reported as done) until the cap. Sentences end at ".", "!", "?", "。" or a line break in
     any language; a list's lines differ, so a list is no loop."""
-    pieces = [plain_words(piece) for piece in _SENTENCE_END.split(text)]
+    for mark in "。！？":  # full-width marks need no space after them
+        text = text.replace(mark, "\n")
+    for mark in ".!?":
+        text = text.replace(f"{mark} ", "\n")
+    pieces = [plain_words(piece) for piece in text.splitlines()]
     seen = Counter(piece for piece in pieces if len(piece.split()) >= REPEAT_WORDS)
     return any(n >= REPEATS for n in seen.values())
 
