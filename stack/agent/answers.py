@@ -295,13 +295,15 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
         return (TurnEnded(fallback_answer(turn.outcomes, problems), "stop", held=tuple(problems)),
                 correction(composed.content, facts))
     missing, confirmed = await _unbacked(llm, store, turn, content, facts)
-    claimed = await _claimed(llm, store, turn, toolset, facts, missing, content) if missing else None
+    recalled = {name for name in missing if recalls_run(content, name, facts)}
+    claimed = await _claimed(llm, store, turn, toolset, facts, missing, recalled) if missing else None
     if claimed is not None:  # the tool it reports is called, and the answer written from its result
         why = f"it reports {claimed.force} as done, which did not run for this request"
         hold(store, turn.result.session_id, composed, why)
         return TurnEnded(fallback_answer(turn.outcomes, [why]), "stop", held=(why,)), claimed
     ran = [o.tool_name for o in turn.outcomes if o.status == "ok"]
-    if _not_done(missing, ran, facts, confirmed, content) and turn.ledger.take(Correction(None, None, "cannot")):
+    if _not_done(missing, recalled, ran, facts, confirmed, content) \
+            and turn.ledger.take(Correction(None, None, "cannot")):
         return TurnEnded(_withdrawn(store, turn, facts, composed, missing, turn.outcomes), "stop"), None
     if missing:  # the store's truth beside the model's words
         content = f"{content.strip()}\n\n{receipt(missing, ran)}"
@@ -317,9 +319,10 @@ async def asked_user(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset,
     scritto: …" asked as the question where nothing had run (Italian: "Sure, I called Gino")."""
     facts = await asyncio.to_thread(facts_of, turn, toolset, store, memory)
     missing, confirmed = await _unbacked(llm, store, turn, question, facts)
+    recalled = {name for name in missing if recalls_run(question, name, facts)}
     done = turn.outcomes[:-1]  # the call that asked ran last
     ran = [o.tool_name for o in done if o.status == "ok"]
-    if not _not_done(missing, ran, facts, confirmed, question) \
+    if not _not_done(missing, recalled, ran, facts, confirmed, question) \
             or not turn.ledger.take(Correction(None, None, "cannot")):
         return TurnEnded(question, "clarify")
     return TurnEnded(_withdrawn(store, turn, facts, ModelReply(question), missing, done), "stop")
@@ -344,7 +347,7 @@ async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str,
 
 
 async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, facts: TurnFacts,
-                   missing: list[str], content: str) -> Correction | None:
+                   missing: list[str], recalled: set[str]) -> Correction | None:
     """Lever "claimed": the correction that calls a tool the answer reports as done and that did
     not run for the request (of those the reading names, the one the index ranks best for the
     request: the reading's names come sorted, and on the second held-out actions file "I removed
@@ -362,7 +365,7 @@ async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, f
     of earlier turns is held to the session, not made true again (seen on the six steps' summary,
     "In this session, I ran … session_search (ok) …" held back and session_search called)."""
     rank = {name: i for i, name in enumerate(facts.ranked)}
-    named = sorted((name for name in missing if name != OTHER and not recalls_run(content, name, facts)),
+    named = sorted((name for name in missing if name != OTHER and name not in recalled),
                    key=lambda name: rank.get(name, len(rank)))
     tool = next((toolset.tool_named(name) for name in named), None)
     if tool is None or tool.name in {o.tool_name for o in turn.outcomes} or not toolset.reaches(tool.name) \
@@ -388,14 +391,15 @@ async def words_fit(llm: LlmClient, store: Store, result: TurnResult, request: s
     return probability
 
 
-def _not_done(missing: list[str], ran: list[str], facts: TurnFacts, confirmed: bool, content: str) -> bool:
+def _not_done(missing: list[str], recalled: set[str], ran: list[str], facts: TurnFacts, confirmed: bool,
+              content: str) -> bool:
     """Lever "cannot": whether an answer whose reading reports `missing` (actions this turn's
     executions do not back, after lever "claimed" called none) is not passed on, the lane's own
     answer given instead. It is, where its reading, confirmed by the "which" probe
     (Reading.confirmed), reports an action no tool does (reading.OTHER); else unless each action
-    it reports may be the recall of an earlier run of that tool (answer_check.recalls_run: the
-    answer repeats what that run held); and, where nothing ran for the request, unless the answer
-    repeats what the session's tools returned or a note the request is about (recalls,
+    it reports may be the recall of an earlier run of that tool (`recalled`, by
+    answer_check.recalls_run); and, where nothing ran for the request, unless the answer repeats
+    what earlier turns' runs held (any tool's) or a note the request is about (recalls,
     recalls_note), which a reading may take for an action: seen on the six steps, "The codename
     of your project is COBALT-2525." (memory had saved it) read as `patch`, the "which" probe
     reading it too (0.12, over its bar of 0.04). Beside a result that ran every answer repeats
@@ -408,7 +412,7 @@ def _not_done(missing: list[str], ran: list[str], facts: TurnFacts, confirmed: b
         return False
     if confirmed and OTHER in missing:
         return True
-    if all(recalls_run(content, name, facts) for name in missing):
+    if all(name in recalled for name in missing):
         return False
     return bool(ran) or not (recalls(content, [held for _, held in facts.runs], facts.request)
                              or recalls_note(content, facts))
