@@ -205,8 +205,7 @@ def about_request(text: str, facts: TurnFacts) -> bool:
     names the tools that ran and what they held ("Tools I used: memory, terminal."). Words both
     the request and an earlier run hold (a follow-up about the item it added) count for neither,
     nor do the other granted tools' names."""
-    held = {name for name, _ in facts.runs}
-    held = set(plain_words(" ".join(held)).split())
+    held = set(plain_words(" ".join(name for name, _ in facts.runs)).split())
     for _, run in facts.runs:
         held |= _salient(run[:RESULT_SCAN_CHARS])
     for note in facts.notes:
