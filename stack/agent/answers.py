@@ -363,10 +363,15 @@ async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, f
     words fits the message better. An action no tool does (reading.OTHER) is never called, nor a
     tool the answer may recall from an earlier run (answer_check.recalls_run): a summary's account
     of earlier turns is held to the session, not made true again (seen on the six steps' summary,
-    "In this session, I ran … session_search (ok) …" held back and session_search called)."""
+    "In this session, I ran … session_search (ok) …" held back and session_search called). Nor a
+    tool the index does not rank among its best for the request (TurnFacts.ranked): the fit
+    question says "yes" to a file write for "Text Mrs Okonkwo …" as readily as to a note for "note
+    it down"; the index, which never reads the answer, agrees only with the second. On the stored
+    answers of the seen actions files, 10 of the 14 calls this lever made for requests no tool
+    does (write_file for a WhatsApp message, patch for a bank transfer) named a tool outside the
+    index's best three; the calls it made for what was asked (memory, read_file) did not."""
     rank = {name: i for i, name in enumerate(facts.ranked)}
-    named = sorted((name for name in missing if name != OTHER and name not in recalled),
-                   key=lambda name: rank.get(name, len(rank)))
+    named = sorted((name for name in missing if name in rank and name not in recalled), key=rank.__getitem__)
     tool = next((toolset.tool_named(name) for name in named), None)
     if tool is None or tool.name in {o.tool_name for o in turn.outcomes} or not toolset.reaches(tool.name) \
             or tool.name not in wanted_tools(toolset, turn.query):

@@ -78,7 +78,8 @@ LEVERS: dict[str, Lever] = {
                   "it is asked about that on every answer the first probe reads as a report, whatever the list "
                   "names"),
     "claimed": Lever("an agent turn's answer that reports as done one of the lane's tools that did not run for the "
-                     "request (lever \"read\"; of several, the one the index ranks best for the request; never one the "
+                     "request (lever \"read\"; only one the index ranks among its best for the request, and of "
+                     "several the best of those; never one the "
                      "answer recalls from an earlier run, answer_check.recalls_run), where "
                      "the message could want that tool (Tool.wanted_by); in proxy "
                      "mode under tool_choice auto, a reply reporting a client tool where nothing ran for the "

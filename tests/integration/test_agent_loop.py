@@ -792,6 +792,29 @@ def test_a_tool_the_answer_claims_is_called_where_it_fits_the_request_better_tha
         assert held_back(settings) == ["it reports an action that did not run"]
 
 
+# Tools about other things, so that the index's best three for a request are a choice.
+ELSEWHERE = [Tool(name, description, object_schema({}), lambda arguments, ctx: "ok")
+             for name, description in (("weather", "Current weather for a city."),
+                                       ("timer", "Start a countdown timer."),
+                                       ("contacts", "Look up a contact's phone number or address."))]
+
+
+def test_a_claimed_tool_the_index_does_not_rank_for_the_request_is_not_called(lane, monkeypatch):
+    """Lever "claimed" weighs only a tool the index ranks among its best for the request: asked
+    to tell Bob something, the answer reports add as done and the model's fit question says add
+    fits better than words (a 1.5B model says so of a file write for a text message), but the
+    index finds nothing of add in the request: nothing is called, the claim is withdrawn."""
+    settings, store = lane
+    confirming(monkeypatch)
+    result, model = run(settings, store, [text("I used add and told Bob."), call("add", {"a": 2, "b": 3}),
+                                          text("The sum is 5.")],
+                        user="tell Bob I will be late for lunch", decision='{"next": "answer"}',
+                        reading=literal_reading, fit={"add": 0.9, "reply_in_words": 0.3}, tools=[*TOOLS, *ELSEWHERE])
+    assert result.tools_executed == [] and rows(settings, "SELECT * FROM tool_executions") == []
+    assert result.content == f"{NOT_DONE} {CANNOT}"
+    assert model.fit_requests == []
+
+
 MUL = Tool("mul", "Multiply two integers.", object_schema({"a": NUMBER, "b": NUMBER}, ["a", "b"]),
           lambda arguments, ctx: str(arguments["a"] * arguments["b"]))
 
