@@ -367,9 +367,9 @@ async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, f
     tool the index does not rank among its best for the request (TurnFacts.ranked): the fit
     question says "yes" to a file write for "Text Mrs Okonkwo …" as readily as to a note for "note
     it down"; the index, which never reads the answer, agrees only with the second. On the stored
-    answers of the seen actions files, 10 of the 14 calls this lever made for requests no tool
-    does (write_file for a WhatsApp message, patch for a bank transfer) named a tool outside the
-    index's best three; the calls it made for what was asked (memory, read_file) did not."""
+    answers of the seen actions files, for 10 of the 13 requests no tool does that this lever
+    called a tool for (write_file for a WhatsApp message, patch for a bank transfer), the tool was
+    outside the index's best three; for the two it called rightly (memory, read_file), inside."""
     rank = {name: i for i, name in enumerate(facts.ranked)}
     named = sorted((name for name in missing if name in rank and name not in recalled), key=rank.__getitem__)
     tool = next((toolset.tool_named(name) for name in named), None)
