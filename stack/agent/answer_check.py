@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Collection, Sequence
 
 from ..store.claims import text_tool_calls
@@ -73,6 +74,18 @@ class TurnFacts:
     # held-out actions file), not what the run held
     runs: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()  # the notes the lane keeps (memory), one entry each
+
+    @cached_property
+    def held_words(self) -> frozenset[str]:
+        """What earlier turns held, as an answer recalling them would repeat it: the names of the
+        tools that ran, the salient words of their runs and of the notes (about_request). Worked
+        out once a turn: an answer naming several tools asks for it once each."""
+        held = set(plain_words(" ".join(name for name, _ in self.runs)).split())
+        for _, run in self.runs:
+            held |= _salient(run[:RESULT_SCAN_CHARS])
+        for note in self.notes:
+            held |= _salient(note)
+        return frozenset(held)
 
 
 def faults(content: str, facts: TurnFacts) -> list[str]:
@@ -205,11 +218,7 @@ def about_request(text: str, facts: TurnFacts) -> bool:
     names the tools that ran and what they held ("Tools I used: memory, terminal."). Words both
     the request and an earlier run hold (a follow-up about the item it added) count for neither,
     nor do the other granted tools' names."""
-    held = set(plain_words(" ".join(name for name, _ in facts.runs)).split())
-    for _, run in facts.runs:
-        held |= _salient(run[:RESULT_SCAN_CHARS])
-    for note in facts.notes:
-        held |= _salient(note)
+    held = facts.held_words
     names = set(plain_words(" ".join([*facts.offered, *(n for n, _ in facts.descriptions)])).split()) - held
     said = set(plain_words(text).split()) - names
     asked = set(plain_words(facts.request).split())
