@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from ..tools.base import plain_words
 from .ledger import MAX_IDENTICAL_CALLS, call_key
 from .llm_client import ModelReply
 from .prompt import BRIDGE
@@ -49,6 +50,18 @@ class ClientHistory:
         key = call_key(name, arguments)
         since = [call_key(n, a) for _, n, a in self.calls[self.before_user:]]
         return bool(since) and (since[-1] == key or Counter(since)[key] >= MAX_IDENTICAL_CALLS)
+
+    def goes_further(self, arguments: str, request: str) -> bool:
+        """Whether a call carries words of the user's latest message (`request`) that no call
+        made since that message carried: another step of what was asked, not the same step again
+        in other words. Seen with Codex on the 1.5B model: asked for a file whose only line is
+        "lane-431859", `touch notes.txt` ran first; written next where the answer was due, `echo
+        lane-431859 > notes.txt` is the rest of the request. Seen with Hermes: `memory` written
+        again after it had succeeded says nothing the first entry did not. Words in any script
+        (plain_words); no word list."""
+        carried = set(plain_words(" ".join(a for _, _, a in self.calls[self.before_user:])).split())
+        asked = set(plain_words(request).split())
+        return bool(asked & set(plain_words(arguments).split()) - carried)
 
     def result_of(self, name: str, arguments: str) -> str:
         key = call_key(name, arguments)

@@ -27,7 +27,7 @@ from .ledger import Correction, repeated
 from .llm_client import ModelReply
 from .proxy_request import CallsReturned, ClientCall, ProxyResult
 from .proxy_turn import ProxyTurn, corrected, no_answer
-from .records import calls_made, record_outcome, text_of
+from .records import calls_made, latest_request, record_outcome, text_of
 from .toolcalls import ToolCall, distinct, extract_calls, python_calls, unmistakable_calls
 from .turn import TurnEnded
 
@@ -52,8 +52,11 @@ async def take_calls(turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall]) 
                   "I could not answer that without a tool call, and none was allowed.")
         return
     # after a result, offered no tools, it wrote another call of a tool that already ran for the
-    # message (a repeat is told its result, ledger.py; a next step, "then save it", is made)
-    if turn.answering and any(c.name in turn.history.since_user and not turn.history.repeats(c.name, c.arguments)
+    # message, saying nothing of the request that the calls so far did not (a repeat is told its
+    # result, ledger.py; a next step, "then save it", or the rest of the request is made)
+    history = turn.history
+    if turn.answering and any(c.name in history.since_user and not history.repeats(c.name, c.arguments)
+                              and not history.goes_further(c.json_arguments(), latest_request(turn.request.messages))
                               for c in calls):
         corrected(turn, Correction("Answer the user now in words, from the tool results above; make no call.",
                                    None, "none"), reply, "it wrote a call where the answer was due", no_answer(turn))

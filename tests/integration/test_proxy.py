@@ -306,6 +306,38 @@ def test_a_call_written_as_text_where_the_answer_was_due_is_not_returned(tmp_pat
         assert all(not r.get("tools") for r in lane.model.requests)
 
 
+SHELL = {"type": "function", "function": {
+    "name": "exec_command", "description": "Runs a shell command.",
+    "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}}
+
+
+def test_a_call_that_does_the_rest_of_the_request_where_the_answer_was_due_is_returned(tmp_path):
+    """The first call did part of what was asked (seen with Codex on the 1.5B model: `touch
+    notes.txt` for a file whose only line is given); written where the answer was due, a call of
+    the same tool that carries words of the request the first did not is the rest of the request,
+    and goes to the client. The same tool again saying nothing new is still held (test above)."""
+    asked = [{"role": "user", "content": "Create a file named notes.txt whose only line is: lane-431859"}]
+    touched = [{"role": "assistant", "content": None, "tool_calls": [{
+        "id": "c0", "type": "function", "function": {"name": "exec_command",
+                                                     "arguments": '{"cmd": "touch notes.txt"}'}}]},
+        {"role": "tool", "tool_call_id": "c0", "content": "exit code 0"}]
+    rest = text('{"name": "exec_command", "arguments": {"cmd": "echo lane-431859 > notes.txt"}}')
+    with running_lane(tmp_path, [rest, text("never asked")], decision="answer") as lane:
+        reply = lane.chat(messages=asked + touched, tools=[SHELL]).json()
+        assert only_call(reply)[:2] == ("exec_command", {"cmd": "echo lane-431859 > notes.txt"})
+        assert lane.rows("SELECT tool_name FROM returned_calls") == [("exec_command",)]
+        assert lane.rows("SELECT count(*) FROM lane_calls WHERE reason IS NOT NULL") == [(0,)]
+        # The same call once more, after its own result: nothing of the request is new in it.
+        done = touched + [reply["choices"][0]["message"],
+                          {"role": "tool", "tool_call_id": only_call(reply)[2], "content": "exit code 0"}]
+    again = text('{"name": "exec_command", "arguments": {"cmd": "cat notes.txt"}}')
+    with running_lane(tmp_path / "again", [again, text("notes.txt holds lane-431859.")], decision="answer") as lane:
+        reply = lane.chat(messages=asked + done, tools=[SHELL]).json()
+        assert reply["choices"][0]["message"]["content"].startswith("notes.txt holds lane-431859.")
+        assert lane.rows("SELECT reason FROM lane_calls WHERE reason IS NOT NULL") == [
+            ("it wrote a call where the answer was due",)]
+
+
 def test_a_call_repeated_after_its_result_twice_ends_with_that_result(tmp_path):
     """Told once that the call already ran, the model writes it again: the turn ends with the
     lane's account of the client's result, not another round (seen with Claude Code on the 1.5B
