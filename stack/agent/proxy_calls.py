@@ -17,7 +17,7 @@ from typing import Any
 
 from ..tools.base import Tool, ToolContext
 from ..tools.execute import Call, Outcome, refused, run_recorded, run_tool, unmet_precondition
-from ..tools.validation import without_defaults, without_unsourced
+from ..tools.validation import sourced_share, without_defaults, without_unsourced
 from ..toolsearch.bridges import CALL, DESCRIBE, SEARCH, bridge_target
 from ..toolsearch.client_tools import ClientSurface
 from ..toolsearch.surface import guessed_task
@@ -70,6 +70,7 @@ async def take_calls(turn: ProxyTurn, reply: ModelReply, calls: list[ToolCall]) 
     except asyncio.CancelledError:  # the client left: what already ran is recorded
         _record_ran(turn, message_id, calls, decided)
         raise
+    decided = _told_first(turn, decided)
     returned = [d for d in decided if isinstance(d, ClientCall)]
     if returned:
         for call, outcome in zip(calls, decided, strict=True):
@@ -142,15 +143,42 @@ def _checked(turn: ProxyTurn, call: ToolCall, tool: Tool, arguments: Any, *,
     if outcome.status != "ok":
         return outcome
     arguments = without_defaults(tool.parameters, json.loads(outcome.arguments))
-    conversation = "\n".join([*(text_of(m.get("content")) or "" for m in turn.request.messages),
-                              *(given for _, _, given in turn.history.calls)])
-    outcome = replace(outcome, arguments=json.dumps(without_unsourced(tool.parameters, arguments, conversation),
+    outcome = replace(outcome, arguments=json.dumps(without_unsourced(tool.parameters, arguments, _said(turn)),
                                                     ensure_ascii=False))
     if turn.history.repeats(tool.name, outcome.arguments):
         earlier = replace(outcome, output=turn.history.result_of(tool.name, outcome.arguments))
         turn.answer_next = True
         return repeated(tool.name, outcome.arguments, earlier)
     return ClientCall(call.id, tool.name, outcome.arguments, via_bridge, call.origin)
+
+
+# A call after the first of a reply whose texts the conversation holds less of than this is
+# not returned (validation.sourced_share).
+SOURCED_SHARE = 0.5
+
+
+def _told_first(turn: ProxyTurn, decided: list[ClientCall | Outcome]) -> list[ClientCall | Outcome]:
+    """The reply's calls less each client call after its first whose texts the conversation
+    mostly does not hold (validation.sourced_share): a call that waits for an earlier one's
+    result, written before it came back, guesses it, and a client would act on the guess. The
+    guess is kept as a refused outcome, recorded with the reply; the client gets the calls before
+    it, and the next step once their results are back."""
+    kept: list[ClientCall | Outcome] = []
+    for item in decided:
+        if (isinstance(item, ClientCall) and any(isinstance(k, ClientCall) for k in kept)
+                and sourced_share(turn.surface.catalog.tools[item.name].parameters, json.loads(item.arguments),
+                                  _said(turn)) < SOURCED_SHARE):
+            item = refused(item.name, "Not returned: its values come from no message yet (it waits for "
+                           "the result of the calls before it).", item.arguments, via_bridge=item.via_bridge)
+        kept.append(item)
+    return kept
+
+
+def _said(turn: ProxyTurn) -> str:
+    """The conversation's text a call's values may come from: the request's messages (the
+    client's instructions and its tools' results included) and the calls made before."""
+    return "\n".join([*(text_of(m.get("content")) or "" for m in turn.request.messages),
+                      *(given for _, _, given in turn.history.calls)])
 
 
 def _as_validated(arguments: dict[str, Any], ctx: ToolContext) -> str:

@@ -193,6 +193,22 @@ def without_unsourced(schema: dict[str, Any], arguments: dict[str, Any], said: s
     return {key: value for key, value in arguments.items() if not made_up(key, value)}
 
 
+def sourced_share(schema: dict[str, Any], arguments: dict[str, Any], said: str) -> float:
+    """The share of the words (runs of letters or digits, any script) of the arguments' texts that
+    the conversation (`said`) holds: every string at the top level outside a choice among the
+    schema's own values (`enum`); 1.0 where there is none. A call whose texts the conversation
+    mostly does not hold writes what it has not been told: a second call of one reply that needs
+    the first's result guesses it (seen on the 1.5B model through proxy mode: "find the user
+    alice, then send her a welcome email" drew send_email to "alice@example.com" beside find_user;
+    "run `echo $((6*7))`, then save the output to memory" a memory of "42")."""
+    props = schema.get("properties") or {}
+    known = set(re.findall(r"\w+", said.casefold()))
+    words = [word for key, value in arguments.items() if isinstance(value, str)
+             and not (isinstance(props.get(key), dict) and "enum" in props[key])
+             for word in re.findall(r"\w+", value.casefold())]
+    return sum(word in known for word in words) / len(words) if words else 1.0
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -112,21 +112,22 @@ def test_tool_use_then_tool_result_gets_an_answer(tmp_path, stream):
 
 
 def test_tool_choice_and_disabled_parallel_use_reach_the_engine(tmp_path):
-    both = Reply(tool_calls=[{"name": "get_weather", "arguments": {"city": "A"}},
-                             {"name": "get_weather", "arguments": {"city": "B"}}])
+    both = Reply(tool_calls=[{"name": "get_weather", "arguments": {"city": "Paris"}},
+                             {"name": "get_weather", "arguments": {"city": "Rome"}}])
     with running_lane(tmp_path, [both, both, call("get_time", {"city": "Oslo"}), text("No tools.")],
                       api_key=KEY) as lane:
         client = sdk(lane)
-        one = client.messages.create(model="c", max_tokens=50, messages=ASK, tools=[WEATHER],
+        two_cities = [{"role": "user", "content": "What is the weather in Paris and in Rome?"}]
+        one = client.messages.create(model="c", max_tokens=50, messages=two_cities, tools=[WEATHER],
                                      tool_choice={"type": "any", "disable_parallel_tool_use": True})
-        two = client.messages.create(model="c", max_tokens=50, messages=ASK, tools=[WEATHER],
+        two = client.messages.create(model="c", max_tokens=50, messages=two_cities, tools=[WEATHER],
                                      tool_choice={"type": "any"})
         client.messages.create(model="c", max_tokens=50, messages=ASK, tools=[WEATHER, TIME],
                                tool_choice={"type": "tool", "name": "get_time"})
         none = client.messages.create(model="c", max_tokens=50, messages=ASK, tools=[WEATHER],
                                       tool_choice={"type": "none"})
-        assert [b.input for b in one.content] == [{"city": "A"}]
-        assert [b.input for b in two.content] == [{"city": "A"}, {"city": "B"}]
+        assert [b.input for b in one.content] == [{"city": "Paris"}]
+        assert [b.input for b in two.content] == [{"city": "Paris"}, {"city": "Rome"}]
         # With parallel use allowed, a forced reply is a list of calls (to the named tool alone).
         assert [demanded(r) for r in lane.model.requests] == [
             "required", {"several": ["get_weather"]}, {"several": ["get_time"]}, None]

@@ -178,11 +178,12 @@ def test_tool_choice_is_passed_to_the_model(tmp_path):
 
 
 def test_parallel_tool_calls_false_returns_one_call(tmp_path):
-    both = Reply(tool_calls=[{"name": "get_weather", "arguments": {"city": "A"}},
-                             {"name": "get_weather", "arguments": {"city": "B"}}])
+    both = Reply(tool_calls=[{"name": "get_weather", "arguments": {"city": "Paris"}},
+                             {"name": "get_weather", "arguments": {"city": "Rome"}}])
+    ask = [{"role": "user", "content": "What is the weather in Paris and in Rome?"}]
     with running_lane(tmp_path, [both, both]) as lane:
-        one = lane.chat(messages=ASK, tools=[WEATHER], parallel_tool_calls=False).json()
-        two = lane.chat(messages=ASK, tools=[WEATHER]).json()
+        one = lane.chat(messages=ask, tools=[WEATHER], parallel_tool_calls=False).json()
+        two = lane.chat(messages=ask, tools=[WEATHER]).json()
         assert len(one["choices"][0]["message"]["tool_calls"]) == 1
         assert len(two["choices"][0]["message"]["tool_calls"]) == 2
 

@@ -50,6 +50,31 @@ def test_several_tools_in_one_reply_and_a_repeated_call_once(tmp_path):
         assert chat_calls(reply) == both[:2]
 
 
+def test_a_call_that_guesses_what_an_earlier_call_of_the_reply_returns_is_not_returned(tmp_path):
+    """A second call of one reply that needs the first's result writes values nobody gave ("find
+    alice, then mail her": an address): it is kept out of the reply and recorded as refused; a
+    second call whose values the request holds goes with the first."""
+    find = {"type": "function", "function": {"name": "find_user", "parameters": {
+        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}
+    mail = {"type": "function", "function": {"name": "send_email", "parameters": {
+        "type": "object", "properties": {"to": {"type": "string"}, "body": {"type": "string"}},
+        "required": ["to", "body"]}}}
+    guessed = [("find_user", {"name": "alice"}),
+               ("send_email", {"to": "alice@example.com", "body": "Thank you for joining us."})]
+    picked = Reply(content='{"next": "find_user"}')
+    with running_lane(tmp_path, calls_as_held(*guessed), decision=picked) as lane:
+        ask = [{"role": "user", "content": "Find the user named alice, then send her a welcome email."}]
+        reply = lane.chat(messages=ask, tools=[find, mail]).json()
+        assert chat_calls(reply) == guessed[:1]
+        assert lane.rows("SELECT tool_name, status FROM tool_executions ORDER BY id") == [("send_email", "refused")]
+        assert lane.rows("SELECT tool_name FROM returned_calls") == [("find_user",)]
+        # given in the request, the same second call goes with the first
+        told = [{"role": "user", "content": "Find the user named alice, then send alice@example.com a "
+                 "welcome email saying: thank you for joining us."}]
+        reply = lane.chat(messages=told, tools=[find, mail], user="second").json()
+        assert chat_calls(reply) == guessed
+
+
 def test_parallel_tool_calls_false_decodes_one_forced_call(tmp_path):
     with running_lane(tmp_path, calls_as_held(*THREE_CITIES), decision=WEATHER_PICKED) as lane:
         reply = lane.chat(messages=ASK, tools=[WEATHER, TIME], parallel_tool_calls=False).json()
