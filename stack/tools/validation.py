@@ -200,13 +200,17 @@ def sourced_share(schema: dict[str, Any], arguments: dict[str, Any], said: str) 
     mostly does not hold writes what it has not been told: a second call of one reply that needs
     the first's result guesses it (seen on the 1.5B model through proxy mode: "find the user
     alice, then send her a welcome email" drew send_email to "alice@example.com" beside find_user;
-    "run `echo $((6*7))`, then save the output to memory" a memory of "42")."""
+    "run `echo $((6*7))`, then save the output to memory" a memory of "42"). A word counts where
+    the conversation holds it anywhere, so that a request in a script without spaces holds its
+    words too."""
     props = schema.get("properties") or {}
-    known = set(re.findall(r"\w+", said.casefold()))
+    said = said.casefold()
     words = [word for key, value in arguments.items() if isinstance(value, str)
              and not (isinstance(props.get(key), dict) and "enum" in props[key])
              for word in re.findall(r"\w+", value.casefold())]
-    return sum(word in known for word in words) / len(words) if words else 1.0
+    # held anywhere in the text, not as a whole word: scripts written without spaces (Japanese,
+    # Chinese) make a whole request one run of letters (seen: "ユーロ" in "100米ドルと50ユーロを…")
+    return sum(word in said for word in words) / len(words) if words else 1.0
 
 
 def _is_number(value: Any) -> bool:

@@ -75,6 +75,17 @@ def test_a_call_that_guesses_what_an_earlier_call_of_the_reply_returns_is_not_re
         assert chat_calls(reply) == guessed
 
 
+def test_a_second_call_whose_words_a_request_without_spaces_holds_is_returned(tmp_path):
+    """Japanese is written without spaces: the request's words are held inside one run of letters."""
+    convert = {"type": "function", "function": {"name": "fx_convert", "parameters": {
+        "type": "object", "properties": {"amount": {"type": "number"}, "from": {"type": "string"}},
+        "required": ["amount", "from"]}}}
+    both = [("fx_convert", {"amount": 100, "from": "米ドル"}), ("fx_convert", {"amount": 50, "from": "ユーロ"})]
+    with running_lane(tmp_path, calls_as_held(*both), decision=Reply(content='{"next": "fx_convert"}')) as lane:
+        ask = [{"role": "user", "content": "100米ドルと50ユーロをそれぞれ日本円に換算して。"}]
+        assert chat_calls(lane.chat(messages=ask, tools=[convert]).json()) == both
+
+
 def test_parallel_tool_calls_false_decodes_one_forced_call(tmp_path):
     with running_lane(tmp_path, calls_as_held(*THREE_CITIES), decision=WEATHER_PICKED) as lane:
         reply = lane.chat(messages=ASK, tools=[WEATHER, TIME], parallel_tool_calls=False).json()
