@@ -114,6 +114,9 @@ LEVERS: dict[str, Lever] = {
                       "message cannot want (Tool.wanted_by)"),
     "numbers": Lever("an agent turn's call with an optional number argument nobody gave",
                      "the argument left out, so the tool's default applies (validation.without_unasked_numbers)"),
+    "waits": Lever("proxy mode: a client call after the first of one reply whose texts the conversation mostly "
+                   "does not hold (validation.sourced_share): it waits for an earlier call's result and guesses it",
+                   "not returned (a refused row); the client gets the calls before it", budget=0),
     "overwrite": Lever("write_file over a file that holds something, or deleting lines in a later step",
                        "refused, nothing written"),
     "empty": Lever("proxy mode: a reply with no call and no words", "the model told, once"),

@@ -158,7 +158,7 @@ SOURCED_SHARE = 0.5
 
 
 def _told_first(turn: ProxyTurn, decided: list[ClientCall | Outcome]) -> list[ClientCall | Outcome]:
-    """The reply's calls less each client call after its first whose texts the conversation
+    """Lever "waits": the reply's calls less each client call after its first whose texts the conversation
     mostly does not hold (validation.sourced_share): a call that waits for an earlier one's
     result, written before it came back, guesses it, and a client would act on the guess. The
     guess is kept as a refused outcome, recorded with the reply; the client gets the calls before
