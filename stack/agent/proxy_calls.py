@@ -163,11 +163,15 @@ def _told_first(turn: ProxyTurn, decided: list[ClientCall | Outcome]) -> list[Cl
     result, written before it came back, guesses it, and a client would act on the guess. The
     guess is kept as a refused outcome, recorded with the reply; the client gets the calls before
     it, and the next step once their results are back."""
+    clients = [item for item in decided if isinstance(item, ClientCall)]
+    if len(clients) < 2:
+        return decided
+    said, first = _said(turn), clients[0]
     kept: list[ClientCall | Outcome] = []
     for item in decided:
-        if (isinstance(item, ClientCall) and any(isinstance(k, ClientCall) for k in kept)
+        if (isinstance(item, ClientCall) and item is not first
                 and sourced_share(turn.surface.catalog.tools[item.name].parameters, json.loads(item.arguments),
-                                  _said(turn)) < SOURCED_SHARE):
+                                  said) < SOURCED_SHARE):
             item = refused(item.name, "Not returned: its values come from no message yet (it waits for "
                            "the result of the calls before it).", item.arguments, via_bridge=item.via_bridge)
         kept.append(item)
