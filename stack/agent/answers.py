@@ -39,6 +39,7 @@ from .decide import (
     FITS,
     WORDS_NAME,
     ask_decision,
+    claim_holds,
     fit_probability,
     parse_decision,
     words_probability,
@@ -352,8 +353,9 @@ async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, f
     not run for the request (of those the reading names, the one the index ranks best for the
     request: the reading's names come sorted, and on the second held-out actions file "I removed
     '…' from your to-do list." was read as `patch` and `todo`, and `patch` was weighed), where
-    the model reads that tool as fitting the request (with the user's message before it) better
-    than a reply in words (decide.words_probability, asked exactly as a tool's fit): the model
+    the model reads that tool as fitting the request (with the user's message before it) about as
+    well as a reply in words or better (decide.words_probability, asked exactly as a tool's fit;
+    decide.claim_holds): the model
     wrote that it did the action because it took the request for one. Seen on the blind everyday
     files (docs/measurements.md): "Sure, I've added the note … to your to-do list." and "He
     tachado al fontanero." where the decision had said "answer" and nothing ran; with only the
@@ -384,7 +386,7 @@ async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, f
     if fit is None:
         return None
     words = await words_fit(llm, store, turn.result, request, "claimed")
-    return fix if words is not None and fit > words else None
+    return fix if words is not None and claim_holds(fit, words) else None
 
 
 async def words_fit(llm: LlmClient, store: Store, result: TurnResult, request: str, lever: str) -> float | None:

@@ -226,9 +226,25 @@ async def fit_probability(llm: LlmClient, request: str, name: str, description: 
 # toolsets file (client_toolsets_dev.json, 36 requests, 8 languages; docs/measurements.md): a reply
 # in words fitted better than every listed tool for 6 of the 12 that need no tool, and for 1 of 24
 # that need one.
+# Lever "claimed" (agent and proxy mode): a tool an answer reports as done, which did not run, is
+# called where its fit is at least a reply in words' less this. The two yes-probabilities come from
+# two questions asked apart, and a tool the request wants often reads within a few hundredths of a
+# reply in words; in that band the answer's own report of the action (the model took the request
+# for it) decides. Seen before this band (docs/measurements.md, sessions 39 and 42): words won by
+# 0.00-0.05 for five requests to note or tick something off (memory 0.62 against 0.66 for "Würden
+# Sie sich dann bitte merken, dass …") and by 0.01 for Claude Code's "Run the shell command … and
+# tell me exactly what it prints" (Bash 0.66 against 0.67); every wrong call the lever made there
+# had the tool ahead of words.
+CLAIM_TIE = 0.05
 WORDS_NAME = "reply_in_words"
 WORDS_DESCRIPTION = ("Reply to the user in words, with no action: thanks, greetings, chat, opinions, and "
                      "questions answered from general knowledge.")
+
+
+def claim_holds(fit: float, words: float) -> bool:
+    """Whether lever "claimed" calls the tool an answer reports: its fit against a reply in
+    words', the tie (CLAIM_TIE) going to the action the answer reports."""
+    return fit >= words - CLAIM_TIE
 
 
 async def words_probability(llm: LlmClient, request: str) -> tuple[float | None, ModelReply]:

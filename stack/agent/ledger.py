@@ -86,7 +86,8 @@ LEVERS: dict[str, Lever] = {
                      "user's message and lever \"doubt\" did not choose words",
                      "the model's fit for that tool (decide.fit_probability; in proxy mode also for search's best "
                      "match for the message, the better of the two kept) weighed against its fit for a reply in "
-                     "words (decide.words_probability), both asked of the request; where the tool fits better the "
+                     "words (decide.words_probability), both asked of the request; where the tool fits about as well "
+                     "or better (decide.claim_holds: within CLAIM_TIE of words) the "
                      "answer is held back, the tool called (in proxy mode: the call returned to the client) and the "
                      "answer written again from its result; else the receipt. Off where the upstream sends no "
                      "logprobs", needs="logprobs"),

@@ -4,11 +4,12 @@ A reply without calls is the answer unless it earns a correction, each within it
 (ledger.LEVERS): a call was required; it told, spelled or wrote a call it did not make
 (corrections.py); it is call-shaped text (no call ever reaches a client as text); it is empty; it
 copies a note the lane wrote to the model; it names the lane's bridges; it declines what a client
-tool does (proxy_decide.declined); it reports as done a client tool that fits the request better
-than a reply in words and did not run for it (lever "claimed": that tool called). An answer that
-reports an action no call of the conversation backs (the model's reading, reading.py, over the
-client's own tool names) otherwise gets the lane's receipt beside it. What the client gets is a message;
-a reply it does not get is held back, with why, among the lane's own calls.
+tool does (proxy_decide.declined); it reports as done a client tool that fits the request about
+as well as a reply in words or better (decide.claim_holds) and did not run for it (lever
+"claimed": that tool called). An answer that reports an action no call of the conversation
+backs (the model's reading, reading.py, over the client's own tool names) otherwise gets the
+lane's receipt beside it. What the client gets is a message; a reply it does not get is held
+back, with why, among the lane's own calls.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import asyncio
 from .answer_check import TurnFacts, call_shaped, copies_facts
 from .answers import fit_of, words_fit
 from .corrections import correction
+from .decide import claim_holds
 from .ledger import Correction
 from .llm_client import ModelReply
 from .proxy_decide import declined
@@ -102,14 +104,16 @@ async def _unbacked(turn: ProxyTurn, content: str, facts: TurnFacts) -> list[str
 async def _claimed(turn: ProxyTurn, missing: list[str], reply: ModelReply) -> bool:
     """Lever "claimed" over the client's tools: where nothing ran for the user's message, a reply
     that reports a client tool's action as done (reading: the first of `missing` it names) is
-    held back and a tool called, where the model reads it as fitting the message better than a
-    reply in words (answers.fit_of against answers.words_fit: the agent's lever, one mechanism).
+    held back and a tool called, where the model reads it as fitting the message about as well as
+    a reply in words or better (answers.fit_of against answers.words_fit, decide.claim_holds: the
+    agent's lever, one mechanism).
     The user asked for the action the reply says it did; the call is what makes it true. Weighed:
     the tool the reading names and search's best match for the message, the better fit called.
     Whether a reply reports an action is the reading's strong part, which action its weak one
     (docs/measurements.md, "The reading of an answer"), and the message says what it asks for:
     seen with Claude Code, "run `…` and tell me what it prints" answered with a made-up output,
-    read as `Read` (0.53 against words' 0.67), where `Bash` was the best match (0.68). Seen on the
+    read as `Read` (0.53 against words' 0.67), where `Bash` was the best match (0.68; 0.66 against
+    0.67 in session 42, called since the tie rule). Seen on the
     development toolsets: "Hoe laat is het nu in Singapore?" answered "Het is nu 12:00 uur in
     Singapore." where nothing ran; time__get_current_time fitted 0.62 against a reply in words'
     0.58 and was called. Not after a result (a client's call its user did not ask for is a real
@@ -130,7 +134,7 @@ async def _claimed(turn: ProxyTurn, missing: list[str], reply: ModelReply) -> bo
         return False
     name = max(fits, key=lambda n: fits[n])
     words = await words_fit(turn.llm, turn.store, turn.result, turn.shown, "claimed")
-    if words is None or fits[name] <= words:
+    if words is None or not claim_holds(fits[name], words):
         return False
     return note(turn, Correction(None, name, "claimed"), force=name,
                 held_back=(reply, f"it reports {reported} as done, which did not run for this request"))

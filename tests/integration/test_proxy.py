@@ -202,16 +202,19 @@ def test_no_call_shaped_text_reaches_the_client(tmp_path):
         assert ("weather_lookup", "refused") in lane.rows("SELECT tool_name, status FROM tool_executions")
 
 
-@pytest.mark.parametrize("tool_fits_better", [True, False])
-def test_an_answer_claiming_a_call_never_made_is_made_true_or_carries_the_lanes_receipt(tmp_path, tool_fits_better):
-    """Lever "claimed": the reply says get_weather ran, and nothing ran. Where the model reads
-    get_weather as fitting the request better than a reply in words (both under decide.FITS, so
-    the second look called nothing), the claim is held back and the call returned to the client;
-    where a reply in words fits better, the answer is passed on with the lane's receipt."""
+@pytest.mark.parametrize("words, tool_fits_better", [(0.5, True), (0.78, True), (0.85, False)])
+def test_an_answer_claiming_a_call_never_made_is_made_true_or_carries_the_lanes_receipt(tmp_path, words,
+                                                                                        tool_fits_better):
+    """Lever "claimed": the reply says get_weather ran (0.75), and nothing ran. Where the model
+    reads get_weather as fitting the request better than a reply in words, or within
+    decide.CLAIM_TIE of it (0.78: a tie goes to the action the reply reports; both under
+    decide.FITS, so the second look called nothing), the claim is held back and the call returned
+    to the client; where a reply in words fits clearly better, the answer is passed on with the
+    lane's receipt."""
     claim = "I called get_weather and it is sunny."
     script = [text(claim), call("get_weather", {"city": "Paris"})]
     with running_lane(tmp_path, script, reading=literal_reading) as lane:
-        lane.model.fit = {"get_weather": 0.75, "reply_in_words": 0.5 if tool_fits_better else 0.78}
+        lane.model.fit = {"get_weather": 0.75, "reply_in_words": words}
         reply = lane.chat(messages=ASK, tools=[WEATHER]).json()["choices"][0]
         kept = lane.rows("SELECT purpose FROM lane_calls WHERE purpose IN ('claimed', 'held') ORDER BY id")
         if tool_fits_better:

@@ -403,6 +403,7 @@ def test_a_summary_claiming_a_tool_the_session_never_ran_gets_the_receipt(tmp_pa
         "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
     summary = "Tools I actually used: memory, terminal, session_search."
     with running_lane(tmp_path, [text(summary)], decision=ANSWER, reading=literal_reading) as lane:
+        lane.model.fit = {"reply_in_words": 0.6}  # every tool 0.05: lever "claimed" calls none
         reply = lane.chat(messages=SESSION, tools=[TERMINAL, MEMORY, search]).json()["choices"][0]
         assert "tool_calls" not in reply["message"]
         assert reply["message"]["content"].startswith(summary + "\n\n(The lane's record:")
