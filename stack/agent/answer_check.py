@@ -429,13 +429,9 @@ CANNOT_INSTEAD = " I can keep it as a todo item or write a draft into a file ins
 
 def cannot_answer(granted: Collection[str], outcomes: Sequence[Outcome] = (), other: bool = True) -> str:
     """What the user gets where the model's answer reports an action that did not run: where no
-    tool ran for the request, that it was not done; what the lane cannot do, and what it can do
-    instead where those tools are granted, only where the answer reported an action no tool does
-    (`other`); where tools ran (`outcomes`), then what ran with its results. A report of one of the
-    lane's own tools gets no list of what it cannot do: seen, asked in German to remember a
-    dentist's number, the answer claimed memory and the user was told the lane cannot "send
-    messages or email, book, buy, pay, call or contact anyone"."""
-    cannot = CANNOT + (CANNOT_INSTEAD if {"todo", "write_file"} <= set(granted) else "") if other else ""
+    tool ran for the request, that it was not done, what the lane cannot do, and what it can do
+    instead where those tools are granted; where tools ran (`outcomes`), what the lane cannot do
+    where the answer reported such an action (`other`), then what ran with its results."""
     if not outcomes:
-        return f"{NOT_DONE} {cannot}".strip()
+        return NOT_DONE + " " + CANNOT + (CANNOT_INSTEAD if {"todo", "write_file"} <= set(granted) else "")
     return (CANNOT + "\n\n" if other else "") + what_ran(outcomes)

@@ -101,9 +101,8 @@ LEVERS: dict[str, Lever] = {
                     "the request, only if the answer also repeats nothing earlier turns' runs hold nor a note "
                     "the request is about (answer_check.recalls, recalls_note; a confirming tool's run holds its "
                     "arguments, not the lane's receipt words)",
-                    "held back; the lane's own answer instead (answer_check.cannot_answer: not done; what it cannot "
-                    "do and can do instead where the answer reported an action no tool does; where tools ran, "
-                    "what each returned)"),
+                    "held back; the lane's own answer instead (answer_check.cannot_answer: not done, what it cannot "
+                    "do, what it can do instead; where tools ran, what each returned)"),
     "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "
                      "no tool is forced after it",
                      "written once more, the model told why (prompt.COMPOSE_AGAIN)"),

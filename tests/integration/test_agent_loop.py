@@ -737,7 +737,7 @@ def test_an_earlier_run_backs_a_recall_of_what_it_held_not_this_requests_words(l
         assert results[1].content == f"{answer}\n\n(The lane's record: no tool ran for this request.)"
         assert held_back(settings) == []
     else:
-        assert results[1].content == NOT_DONE
+        assert results[1].content == f"{NOT_DONE} {CANNOT}"
         assert held_back(settings) == ["it reports an action that did not run"]
 
 
@@ -761,7 +761,7 @@ def test_an_answer_claiming_a_tool_that_never_ran_is_the_lanes_own_answer(lane, 
         assert result.content == "I used add for that: 5.\n\n(The lane's record: no tool ran for this request.)"
         assert held_back(settings) == []
     else:
-        assert result.content == NOT_DONE
+        assert result.content == f"{NOT_DONE} {CANNOT}"
         assert held_back(settings) == ["it reports an action that did not run"]
         assert rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant'") == \
             [(result.content, 1)]
@@ -791,7 +791,7 @@ def test_a_tool_the_answer_claims_is_called_where_it_fits_the_request_better_tha
         assert rows(settings, "SELECT content FROM messages WHERE role = 'assistant' AND content != ''") == \
             [("The sum is 5.",)]
     else:
-        assert result.tools_executed == [] and result.content == NOT_DONE
+        assert result.tools_executed == [] and result.content == f"{NOT_DONE} {CANNOT}"
         assert held_back(settings) == ["it reports an action that did not run"]
 
 
@@ -814,7 +814,7 @@ def test_a_claimed_tool_the_index_does_not_rank_for_the_request_is_not_called(la
                         user="tell Bob I will be late for lunch", decision='{"next": "answer"}',
                         reading=literal_reading, fit={"add": 0.9, "reply_in_words": 0.3}, tools=[*TOOLS, *ELSEWHERE])
     assert result.tools_executed == [] and rows(settings, "SELECT * FROM tool_executions") == []
-    assert result.content == NOT_DONE
+    assert result.content == f"{NOT_DONE} {CANNOT}"
     assert model.fit_requests == []
 
 

@@ -297,8 +297,8 @@ def test_every_note_the_lane_writes_to_the_model_is_held_back_when_copied(tmp_pa
 
 
 RECEIPT = "Ich habe es gespeichert.\n\n(The lane's record: no tool ran for this request.)"
-# The reading reports memory, one of the lane's own tools: no list of what the lane cannot do.
-NOT_DONE_ANSWER = "I have not done that: no tool ran for this request."
+NOT_DONE_ANSWER = ("I have not done that: no tool ran for this request. I cannot send messages or email, book, buy, "
+                   "pay, call or contact anyone: none of my tools does that.")
 
 
 SAVED = "Notiz gespeichert: Friseur am Montag"
