@@ -19,6 +19,7 @@ from typing import Any, Collection, Sequence
 from ..store.claims import text_tool_calls
 from ..tools.base import plain_words, says_nothing
 from ..tools.execute import Outcome
+from .history import RETURNED
 from .ledger import preview
 from .toolcalls import json_values
 
@@ -96,7 +97,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     problems = []
     if echoes(text, facts.request) and not any(plain_words(text) in plain_words(r) for r in facts.results):
         problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
-    if copies_facts(text):
+    if copies_facts(text, facts.ran_in_session):
         problems.append("the lane's own note copied")
     if repeats_itself(text):
         problems.append("it says the same thing over and over")
@@ -138,10 +139,11 @@ def repeats_itself(text: str) -> bool:
     return any(n >= REPEATS for n in seen.values())
 
 
-def copies_facts(text: str) -> bool:
+def copies_facts(text: str, ran: Collection[str] = ()) -> bool:
     """Whether a reply copies what the lane wrote to the model: a note of its own, or a line of
-    the facts an answer is written from, label first ("exec_command (ok): Chunk ID: …")."""
-    return copies_lane_note(text) or _fact_label(text) is not None
+    the facts an answer is written from, label first ("exec_command (ok): Chunk ID: …"; an
+    earlier turn's, of a tool in `ran`: "memory returned: …")."""
+    return copies_lane_note(text) or _fact_label(text, ran) is not None
 
 
 def copies_lane_note(text: str) -> bool:
@@ -359,10 +361,19 @@ def _without_times(text: str) -> str:
     return text
 
 
-def _fact_label(answer: str) -> tuple[str, str, str] | None:
-    """The label of a line of the facts the lane writes ("- read_file (ok): ..."), copied to the
-    front of an answer, as (tool, status, the rest)."""
+def _fact_label(answer: str, ran: Collection[str] = ()) -> tuple[str, str, str] | None:
+    """The label of a line of the facts the lane writes, this turn's ("- read_file (ok): ...") or
+    an earlier turn's for a tool that ran in the session (`ran`: "  read_file returned: ...",
+    history.earlier_facts), copied to the front of an answer, as (tool, status, the rest). Seen
+    twice on the third held-out actions file, asked in Swedish to tick off an item where nothing
+    ran: the answer was an earlier turn's line, "write_file returned: REFUSED: not written: …",
+    and reached the user with the receipt."""
     line = answer.lstrip(" -*\t")
+    name, sep, rest = line.partition(f" {RETURNED}")
+    if sep and name in ran:
+        after = rest.lstrip()
+        status = "refused" if after.startswith("REFUSED:") else "error" if after.startswith("ERROR:") else "ok"
+        return name, status, after
     name, sep, rest = line.partition(" (")
     status, sep2, after = rest.partition("):")
     if not sep or not sep2 or status not in ("ok", "error", "refused") or not name \

@@ -130,6 +130,11 @@ def said(rows: list[dict[str, Any]]) -> list[str]:
                  or (row["role"] == "tool" and not row["content"].startswith(("REFUSED:", "ERROR:"))))]
 
 
+# The label of an earlier turn's result in those facts ("  memory returned: saved"): an answer that
+# starts with it copies the lane's facts (answer_check.copies_facts).
+RETURNED = "returned:"
+
+
 def earlier_facts(rows: list[dict[str, Any]], turns: int = 3) -> str:
     """The last few finished turns as facts (what was asked, what ran and returned, what was
     answered: nothing where the model's answer was held back and the user got the lane's own
@@ -142,7 +147,7 @@ def earlier_facts(rows: list[dict[str, Any]], turns: int = 3) -> str:
     for start, end in list(pairwise([*starts, len(rows)]))[-turns - 1:-1]:
         turn = rows[start:end]
         lines.append(f"- The user said: {_short(turn[0]['content'])}")
-        lines += [f"  {row.get('tool_name') or 'a tool'} returned: {_short(row['content'])}"
+        lines += [f"  {row.get('tool_name') or 'a tool'} {RETURNED} {_short(row['content'])}"
                   for row in turn if row["role"] == "tool"]
         answers = [row for row in turn if row["role"] == "assistant" and not row.get("tool_calls")]
         if answers and (answers[-1]["content"] or "").strip() and not answers[-1].get("lane_note"):

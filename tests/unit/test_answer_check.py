@@ -218,6 +218,23 @@ def test_a_fact_label_copied_to_the_front_of_an_answer_is_dropped():
     assert unlabelled("The answer is 42.") == "The answer is 42."
 
 
+@pytest.mark.parametrize("answer, session, copied", [
+    # an earlier turn's line of the facts (history.earlier_facts), for a tool that ran in the session
+    ("write_file returned: REFUSED: not written: this would delete 5 of the 5 lines of todo.txt", {"write_file"}, True),
+    ("- memory returned: saved 'dentist Friday'", {"memory"}, True),
+    # the same shape for a tool that never ran in the session, or plain words: the user's answer
+    ("write_file returned: wrote 16 bytes to todo.txt", set(), False),
+    ("It returned: 5", {"calculate"}, False),
+    ("calculate returned 5, so the total is 5.", {"calculate"}, False),
+])
+def test_an_answer_that_is_an_earlier_turns_fact_line_is_held_back(answer, session, copied):
+    """Asked to tick off an item where nothing ran, the 1.5B model answered with a line of the
+    facts it was shown, an earlier turn's result with its label: the lane's words, not an answer."""
+    problems = faults(answer, facts("kattmaten har jag köpt nu så bocka av den", session=session,
+                                    offered=("write_file", "memory", "calculate")))
+    assert ("the lane's own note copied" in problems) is copied
+
+
 LIST = "1. [ ] book the van\n2. [ ] pack the kitchen"
 
 
