@@ -143,7 +143,7 @@ def copies_facts(text: str, ran: Collection[str] = ()) -> bool:
     """Whether a reply copies what the lane wrote to the model: a note of its own, or a line of
     the facts an answer is written from, label first ("exec_command (ok): Chunk ID: …"; an
     earlier turn's, of a tool in `ran`: "memory returned: …")."""
-    return copies_lane_note(text) or _fact_label(text, ran) is not None
+    return copies_lane_note(text) or _fact_label(text) is not None or _earlier_fact_line(text, ran)
 
 
 def copies_lane_note(text: str) -> bool:
@@ -361,19 +361,20 @@ def _without_times(text: str) -> str:
     return text
 
 
-def _fact_label(answer: str, ran: Collection[str] = ()) -> tuple[str, str, str] | None:
-    """The label of a line of the facts the lane writes, this turn's ("- read_file (ok): ...") or
-    an earlier turn's for a tool that ran in the session (`ran`: "  read_file returned: ...",
-    history.earlier_facts), copied to the front of an answer, as (tool, status, the rest). Seen
-    twice on the third held-out actions file, asked in Swedish to tick off an item where nothing
-    ran: the answer was an earlier turn's line, "write_file returned: REFUSED: not written: …",
-    and reached the user with the receipt."""
+def _earlier_fact_line(answer: str, ran: Collection[str]) -> bool:
+    """Whether an answer starts with the label of an earlier turn's line of the facts
+    ("  read_file returned: ...", history.earlier_facts) for a tool that ran in the session
+    (`ran`). Seen twice on the third held-out actions file, asked in Swedish to tick off an item
+    where nothing ran: the answer was an earlier turn's line, "write_file returned: REFUSED: not
+    written: …", and reached the user with the receipt."""
+    name, sep, _ = answer.lstrip(" -*\t").partition(f" {RETURNED}")
+    return bool(sep) and name in ran
+
+
+def _fact_label(answer: str) -> tuple[str, str, str] | None:
+    """The label of a line of the facts the lane writes ("- read_file (ok): ..."), copied to the
+    front of an answer, as (tool, status, the rest)."""
     line = answer.lstrip(" -*\t")
-    name, sep, rest = line.partition(f" {RETURNED}")
-    if sep and name in ran:
-        after = rest.lstrip()
-        status = "refused" if after.startswith("REFUSED:") else "error" if after.startswith("ERROR:") else "ok"
-        return name, status, after
     name, sep, rest = line.partition(" (")
     status, sep2, after = rest.partition("):")
     if not sep or not sep2 or status not in ("ok", "error", "refused") or not name \

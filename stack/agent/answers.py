@@ -355,8 +355,8 @@ async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, f
     '…' from your to-do list." was read as `patch` and `todo`, and `patch` was weighed), where
     the model reads that tool as fitting the request (with the user's message before it) about as
     well as a reply in words or better (decide.words_probability, asked exactly as a tool's fit;
-    decide.claim_holds): the model
-    wrote that it did the action because it took the request for one. Seen on the blind everyday
+    decide.claim_holds): the model wrote that it did the action because it took the request for
+    one. Seen on the blind everyday
     files (docs/measurements.md): "Sure, I've added the note … to your to-do list." and "He
     tachado al fontanero." where the decision had said "answer" and nothing ran; with only the
     receipt beside it, the user reads a claim and its denial. The comparison, not a bar: the

@@ -226,6 +226,10 @@ async def fit_probability(llm: LlmClient, request: str, name: str, description: 
 # toolsets file (client_toolsets_dev.json, 36 requests, 8 languages; docs/measurements.md): a reply
 # in words fitted better than every listed tool for 6 of the 12 that need no tool, and for 1 of 24
 # that need one.
+WORDS_NAME = "reply_in_words"
+WORDS_DESCRIPTION = ("Reply to the user in words, with no action: thanks, greetings, chat, opinions, and "
+                     "questions answered from general knowledge.")
+
 # Lever "claimed" (agent and proxy mode): a tool an answer reports as done, which did not run, is
 # called where its fit is at least a reply in words' less this. The two yes-probabilities come from
 # two questions asked apart, and a tool the request wants often reads within a few hundredths of a
@@ -236,9 +240,6 @@ async def fit_probability(llm: LlmClient, request: str, name: str, description: 
 # tell me exactly what it prints" (Bash 0.66 against 0.67); every wrong call the lever made there
 # had the tool ahead of words.
 CLAIM_TIE = 0.05
-WORDS_NAME = "reply_in_words"
-WORDS_DESCRIPTION = ("Reply to the user in words, with no action: thanks, greetings, chat, opinions, and "
-                     "questions answered from general knowledge.")
 
 
 def claim_holds(fit: float, words: float) -> bool:

@@ -113,12 +113,12 @@ async def _claimed(turn: ProxyTurn, missing: list[str], reply: ModelReply) -> bo
     (docs/measurements.md, "The reading of an answer"), and the message says what it asks for:
     seen with Claude Code, "run `…` and tell me what it prints" answered with a made-up output,
     read as `Read` (0.53 against words' 0.67), where `Bash` was the best match (0.68; 0.66 against
-    0.67 in session 42, called since the tie rule). Seen on the
-    development toolsets: "Hoe laat is het nu in Singapore?" answered "Het is nu 12:00 uur in
-    Singapore." where nothing ran; time__get_current_time fitted 0.62 against a reply in words'
-    0.58 and was called. Not after a result (a client's call its user did not ask for is a real
-    action: a summary's account of earlier turns is held to the session, lever "read"), nor where
-    lever "doubt" chose a reply in words. True when the turn goes on to the call."""
+    0.67 in session 42, called since the tie rule). Seen on the development toolsets: "Hoe laat
+    is het nu in Singapore?" answered "Het is nu 12:00 uur in Singapore." where nothing ran;
+    time__get_current_time fitted 0.62 against a reply in words' 0.58 and was called. Not after a
+    result (a client's call its user did not ask for is a real action: a summary's account of
+    earlier turns is held to the session, lever "read"), nor where lever "doubt" chose a reply in
+    words. True when the turn goes on to the call."""
     tools = turn.surface.catalog.tools
     reported = next((name for name in missing if name in tools), None)
     if reported is None or turn.history.since_user or turn.words_chosen or turn.request.tool_choice.mode != "auto" \
