@@ -183,6 +183,17 @@ def carries(text: str, results: tuple[str, ...], earlier: str = "", tools: Colle
     return not stale and any(said & _new(words, known - users) for words in salient)
 
 
+def found_out(result: str, given: str) -> bool:
+    """Whether a result found something out that `given` (the request and the call) did not say:
+    it holds a word of two characters or more with a digit in it (a count, an id, a hash, a size)
+    that `given` does not. A lone digit says little (an exit status, "exit code 0"). Digits are
+    the same in every language the lane serves; which of a client's tools only confirm a change
+    the lane cannot know."""
+    said = set(plain_words(given).split())
+    return any(len(word) > 1 and word not in said and any(c.isdigit() for c in word)
+               for word in plain_words(_without_exit_code(result[:RESULT_SCAN_CHARS])).split())
+
+
 def recalls(text: str, kept: Sequence[str], request: str) -> bool:
     """Whether an answer repeats something the store holds: a number or a longer word (_salient)
     of one of `kept` that the request does not say. Such an answer may be a recall of an earlier

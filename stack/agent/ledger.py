@@ -134,6 +134,11 @@ LEVERS: dict[str, Lever] = {
                        "(answer_check.copies_facts)",
                        "held back; the lane's own account (what the client's tools returned) instead, with no "
                        "further model call", budget=0),
+    "carry": Lever("proxy mode: a reply in words after the client's tools returned results for the user's message "
+                   "that shares no number or longer word with any of them (answer_check.carries, as an agent "
+                   "turn's answer check)",
+                   "held back; the lane's own account (what the client's tools returned) instead, with no "
+                   "further model call", budget=0),
     "lane-names": Lever("proxy mode: a reply in words that names the lane's own bridges (tool_search, "
                         "tool_describe, tool_call), which the client does not have",
                         "the model told to answer without them, once; then the lane's own account"),

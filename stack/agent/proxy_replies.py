@@ -3,7 +3,8 @@
 A reply without calls is the answer unless it earns a correction, each within its lever's budget
 (ledger.LEVERS): a call was required; it told, spelled or wrote a call it did not make
 (corrections.py); it is call-shaped text (no call ever reaches a client as text); it is empty; it
-copies a note the lane wrote to the model; it names the lane's bridges; it declines what a client
+copies a note the lane wrote to the model; it leaves out every result the client's tools returned
+for the message (answer_check.carries); it names the lane's bridges; it declines what a client
 tool does (proxy_decide.declined); it reports as done a client tool that fits the request about
 as well as a reply in words or better (decide.claim_holds) and did not run for it (lever
 "claimed": that tool called). An answer that reports an action no call of the conversation
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .answer_check import TurnFacts, call_shaped, copies_facts
+from .answer_check import TurnFacts, call_shaped, carries, copies_facts, found_out
 from .answers import fit_of, words_fit
 from .corrections import correction
 from .decide import claim_holds
@@ -71,6 +72,10 @@ async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:
         corrected(turn, Correction(None, None, "lane-note"), reply, "it copied the lane's own note",
                   no_answer(turn))
         return
+    if _leaves_out_results(turn, content):
+        corrected(turn, Correction(None, None, "carry"), reply, "it leaves out what the tools returned",
+                  no_answer(turn))
+        return
     if _lane_named(turn, reply) or await declined(turn, reply):
         return
     missing = await _unbacked(turn, content, facts)
@@ -79,6 +84,27 @@ async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:
     if missing:  # the conversation's truth beside the model's words
         content = f"{content.strip()}\n\n{receipt(missing, turn.history.used_since)}"
     raise answered(turn.store, turn.result.session_id, content, reply)
+
+
+def _leaves_out_results(turn: ProxyTurn, content: str) -> bool:
+    """Lever "carry": whether a reply in words, written after the client's tools returned results
+    for the user's latest message, shares no number or longer word with those of them that found
+    something out (answer_check.carries, the agent's check): it did not pass on what they
+    returned. Seen with Claude Code on the 1.5B model, asked what a command prints: Bash returned
+    `88f262de` and the answer said "… are `e262f88f`", twice in two sessions. The client then gets
+    the lane's account, which quotes the results (no_answer).
+    Held only where a result found something out (answer_check.found_out), and to all of them
+    (seen: "Sunny, and it is noon." passes on "12:00 in Paris" beside "sunny"): the lane does not
+    know which of a client's tools only confirm a change, and "I saved the codename …" after
+    Hermes's memory returned {"success": true, "message": "Entry added."} passes nothing on and
+    need not."""
+    history = turn.history
+    runs = [(arguments, history.results[call_id]) for call_id, _, arguments in history.calls[history.before_user:]
+            if call_id in history.results]
+    given = " ".join([turn.query, *(arguments for arguments, _ in runs)])
+    results = tuple(result for _, result in runs)
+    return any(found_out(result, given) for result in results) \
+        and not carries(content, results, tools=history.since_user)
 
 
 def _facts(turn: ProxyTurn) -> TurnFacts:

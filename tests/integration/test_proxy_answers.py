@@ -6,6 +6,8 @@ correction makes a client run a call its user did not ask for."""
 import json
 import re
 
+import pytest
+
 from tests.fakes.scripted_model import Reply, call, literal_reading, text
 from tests.integration.test_api_chat import running_lane
 from tests.integration.test_proxy import CP, TIME, WEATHER, _many_tools, only_call
@@ -129,6 +131,32 @@ def test_an_answer_that_copies_a_line_of_the_facts_is_held_back_for_the_lanes_ac
                                                "this request:\n- terminal: /dev/sda1 40G 12G")
         assert lane.rows("SELECT content, reason FROM lane_calls WHERE purpose = 'held'") == [
             ("terminal (ok): /dev/sda1 40G 12G", "it copied the lane's own note")]
+
+
+@pytest.mark.parametrize(("answer", "passed_on"), [
+    ("The command prints `e262f88f`.", False),  # the output reversed: not what it returned
+    ("It printed 88f262de.", True),
+    ("Der Befehl gibt `88f262de` aus.", True),  # any language: the value is what counts
+    ("It printed the token.", False),
+])
+def test_an_answer_after_a_result_that_leaves_it_out_is_held_back_for_the_lanes_account(tmp_path, answer,
+                                                                                       passed_on):
+    """Seen with Claude Code on the 1.5B model: Bash printed `88f262de` and the answer reported
+    `e262f88f`. An answer that shares nothing with what the client's tools returned for the
+    message is held back (lever "carry"); the client gets the lane's account, which quotes it.
+    (A result that found nothing out, Hermes's memory's "Entry added.", need not be passed on:
+    test_an_answer_request_offers_no_tools_and_carries_no_note_on_finding_them.)"""
+    ask = [{"role": "user", "content": "Run `cat .token | rev` and tell me exactly what it prints."}]
+    history = ask + ran("b1", "terminal", {"command": "cat .token | rev"}, "88f262de")
+    with running_lane(tmp_path, [text(answer)], decision=ANSWER, reading=literal_reading) as lane:
+        content = lane.chat(messages=history, tools=[TERMINAL, MEMORY]).json()["choices"][0]["message"]["content"]
+        held = lane.rows("SELECT content, reason FROM lane_calls WHERE purpose = 'held'")
+        if passed_on:
+            assert content == answer and held == []
+        else:
+            assert content == ("The model gave no final answer.\nWhat your tools returned for this request:\n"
+                               "- terminal: 88f262de")
+            assert held == [(answer, "it leaves out what the tools returned")]
 
 
 def test_a_request_naming_two_steps_gets_the_second_called_with_its_required_arguments(tmp_path):
@@ -415,7 +443,7 @@ def test_after_a_result_an_answer_claiming_another_tool_calls_nothing(tmp_path):
     the client is made to run nothing its user did not ask for."""
     ask = [{"role": "user", "content": "Run `date` in the terminal."}]
     history = ask + ran("t1", "terminal", {"command": "date"}, "Sat Nov 28")
-    answer = "It is Saturday; I saved that to memory."
+    answer = "It is Sat Nov 28; I saved that to memory."
     with running_lane(tmp_path, with_tools_a_call(call("memory", {"action": "add", "content": "Sat"}), answer),
                       decision=ANSWER, reading=literal_reading) as lane:
         lane.model.fit = {"memory": 0.79, "reply_in_words": 0.1}
