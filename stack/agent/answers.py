@@ -26,6 +26,7 @@ from .answer_check import (
     cannot_answer,
     fallback_answer,
     faults,
+    names_run,
     recalls,
     recalls_note,
     recalls_run,
@@ -297,7 +298,8 @@ async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Too
                 correction(composed.content, facts))
     missing, confirmed = await _unbacked(llm, store, turn, content, facts)
     recalled = {name for name in missing if recalls_run(content, name, facts)}
-    claimed = await _claimed(llm, store, turn, toolset, facts, missing, recalled) if missing else None
+    accounts = {name for name in recalled if names_run(content, name, facts)}
+    claimed = await _claimed(llm, store, turn, toolset, facts, missing, accounts) if missing else None
     if claimed is not None:  # the tool it reports is called, and the answer written from its result
         why = f"it reports {claimed.force} as done, which did not run for this request"
         hold(store, turn.result.session_id, composed, why)
@@ -348,7 +350,7 @@ async def _unbacked(llm: LlmClient, store: Store, turn: Turn, content: str,
 
 
 async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, facts: TurnFacts,
-                   missing: list[str], recalled: set[str]) -> Correction | None:
+                   missing: list[str], accounts: set[str]) -> Correction | None:
     """Lever "claimed": the correction that calls a tool the answer reports as done and that did
     not run for the request (of those the reading names, the one the index ranks best for the
     request: the reading's names come sorted, and on the second held-out actions file "I removed
@@ -363,9 +365,13 @@ async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, f
     1.5B model says "yes" to nearly any tool's fit, and an answer recalling what an earlier turn
     did is read as a report too ("Yes, I saved it." to "did you save it?"), where a reply in
     words fits the message better. An action no tool does (reading.OTHER) is never called, nor a
-    tool the answer may recall from an earlier run (answer_check.recalls_run): a summary's account
-    of earlier turns is held to the session, not made true again (seen on the six steps' summary,
-    "In this session, I ran … session_search (ok) …" held back and session_search called). Nor a
+    tool the answer names as an earlier turn's run (`accounts`, answer_check.names_run): a
+    summary's account of earlier turns is held to the session, not made true again (seen on the
+    six steps' summary, "In this session, I ran … session_search (ok) …" held back and
+    session_search called). An answer that only repeats what an earlier run of the tool held is
+    weighed (it may report doing again what the request asks: seen on the never-tuned actions
+    file, asked in Swedish to tick off the cat food that todo had added, "I have … removed the item
+    "kattmat"." where nothing ran, spared as a recall). Nor a
     tool the index does not rank among its best for the request (TurnFacts.ranked): the fit
     question says "yes" to a file write for "Text Mrs Okonkwo …" as readily as to a note for "note
     it down"; the index, which never reads the answer, agrees only with the second. On the stored
@@ -373,7 +379,7 @@ async def _claimed(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, f
     called a tool for (write_file for a WhatsApp message, patch for a bank transfer), the tool was
     outside the index's best three; for the two it called rightly (memory, read_file), inside."""
     rank = {name: i for i, name in enumerate(facts.ranked)}
-    named = sorted((name for name in missing if name in rank and name not in recalled), key=rank.__getitem__)
+    named = sorted((name for name in missing if name in rank and name not in accounts), key=rank.__getitem__)
     tool = next((toolset.tool_named(name) for name in named), None)
     if tool is None or tool.name in {o.tool_name for o in turn.outcomes} or not toolset.reaches(tool.name) \
             or tool.name not in wanted_tools(toolset, turn.query):

@@ -128,7 +128,9 @@ def model_messages(messages: list[dict[str, Any]], bridged: bool) -> list[dict[s
     protocol joins the client's system message (or opens the conversation). An earlier answer
     that was the lane's own account is shown as NO_ANSWER_SHOWN: seen with Hermes on the 1.5B
     model, which sends the conversation back, the model copied such an account at length (888
-    tokens, 154 s) in place of its answer. The results it quoted are in the tool messages."""
+    tokens, 154 s) in place of its answer. The results it quoted are in the tool messages. A reply
+    that is NO_ANSWER_SHOWN itself is held back (proxy_replies: seen with Hermes, twice in one run
+    of the six steps, after an earlier answer was shown so)."""
     out: list[dict[str, Any]] = []
     for message in messages:
         role = message["role"]

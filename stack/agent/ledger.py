@@ -80,7 +80,7 @@ LEVERS: dict[str, Lever] = {
     "claimed": Lever("an agent turn's answer that reports as done one of the lane's tools that did not run for the "
                      "request (lever \"read\"; only one the index ranks among its best for the request, and of "
                      "several the best of those; never one the "
-                     "answer recalls from an earlier run, answer_check.recalls_run), where "
+                     "answer names as an earlier turn's run, answer_check.names_run), where "
                      "the message could want that tool (Tool.wanted_by); in proxy "
                      "mode under tool_choice auto, a reply reporting a client tool where nothing ran for the "
                      "user's message and lever \"doubt\" did not choose words",

@@ -19,6 +19,7 @@ import asyncio
 
 from .answer_check import TurnFacts, call_shaped, carries, copies_facts, found_out
 from .answers import fit_of, words_fit
+from .client_history import NO_ANSWER_SHOWN
 from .corrections import correction
 from .decide import claim_holds
 from .ledger import Correction
@@ -68,7 +69,7 @@ async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:
         corrected(turn, Correction(EMPTY_REPLY, None, "empty"), reply, "the model gave no answer",
                   no_answer(turn))
         return
-    if copies_facts(content):
+    if copies_facts(content) or content.strip() == NO_ANSWER_SHOWN:
         corrected(turn, Correction(None, None, "lane-note"), reply, "it copied the lane's own note",
                   no_answer(turn))
         return

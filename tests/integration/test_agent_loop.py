@@ -741,6 +741,31 @@ def test_an_earlier_run_backs_a_recall_of_what_it_held_not_this_requests_words(l
         assert held_back(settings) == ["it reports an action that did not run"]
 
 
+@pytest.mark.parametrize("answer, called", [
+    ("I crossed off dentist Friday.", True),  # repeats what the earlier run held: weighed
+    ("I used note earlier: dentist Friday.", False),  # an account of the earlier run, naming it
+])
+def test_an_answer_repeating_an_earlier_run_is_weighed_where_the_tool_fits_unless_it_names_that_run(lane, answer,
+                                                                                                   called):
+    """note ran in the first turn; the second asks for note's job again and nothing runs. An
+    answer that repeats what the earlier run held but does not name it may report doing what the
+    request asks (seen in Swedish: "… removed the item "kattmat"." where todo had added it and
+    nothing ran): where note fits the request better than words it is called (lever "claimed").
+    An answer that names the earlier run is an account of it: the receipt, no call."""
+    settings, store = lane
+    script = [call("note", {"text": "dentist Friday"}), text("Done: wrote 14 characters down."), text(answer),
+              call("note", {"text": "dentist Friday done"}), text("Noted (19 characters): dentist Friday done.")]
+    results, model = run_turns(settings, store, script, ["note: dentist Friday", "dentist is done, note that"],
+                               reading=lambda body: Reply(content='{"done": ["note"]}'),
+                               fit={"note": 0.8, "reply_in_words": 0.3}, tools=[*TOOLS, NOTE])
+    if called:
+        assert results[1].tools_executed == ["note"]
+        assert results[1].content == "Noted (19 characters): dentist Friday done."
+    else:
+        assert results[1].tools_executed == []
+        assert results[1].content == f"{answer}\n\n(The lane's record: no tool ran for this request.)"
+
+
 @pytest.mark.parametrize("confirmed, recalled", [(True, False), (False, False), (False, True), (True, True)])
 def test_an_answer_claiming_a_tool_that_never_ran_is_the_lanes_own_answer(lane, monkeypatch, confirmed, recalled):
     """Lever "cannot": the answer reports add as done, add never ran in the session, and the

@@ -119,18 +119,21 @@ def test_an_answer_request_offers_no_tools_and_carries_no_note_on_finding_them(t
         assert [m["role"] for m in sent["messages"]][-1] == "tool"
 
 
-def test_an_answer_that_copies_a_line_of_the_facts_is_held_back_for_the_lanes_account(tmp_path):
+@pytest.mark.parametrize("copy", ["terminal (ok): /dev/sda1 40G 12G", "(no answer)"])
+def test_an_answer_that_copies_a_line_of_the_facts_is_held_back_for_the_lanes_account(tmp_path, copy):
     """Seen with Codex on the 1.5B model: the answer written from exec_command's result was the
-    facts' own line, "exec_command (ok): Chunk ID: 7cc5a0 …", label and all. It is held back
-    (lever "lane-note") and the client gets the lane's account of what its tools returned."""
+    facts' own line, "exec_command (ok): Chunk ID: 7cc5a0 …", label and all; seen with Hermes,
+    twice in one run: "(no answer)", how the model is shown an earlier answer that was the lane's
+    account. Each is held back (lever "lane-note") and the client gets the lane's account of
+    what its tools returned."""
     ask = [{"role": "user", "content": "How full is the disk?"}]
     history = ask + ran("t1", "terminal", {"command": "df -h"}, "/dev/sda1 40G 12G")
-    with running_lane(tmp_path, [text("terminal (ok): /dev/sda1 40G 12G")], decision=ANSWER) as lane:
+    with running_lane(tmp_path, [text(copy)], decision=ANSWER) as lane:
         reply = lane.chat(messages=history, tools=[TERMINAL, MEMORY]).json()["choices"][0]
         assert reply["message"]["content"] == ("The model gave no final answer.\nWhat your tools returned for "
                                                "this request:\n- terminal: /dev/sda1 40G 12G")
         assert lane.rows("SELECT content, reason FROM lane_calls WHERE purpose = 'held'") == [
-            ("terminal (ok): /dev/sda1 40G 12G", "it copied the lane's own note")]
+            (copy, "it copied the lane's own note")]
 
 
 @pytest.mark.parametrize(("answer", "passed_on"), [
