@@ -97,7 +97,7 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
     problems = []
     if echoes(text, facts.request) and not any(plain_words(text) in plain_words(r) for r in facts.results):
         problems.append("the request echoed back")  # not when a tool returned those words (a note saved)
-    if copies_facts(text, facts.ran_in_session):
+    if copies_facts(text, {*facts.ran_in_session, *facts.offered}):
         problems.append("the lane's own note copied")
     if repeats_itself(text):
         problems.append("it says the same thing over and over")
@@ -381,10 +381,11 @@ def _without_times(text: str) -> str:
 
 def _earlier_fact_line(answer: str, ran: Collection[str]) -> bool:
     """Whether an answer starts with the label of an earlier turn's line of the facts
-    ("  read_file returned: ...", history.earlier_facts) for a tool that ran in the session
-    (`ran`). Seen twice on the third held-out actions file, asked in Swedish to tick off an item
-    where nothing ran: the answer was an earlier turn's line, "write_file returned: REFUSED: not
-    written: …", and reached the user with the receipt."""
+    ("  read_file returned: ...", history.earlier_facts) for a tool in `ran` (the session's and
+    those granted: a refused call has a line too). Seen three times on the third held-out actions
+    file, asked in Swedish to tick off an item where nothing ran: the answer was an earlier turn's
+    line, "write_file returned: REFUSED: not written: …", and reached the user with the receipt
+    (the third time write_file had been refused, not run)."""
     name, sep, _ = answer.lstrip(" -*\t").partition(f" {RETURNED}")
     return bool(sep) and name in ran
 

@@ -219,11 +219,14 @@ def test_a_fact_label_copied_to_the_front_of_an_answer_is_dropped():
 
 
 @pytest.mark.parametrize("answer, session, copied", [
-    # an earlier turn's line of the facts (history.earlier_facts), for a tool that ran in the session
+    # an earlier turn's line of the facts (history.earlier_facts), for a tool of the lane's
     ("write_file returned: REFUSED: not written: this would delete 5 of the 5 lines of todo.txt", {"write_file"}, True),
     ("- memory returned: saved 'dentist Friday'", {"memory"}, True),
-    # the same shape for a tool that never ran in the session, or plain words: the user's answer
-    ("write_file returned: wrote 16 bytes to todo.txt", set(), False),
+    # refused in an earlier turn, so it never ran; its line was still among the facts
+    ("write_file returned: REFUSED: not written: this would delete 5 of the 5 lines of todo.txt", set(), True),
+    # the same shape for what is no tool of the lane's, or plain words: the user's answer
+    ("The file returned: wrote 16 bytes to todo.txt", set(), False),
+    ("notes returned: wrote 16 bytes to todo.txt", set(), False),
     ("It returned: 5", {"calculate"}, False),
     ("calculate returned 5, so the total is 5.", {"calculate"}, False),
 ])
