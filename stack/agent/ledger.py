@@ -130,11 +130,13 @@ LEVERS: dict[str, Lever] = {
                       "off where the upstream sends no logprobs", needs="logprobs"),
     "lane-note": Lever("proxy mode: a reply that copies words of a note the lane wrote to the model "
                        "(answer_check.LANE_WORDS: \"Do not call it again\", seen after a repeat of Codex's "
-                       "create_goal was refused) or a line of the facts an answer is written from, label first "
-                       "(answer_check.copies_facts)",
+                       "create_goal was refused), a line of the facts an answer is written from, label first "
+                       "(answer_check.copies_facts), or the placeholder an earlier account is shown as "
+                       "(client_history.NO_ANSWER_SHOWN)",
                        "held back; the lane's own account (what the client's tools returned) instead, with no "
                        "further model call", budget=0),
-    "carry": Lever("proxy mode: a reply in words after the client's tools returned results for the user's message "
+    "carry": Lever("proxy mode: a reply in words after the client's tools returned results for the user's message, "
+                   "one of which found something out (answer_check.found_out: a value with digits nobody gave), "
                    "that shares no number or longer word with any of them (answer_check.carries, as an agent "
                    "turn's answer check)",
                    "held back; the lane's own account (what the client's tools returned) instead, with no "
