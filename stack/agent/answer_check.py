@@ -26,6 +26,8 @@ from .toolcalls import json_values
 # An answer of the request's words only, at least this share of them, is the request echoed back.
 ECHO_SHARE = 0.8
 RESULT_SCAN_CHARS = 4000
+# An identifier (unsourced_ids) is at least this long: "14th", "12gb" and "5pm" are not.
+ID_CHARS = 6
 # A result an answer copied the start of, with its label, is passed on whole up to this size.
 WHOLE_RESULT_CHARS = 1500
 # A sentence of at least REPEAT_WORDS words said REPEATS times is a loop (repeats_itself).
@@ -183,15 +185,17 @@ def carries(text: str, results: tuple[str, ...], earlier: str = "", tools: Colle
     return not stale and any(said & _new(words, known - users) for words in salient)
 
 
-def found_out(result: str, given: str) -> bool:
-    """Whether a result found something out that `given` (the request and the call) did not say:
-    it holds a word of two characters or more with a digit in it (a count, an id, a hash, a size)
-    that `given` does not. A lone digit says little (an exit status, "exit code 0"). Digits are
-    the same in every language the lane serves; which of a client's tools only confirm a change
-    the lane cannot know."""
-    said = set(plain_words(given).split())
-    return any(len(word) > 1 and word not in said and any(c.isdigit() for c in word)
-               for word in plain_words(_without_exit_code(result[:RESULT_SCAN_CHARS])).split())
+def unsourced_ids(text: str, sources: str) -> list[str]:
+    """The identifiers an answer states that `sources` (the results, the request and the calls)
+    do not hold: words of at least ID_CHARS characters with at least two letters and two digits
+    (a hash, a commit, an order id). A count or a sum may be worked out from a result and be in
+    none of them; an identifier can only be copied, so one that is in none was copied wrong.
+    Seen with Claude Code on the 1.5B model: Bash printed `88f262de`, the answer said `e262f88f`.
+    Letters and digits are shapes, the same in every language."""
+    held = set(plain_words(sources).split())
+    return [word for word in dict.fromkeys(plain_words(text).split())
+            if len(word) >= ID_CHARS and word not in held
+            and sum(c.isdigit() for c in word) >= 2 and sum(c.isalpha() for c in word) >= 2]
 
 
 def recalls(text: str, kept: Sequence[str], request: str) -> bool:

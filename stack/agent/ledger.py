@@ -135,10 +135,9 @@ LEVERS: dict[str, Lever] = {
                        "(client_history.NO_ANSWER_SHOWN)",
                        "held back; the lane's own account (what the client's tools returned) instead, with no "
                        "further model call", budget=0),
-    "carry": Lever("proxy mode: a reply in words after the client's tools returned results for the user's message, "
-                   "one of which found something out (answer_check.found_out: a value with digits nobody gave), "
-                   "that shares no number or longer word with any of them (answer_check.carries, as an agent "
-                   "turn's answer check)",
+    "carry": Lever("proxy mode: a reply in words after the client's tools returned results for the user's message "
+                   "that states an identifier (letters and digits: a hash, an id) which neither those results, the "
+                   "message nor the calls hold (answer_check.unsourced_ids)",
                    "held back; the lane's own account (what the client's tools returned) instead, with no "
                    "further model call", budget=0),
     "lane-names": Lever("proxy mode: a reply in words that names the lane's own bridges (tool_search, "

@@ -3,8 +3,8 @@
 A reply without calls is the answer unless it earns a correction, each within its lever's budget
 (ledger.LEVERS): a call was required; it told, spelled or wrote a call it did not make
 (corrections.py); it is call-shaped text (no call ever reaches a client as text); it is empty; it
-copies a note the lane wrote to the model; it leaves out every result the client's tools returned
-for the message (answer_check.carries); it names the lane's bridges; it declines what a client
+copies a note the lane wrote to the model; after the client's results, it states an identifier
+none of them holds (answer_check.unsourced_ids); it names the lane's bridges; it declines what a client
 tool does (proxy_decide.declined); it reports as done a client tool that fits the request about
 as well as a reply in words or better (decide.claim_holds) and did not run for it (lever
 "claimed": that tool called). An answer that reports an action no call of the conversation
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .answer_check import TurnFacts, call_shaped, carries, copies_facts, found_out
+from .answer_check import RESULT_SCAN_CHARS, TurnFacts, call_shaped, copies_facts, unsourced_ids
 from .answers import fit_of, words_fit
 from .client_history import NO_ANSWER_SHOWN
 from .corrections import correction
@@ -73,8 +73,9 @@ async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:
         corrected(turn, Correction(None, None, "lane-note"), reply, "it copied the lane's own note",
                   no_answer(turn))
         return
-    if _leaves_out_results(turn, content):
-        corrected(turn, Correction(None, None, "carry"), reply, "it leaves out what the tools returned",
+    stray = _unsourced(turn, content)
+    if stray:
+        corrected(turn, Correction(None, None, "carry"), reply, f"it states {stray[0]}, which no result holds",
                   no_answer(turn))
         return
     if _lane_named(turn, reply) or await declined(turn, reply):
@@ -87,25 +88,20 @@ async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:
     raise answered(turn.store, turn.result.session_id, content, reply)
 
 
-def _leaves_out_results(turn: ProxyTurn, content: str) -> bool:
-    """Lever "carry": whether a reply in words, written after the client's tools returned results
-    for the user's latest message, shares no number or longer word with those of them that found
-    something out (answer_check.carries, the agent's check): it did not pass on what they
-    returned. Seen with Claude Code on the 1.5B model, asked what a command prints: Bash returned
-    `88f262de` and the answer said "… are `e262f88f`", twice in two sessions. The client then gets
-    the lane's account, which quotes the results (no_answer).
-    Held only where a result found something out (answer_check.found_out), and to all of them
-    (seen: "Sunny, and it is noon." passes on "12:00 in Paris" beside "sunny"): the lane does not
-    know which of a client's tools only confirm a change, and "I saved the codename …" after
-    Hermes's memory returned {"success": true, "message": "Entry added."} passes nothing on and
-    need not."""
+def _unsourced(turn: ProxyTurn, content: str) -> list[str]:
+    """Lever "carry": the identifiers a reply in words, written after the client's tools returned
+    results for the user's latest message, states that neither those results, the message nor the
+    calls hold (answer_check.unsourced_ids): it did not pass on what they returned. Seen
+    with Claude Code on the 1.5B model, asked what a command prints: Bash returned `88f262de` and
+    the answer said "… are `e262f88f`", twice in two sessions. The client then gets the lane's
+    account, which quotes the results (no_answer). Tried first as the agent's check (the answer
+    shares a number or a longer word with a result, answer_check.carries): it held back Claude
+    Code's right line count, "25", worked out from a listing that numbers lines from 0."""
     history = turn.history
     runs = [(arguments, history.results[call_id]) for call_id, _, arguments in history.calls[history.before_user:]
             if call_id in history.results]
-    given = " ".join([turn.query, *(arguments for arguments, _ in runs)])
-    results = tuple(result for _, result in runs)
-    return any(found_out(result, given) for result in results) \
-        and not carries(content, results, tools=history.since_user)
+    sources = "\n".join([turn.query, *(f"{arguments}\n{result[:RESULT_SCAN_CHARS]}" for arguments, result in runs)])
+    return unsourced_ids(content, sources) if runs else []
 
 
 def _facts(turn: ProxyTurn) -> TurnFacts:

@@ -140,15 +140,15 @@ def test_an_answer_that_copies_a_line_of_the_facts_is_held_back_for_the_lanes_ac
     ("The command prints `e262f88f`.", False),  # the output reversed: not what it returned
     ("It printed 88f262de.", True),
     ("Der Befehl gibt `88f262de` aus.", True),  # any language: the value is what counts
-    ("It printed the token.", False),
+    ("It printed 25 characters.", True),  # a number may be worked out from a result
 ])
-def test_an_answer_after_a_result_that_leaves_it_out_is_held_back_for_the_lanes_account(tmp_path, answer,
-                                                                                       passed_on):
+def test_an_answer_after_a_result_stating_an_id_it_does_not_hold_is_held_back_for_the_lanes_account(
+        tmp_path, answer, passed_on):
     """Seen with Claude Code on the 1.5B model: Bash printed `88f262de` and the answer reported
-    `e262f88f`. An answer that shares nothing with what the client's tools returned for the
-    message is held back (lever "carry"); the client gets the lane's account, which quotes it.
-    (A result that found nothing out, Hermes's memory's "Entry added.", need not be passed on:
-    test_an_answer_request_offers_no_tools_and_carries_no_note_on_finding_them.)"""
+    `e262f88f`. An answer that states an identifier none of the results, the request or the
+    calls holds is held back (lever "carry"); the client gets the lane's account, which quotes
+    them. A number may be worked out from a result (Claude Code's line count "25" from a listing
+    numbered from 0) and is passed on."""
     ask = [{"role": "user", "content": "Run `cat .token | rev` and tell me exactly what it prints."}]
     history = ask + ran("b1", "terminal", {"command": "cat .token | rev"}, "88f262de")
     with running_lane(tmp_path, [text(answer)], decision=ANSWER, reading=literal_reading) as lane:
@@ -159,7 +159,7 @@ def test_an_answer_after_a_result_that_leaves_it_out_is_held_back_for_the_lanes_
         else:
             assert content == ("The model gave no final answer.\nWhat your tools returned for this request:\n"
                                "- terminal: 88f262de")
-            assert held == [(answer, "it leaves out what the tools returned")]
+            assert held == [(answer, "it states e262f88f, which no result holds")]
 
 
 def test_a_request_naming_two_steps_gets_the_second_called_with_its_required_arguments(tmp_path):

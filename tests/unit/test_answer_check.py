@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from stack.agent.answer_check import TurnFacts, faults, found_out, numbers_in, unsourced_numbers
+from stack.agent.answer_check import TurnFacts, faults, numbers_in, unsourced_ids, unsourced_numbers
 
 
 def facts(request="2 plus 3?", ran=(), results=(), session=(), offered=("memory", "calculate")):
@@ -527,13 +527,12 @@ def test_an_answer_saying_one_sentence_over_and_over_is_held(answer, loops):
     assert ("it says the same thing over and over" in faults(answer, facts("Réserve une table."))) is loops
 
 
-@pytest.mark.parametrize(("result", "given", "found"), [
-    ("88f262de", "Run `cat .token | rev` and tell me what it prints.", True),  # a value nobody said
-    ("16", "How many lines does data.txt have?", True),
-    ("lane-193520", "Create notes.txt whose only line is lane-193520", False),  # the request said it
-    ('{"success": true, "message": "Entry added."}', "Save the codename to memory", False),  # confirms only
-    ("exit code 0", "touch notes.txt", False),  # a lone digit: an exit status
-    ("Exit code: 0\n", "true", False),
+@pytest.mark.parametrize(("answer", "sources", "stray"), [
+    ("The command prints `e262f88f`.", "Run `cat .token | rev`\n88f262de", ["e262f88f"]),  # copied wrong
+    ("It printed 88F262DE.", "Run `cat .token | rev`\n88f262de", []),
+    ("The file has 25 lines.", "How many lines?\n0 row 0\n24 row 24", []),  # a count, worked out
+    ("Her birthday is on the 14th, at 5pm; 12gb free.", "14 March", []),  # ordinals and units are short
+    ("Saved the codename LANTERN-9574.", "Save the codename LANTERN-9574\nEntry added.", []),
 ])
-def test_a_result_found_something_out_where_it_holds_a_value_with_digits_nobody_gave(result, given, found):
-    assert found_out(result, given) is found
+def test_an_answer_s_identifier_that_no_source_holds_was_copied_wrong(answer, sources, stray):
+    assert unsourced_ids(answer, sources) == stray
