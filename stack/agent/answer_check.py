@@ -225,11 +225,11 @@ def recalls_run(text: str, tool: str, facts: TurnFacts) -> bool:
 
 
 def names_run(text: str, tool: str, facts: TurnFacts) -> bool:
-    """Whether an answer names `tool`, which ran in an earlier turn, without being about this
-    request (about_request): an account of what ran ("Tools I used: memory, terminal."), not a
-    report of doing what the request asks."""
+    """Whether an answer names `tool` (the caller knows it ran in an earlier turn) without being
+    about this request (about_request): an account of what ran ("Tools I used: memory,
+    terminal."), not a report of doing what the request asks."""
     named = f" {plain_words(tool)} " in f" {plain_words(text)} "
-    return named and any(name == tool for name, _ in facts.runs) and not about_request(text, facts)
+    return named and not about_request(text, facts)
 
 
 def about_request(text: str, facts: TurnFacts) -> bool:

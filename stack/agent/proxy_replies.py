@@ -4,8 +4,8 @@ A reply without calls is the answer unless it earns a correction, each within it
 (ledger.LEVERS): a call was required; it told, spelled or wrote a call it did not make
 (corrections.py); it is call-shaped text (no call ever reaches a client as text); it is empty; it
 copies a note the lane wrote to the model; after the client's results, it states an identifier
-none of them holds (answer_check.unsourced_ids); it names the lane's bridges; it declines what a client
-tool does (proxy_decide.declined); it reports as done a client tool that fits the request about
+none of them holds (answer_check.unsourced_ids); it names the lane's bridges; it declines what a
+client tool does (proxy_decide.declined); it reports as done a client tool that fits the request about
 as well as a reply in words or better (decide.claim_holds) and did not run for it (lever
 "claimed": that tool called). An answer that reports an action no call of the conversation
 backs (the model's reading, reading.py, over the client's own tool names) otherwise gets the
