@@ -26,7 +26,7 @@ from .ledger import Correction
 from .llm_client import ModelReply
 from .proxy_decide import declined
 from .proxy_turn import ProxyTurn, corrected, no_answer, note
-from .reading import read_kept, receipt, unbacked
+from .reading import named_tools, read_kept, receipt, unbacked
 from .records import answered
 
 # Measured on Qwen2.5-Coder-1.5B through proxy mode: after two tool results it replied with
@@ -84,7 +84,8 @@ async def answer_or_correct(turn: ProxyTurn, reply: ModelReply) -> None:
     if missing and await _claimed(turn, missing, reply):
         return
     if missing:  # the conversation's truth beside the model's words
-        content = f"{content.strip()}\n\n{receipt(missing, turn.history.used_since)}"
+        never_ran = [] if facts.ran_in_turn else named_tools(content, missing)  # _unbacked held it to the session
+        content = f"{content.strip()}\n\n{receipt(missing, turn.history.used_since, never_ran)}"
     raise answered(turn.store, turn.result.session_id, content, reply)
 
 

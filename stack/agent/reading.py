@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -201,7 +202,8 @@ async def probed(llm: LlmClient, answer: str, request: str, tools: Sequence[tupl
 
 
 async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequence[tuple[str, str]],
-                        backed: Collection[str] = (), *, first: bool = False) -> tuple[Reading, list[ModelReply]]:
+                        backed: Collection[str] = (), *, first: bool = False,
+                        named: Collection[str] = ()) -> tuple[Reading, list[ModelReply]]:
     """The model's reading of what `answer` reports as done, with the calls to count and record:
     the probe's (where there is one) and, unless it says the answer reports nothing, the list's.
     The list names actions an answer does not report (half of what it names on the corpus), so
@@ -211,7 +213,10 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
     A backed action needs no second opinion: the store shows it ran. `first`: the tools after
     the first the probe reads are not asked about (they stand as the list gave them): the lane's
     receipt names no tool (receipt), so one is enough; a judge that scores which (claims.py,
-    everyday.py) asks about each. Seen on the six steps' summary: five probes where one decided."""
+    everyday.py) asks about each. Seen on the six steps' summary: five probes where one decided.
+    `named`: tools the answer names by their identifier (named_tools); those `backed` does not
+    cover are asked about first, listed or not, and kept where the probe reads them: the list
+    may read another tool than the one the answer names (Hermes's summary, named_tools)."""
     names = [name for name, _ in tools]
     gate = await probed(llm, answer, request, tools)
     replies = [] if gate is None else [gate[1]]
@@ -225,8 +230,9 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
     # Where a probe was fitted for OTHER alone, it is asked whether or not the list names OTHER:
     # the list names only the tool that ran beside "I sent the file … from my Gmail." (write_file).
     other_probe = (probe := probe_for(await llm.model_name())) is not None and probe.other is not None
-    listed = [*sorted(reading.tools - set(backed)), *([OTHER] if reading.other or other_probe else [])]
-    dropped, read_one, confirmed = set(), False, False
+    unlisted = [name for name in named if name in names and name not in backed and name not in reading.tools]
+    listed = [*unlisted, *sorted(reading.tools - set(backed)), *([OTHER] if reading.other or other_probe else [])]
+    dropped, read_one, confirmed = set(unlisted), False, False
     for action in listed:
         if first and read_one and action != OTHER:
             continue
@@ -234,12 +240,14 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
         if second is None:
             break  # no "which" probe: the list stands
         replies.append(second[1])
-        if not second[0]:
+        if second[0]:
+            dropped.discard(action)
+        else:
             dropped.add(action)
         confirmed = confirmed or second[0]
         read_one = read_one or (second[0] and action != OTHER)
-    checked = Reading(reading.tools - dropped, (reading.other or other_probe) and OTHER not in dropped,
-                      confirmed=confirmed)
+    checked = Reading((reading.tools | set(unlisted)) - dropped,
+                      (reading.other or other_probe) and OTHER not in dropped, confirmed=confirmed)
     # Which, never whether: the gate read a report, so a reading the second probe would leave
     # empty stands as the list gave it (emptied, a report in an unseen language passed unflagged).
     return (checked if checked.tools or checked.other else reading), replies
@@ -247,13 +255,25 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
 
 async def read_kept(llm: LlmClient, store: Store, result: TurnResult, answer: str, request: str,
                     tools: Sequence[tuple[str, str]], keep: Collection[str], backed: Collection[str] = ()) -> Reading:
-    """The reading of a turn's answer over its tools (shortlist, `keep` kept), counted in the turn
-    and kept with the lane's own model calls (purpose "read"): the agent's and proxy mode's one
-    way to ask it. `backed`: what ran for the request (read_reported)."""
-    reading, replies = await read_reported(llm, answer, request, shortlist(tools, keep), backed, first=True)
+    """The reading of a turn's answer over its tools (shortlist, `keep` and the tools the answer
+    names kept), counted in the turn and kept with the lane's own model calls (purpose "read"):
+    the agent's and proxy mode's one way to ask it. `backed`: what ran for the request
+    (read_reported)."""
+    named = named_tools(answer, [name for name, _ in tools])
+    reading, replies = await read_reported(llm, answer, request, shortlist(tools, {*keep, *named}), backed,
+                                           first=True, named=named)
     for reply in replies:
         kept(store, result, "read", reply)
     return reading
+
+
+def named_tools(text: str, names: Sequence[str]) -> list[str]:
+    """The tools `text` names by their identifier: a granted name as a whole token, case as
+    granted. The names are the client's or the lane's own, never a word list; a name is no claim
+    ("I can use read_file"), so the "which" probe decides (read_reported). Seen with Hermes on
+    its summary step: "I ran … `read_file HELLO_B6N55_BASELINE`", where read_file never ran and
+    the list read only terminal, which had."""
+    return [name for name in names if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)]
 
 
 def shortlist(tools: Sequence[tuple[str, str]], keep: Collection[str],
@@ -281,15 +301,20 @@ def model_words(answer: str) -> str:
     return answer.split(RECEIPT_OPENING, 1)[0].strip()
 
 
-def receipt(missing: Sequence[str], ran: Sequence[str]) -> str:
+def receipt(missing: Sequence[str], ran: Sequence[str], never_ran: Sequence[str] = ()) -> str:
     """The lane's own line on an answer whose reading reports what the store does not show, from
     the store alone: what ran for this request (the reading's guess of which tool the answer
     meant is not repeated: it is often wrong), and that nothing was sent or bought where it
-    reports such an action. The reading of a 1.5B model flags many honest answers too
-    (docs/measurements.md, "The reading of an answer"), so a flag costs a true line, not the
-    answer; a tool is called on it only where the model also reads that tool as fitting the
-    request better than a reply in words (lever "claimed", agent turns only)."""
-    lines = [ran_line(ran)] if any(name != OTHER for name in missing) else []
+    reports such an action. `never_ran`: tools the answer names itself (named_tools) that the
+    whole conversation never ran, no guess of the reading's; where nothing ran for the request,
+    the line that says so is worth more than "no tool ran for this request" (proxy mode, a
+    summary of earlier turns: _unbacked held it to the session).
+    The reading of a 1.5B model flags many honest answers too (docs/measurements.md, "The
+    reading of an answer"), so a flag costs a true line, not the answer; a tool is called on it
+    only where the model also reads that tool as fitting the request better than a reply in
+    words (lever "claimed")."""
+    lines = [f"{RECEIPT_OPENING} {', '.join(never_ran)} did not run in this conversation.)"] if never_ran else []
+    lines += [ran_line(ran)] if any(name != OTHER for name in missing) else []
     if OTHER in missing:
         lines.append(f"{RECEIPT_OPENING} nothing was sent, booked, bought, paid or contacted; "
                      "no tool here does that.)")

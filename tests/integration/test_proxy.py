@@ -223,7 +223,9 @@ def test_an_answer_claiming_a_call_never_made_is_made_true_or_carries_the_lanes_
             assert lane.rows("SELECT count(*) FROM messages WHERE content = ?", claim) == [(0,)]
         else:
             assert "tool_calls" not in reply["message"]
-            assert reply["message"]["content"] == f"{claim}\n\n(The lane's record: no tool ran for this request.)"
+            assert reply["message"]["content"] == (  # the tool it names is named back
+                f"{claim}\n\n(The lane's record: get_weather did not run in this conversation.)\n"
+                "(The lane's record: no tool ran for this request.)")
             assert kept == [("claimed",), ("claimed",)]
 
 

@@ -437,7 +437,9 @@ def test_a_summary_claiming_a_tool_the_session_never_ran_gets_the_receipt(tmp_pa
         lane.model.fit = {"reply_in_words": 0.6}  # every tool 0.05: lever "claimed" calls none
         reply = lane.chat(messages=SESSION, tools=[TERMINAL, MEMORY, search]).json()["choices"][0]
         assert "tool_calls" not in reply["message"]
-        assert reply["message"]["content"].startswith(summary + "\n\n(The lane's record:")
+        assert reply["message"]["content"] == (  # the tool it names that never ran, named back
+            f"{summary}\n\n(The lane's record: session_search did not run in this conversation.)\n"
+            "(The lane's record: no tool ran for this request.)")
 
 
 def test_after_a_result_an_answer_claiming_another_tool_calls_nothing(tmp_path):

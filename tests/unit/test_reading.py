@@ -9,6 +9,7 @@ from stack.agent.prompt import compose_messages
 from stack.agent.reading import (
     OTHER,
     Reading,
+    named_tools,
     parse_reading,
     reader_messages,
     reading_schema,
@@ -45,6 +46,22 @@ def test_the_receipt_says_what_the_store_shows_not_the_readings_guess():
     assert receipt(["memory"], ["todo", "todo"]) == "(The lane's record: only todo ran for this request.)"
     assert receipt([OTHER], []) == ("(The lane's record: nothing was sent, booked, bought, paid or contacted; "
                                     "no tool here does that.)")
+
+
+def test_a_tool_the_answer_names_that_never_ran_is_named_in_the_receipt():
+    assert receipt(["read_file"], [], ["read_file"]) == (
+        "(The lane's record: read_file did not run in this conversation.)\n"
+        "(The lane's record: no tool ran for this request.)")
+    assert receipt(["read_file", OTHER], [], ["read_file"]).splitlines()[0] == (
+        "(The lane's record: read_file did not run in this conversation.)")
+
+
+def test_a_tool_is_named_by_its_whole_identifier_as_granted():
+    names = ["read_file", "Read", "memory", "gmail__send_email", "fs.read"]
+    assert named_tools("I ran `read_file HELLO_B6` and saved it to memory.", names) == ["read_file", "memory"]
+    assert named_tools("I read the file; read_files and my_read_file are not it.", names) == []
+    assert named_tools("Read (the tool) and gmail__send_email-like, fs.read.", names) == ["Read", "fs.read"]
+    assert named_tools("gmail__send_email: sent", names) == ["gmail__send_email"]
 
 
 def test_an_action_no_tool_does_is_never_backed():
@@ -128,7 +145,8 @@ def _probe_file(folder, model: str, which: bool = False, other: bool = False) ->
     (folder / f"reader-{model}.json").write_text(json.dumps(probes))
 
 
-def _read(upstream: _Upstream, monkeypatch, folder, tools=(("memory", "Save a note."),), backed=(), first=False):
+def _read(upstream: _Upstream, monkeypatch, folder, tools=(("memory", "Save a note."),), backed=(), first=False,
+          named=(), answer="Ya lo guardé."):
     import asyncio
 
     from stack.agent import reading
@@ -136,8 +154,8 @@ def _read(upstream: _Upstream, monkeypatch, folder, tools=(("memory", "Save a no
     monkeypatch.setattr(reading, "PROBES", folder)
     reading.probe_for.cache_clear()
     try:
-        return asyncio.run(reading.read_reported(upstream, "Ya lo guardé.", "Guárdalo", list(tools), backed,
-                                                 first=first))
+        return asyncio.run(reading.read_reported(upstream, answer, "Guárdalo", list(tools), backed,
+                                                 first=first, named=named))
     finally:
         reading.probe_for.cache_clear()
 
@@ -188,6 +206,35 @@ def test_the_lanes_reading_stops_at_the_first_tool_the_which_probe_reads_but_sti
     upstream = _Upstream("m", _by_question(answers), listed=listed)
     everything, _ = _read(upstream, monkeypatch, tmp_path, tools)  # a judge asks about each
     assert len(upstream.asked) == 6 and everything == Reading(frozenset({"memory", "todo"}), True, confirmed=True)
+
+
+def test_a_tool_the_answer_names_is_asked_about_first_and_kept_where_the_probe_reads_it(monkeypatch, tmp_path):
+    """Hermes's summary: "I ran … `read_file HELLO_…`. I used the terminal tool." The list read
+    terminal alone, which ran in the session; read_file, named and never run, is asked about
+    first (listed or not) and kept where the "which" probe reads it; not kept where it does not,
+    nor without a "which" probe, nor where the store backs it."""
+    _probe_file(tmp_path, "m", which=True)
+    tools = [("terminal", "Run a command."), ("read_file", "Read a file."), ("memory", "Save a note.")]
+    answer = "I ran `echo 42` and `read_file HELLO_B6`. I used the terminal tool."
+    upstream = _Upstream("m", _by_question({"read_file": [0.0, 2.0], "terminal": [0.0, 2.0]}),
+                         listed='{"done": ["terminal"]}')
+    reading, _ = _read(upstream, monkeypatch, tmp_path, tools, backed={"terminal"}, first=True,
+                       named=["terminal", "read_file"], answer=answer)
+    assert reading == Reading(frozenset({"terminal", "read_file"}), confirmed=True)
+    assert unbacked(reading, {"terminal"}) == ["read_file"]
+    assert [text for kind, text in upstream.asked if kind == "embedding"][1].endswith(
+        "tool read_file was carried out? Answer:")
+    unread = _Upstream("m", _by_question({"read_file": [0.0, -2.0]}), listed='{"done": ["terminal"]}')
+    reading, _ = _read(unread, monkeypatch, tmp_path, tools, backed={"terminal"}, named=["read_file"], answer=answer)
+    assert reading == Reading(frozenset({"terminal"})) and unbacked(reading, {"terminal"}) == []
+    backed = _Upstream("m", _by_question({}), listed='{"done": ["terminal"]}')
+    reading, _ = _read(backed, monkeypatch, tmp_path, tools, backed={"terminal", "read_file"},
+                       named=["read_file"], answer=answer)
+    assert reading == Reading(frozenset({"terminal"})) and len(backed.asked) == 2  # nothing to ask
+    _probe_file(tmp_path, "m")  # no "which" probe: a name alone is no claim
+    upstream = _Upstream("m", _by_question({}), listed='{"done": ["terminal"]}')
+    reading, _ = _read(upstream, monkeypatch, tmp_path, tools, backed={"terminal"}, named=["read_file"], answer=answer)
+    assert reading == Reading(frozenset({"terminal"}))
 
 
 def test_the_which_probe_asks_about_another_action_in_the_lists_own_words(monkeypatch, tmp_path):
