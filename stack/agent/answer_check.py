@@ -21,6 +21,7 @@ from ..tools.base import plain_words, says_nothing
 from ..tools.execute import Outcome
 from .history import RETURNED
 from .ledger import preview
+from .situation import machine
 from .toolcalls import json_values
 
 # An answer of the request's words only, at least this share of them, is the request echoed back.
@@ -109,6 +110,9 @@ def faults(content: str, facts: TurnFacts) -> list[str]:
                                      facts.user_said):
         problems.append("it leaves out what the tools returned")
     stray = unsourced_numbers(text, facts) if facts.results or facts.failed else []
+    if facts.results:  # as lever "carry" in proxy mode: an identifier can only be copied
+        stray += unsourced_ids(text, "\n".join([facts.request, *facts.user_said, *facts.results, facts.earlier,
+                                                *(run for _, run in facts.runs)]))
     if stray:
         problems.append(f"it states {stray[0]}, which no result holds")
     return problems
@@ -191,8 +195,9 @@ def unsourced_ids(text: str, sources: str) -> list[str]:
     (a hash, a commit, an order id). A count or a sum may be worked out from a result and be in
     none of them; an identifier can only be copied, so one that is in none was copied wrong.
     Seen with Claude Code on the 1.5B model: Bash printed `88f262de`, the answer said `e262f88f`.
-    Letters and digits are shapes, the same in every language."""
-    held = set(plain_words(sources).split())
+    Letters and digits are shapes, the same in every language. The machine's basics are a source
+    too: a container's host name is such a word (situation.machine)."""
+    held = set(plain_words(f"{sources}\n{machine()}").split())
     return [word for word in dict.fromkeys(plain_words(text).split())
             if len(word) >= ID_CHARS and word not in held
             and sum(c.isdigit() for c in word) >= 2 and sum(c.isalpha() for c in word) >= 2]

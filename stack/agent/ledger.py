@@ -137,7 +137,8 @@ LEVERS: dict[str, Lever] = {
                        "further model call", budget=0),
     "carry": Lever("proxy mode: a reply in words after the client's tools returned results for the user's message "
                    "that states an identifier (letters and digits: a hash, an id) which neither those results, the "
-                   "message nor the calls hold (answer_check.unsourced_ids)",
+                   "message nor the calls hold (answer_check.unsourced_ids; an agent turn's answer after results: "
+                   "one of answer_check.faults, lever \"rewrite\")",
                    "held back; the lane's own account (what the client's tools returned) instead, with no "
                    "further model call", budget=0),
     "lane-names": Lever("proxy mode: a reply in words that names the lane's own bridges (tool_search, "

@@ -536,3 +536,18 @@ def test_an_answer_saying_one_sentence_over_and_over_is_held(answer, loops):
 ])
 def test_an_answer_s_identifier_that_no_source_holds_was_copied_wrong(answer, sources, stray):
     assert unsourced_ids(answer, sources) == stray
+
+
+def test_an_agent_answer_after_results_stating_an_identifier_no_source_holds_is_not_passed_on(monkeypatch):
+    """The proxy's check in the agent's faults: one mechanism. The machine's host name (a
+    container's is hex) is a source too; the numbers and carry checks pass this one."""
+    from stack.agent import answer_check
+
+    monkeypatch.setattr(answer_check, "machine", lambda: "This computer: user me, host name 9c2e4f1a7b3d.")
+    turn = TurnFacts("what is the latest commit?", {"terminal": {}}, {"terminal"}, {"terminal"},
+                     results=("exit code: 0\n3f9a2c17 Fix the parser",))
+    assert faults("The latest commit is 3a9f2c17: Fix the parser.", turn) == [
+        "it states 3a9f2c17, which no result holds"]
+    assert faults("The latest commit is 3f9a2c17: Fix the parser.", turn) == []
+    assert faults("The latest commit is 3f9a2c17: Fix the parser, on 9c2e4f1a7b3d.", turn) == []
+    assert faults("The latest commit is c0ffee42.", TurnFacts("hash?", {}, set(), set())) == []  # nothing ran
