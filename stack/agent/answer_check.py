@@ -186,7 +186,15 @@ def carries(text: str, results: tuple[str, ...], earlier: str = "", tools: Colle
     # Numbers only: an earlier answer's "your" or "from" is no copied result (seen, "The codename of
     # your project is JUNIPER-8331." held back where memory had just returned that codename).
     stale = {w for w in said & known - users - set().union(*salient) if w.isdigit()}
-    return not stale and any(said & _new(words, known - users) for words in salient)
+    # A number is carried by its value whatever unit is written onto it: "71GB" for df's "71G"
+    # (seen on the held-out actions file, a right answer held back twice).
+    values = _values(text) - _values(earlier)
+    return not stale and (any(said & _new(words, known - users) for words in salient)
+                          or any(values & _values(output) for output in kept))
+
+
+def _values(text: str) -> set[float]:
+    return {value for value, _ in numbers_in(text)}
 
 
 def unsourced_ids(text: str, sources: str) -> list[str]:

@@ -78,6 +78,22 @@ def test_a_command_s_output_is_what_must_be_carried(answer, carried):
     assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
 
 
+DF = ("exit code: 0\nFilesystem      Size  Used Avail Use% Mounted on\ntmpfs            24G  4.0K   24G   1% /dev/shm\n"
+      "/dev/vda        252G   31G   71G  31% /")
+
+
+@pytest.mark.parametrize("answer, carried", [
+    ("The free disk space on this machine is 71GB.", True),  # seen held back twice: "71GB" is no word of "71G"
+    ("Il reste 71 Go sur /.", True),
+    ("The free disk space on this machine is 75GB.", False),
+    ("Your booking for 4 people at 8pm is noted.", False),  # the earlier turn's numbers
+])
+def test_a_number_is_carried_by_its_value_whatever_unit_is_written_onto_it(answer, carried):
+    result = TurnFacts("Free disk space on this machine?", {"terminal": {}}, {"terminal"}, {"terminal"},
+                       results=(DF,), earlier="- The user said: Book a table. 4 people, 8pm.")
+    assert ("it leaves out what the tools returned" not in faults(answer, result)) is carried
+
+
 TOKYO = "2026-11-27T12:46:15+09:00 (JST, UTC+09:00, Friday, daylight saving off) in Asia/Tokyo"
 PARIS = "2026-11-27T04:47:31+01:00 (CET, UTC+01:00, Friday, daylight saving off) in Europe/Paris"
 
