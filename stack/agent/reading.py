@@ -48,6 +48,9 @@ from .turn import TurnResult
 OTHER = "another action"
 READ_MAX_TOKENS = 48
 MAX_LISTED = 6
+# Of the tools an answer names that the list did not read, at most this many are asked about (one
+# probe each): a summary may name every tool the client has.
+MAX_NAMED_ASKED = 3
 # A reading lists at most this many tools (each line ~25 tokens of the question).
 MAX_READ_TOOLS = 24
 MAX_ANSWER_CHARS = 1500
@@ -230,7 +233,8 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
     # Where a probe was fitted for OTHER alone, it is asked whether or not the list names OTHER:
     # the list names only the tool that ran beside "I sent the file … from my Gmail." (write_file).
     other_probe = (probe := probe_for(await llm.model_name())) is not None and probe.other is not None
-    unlisted = [name for name in named if name in names and name not in backed and name not in reading.tools]
+    unlisted = [name for name in named if name in names and name not in backed
+                and name not in reading.tools][:MAX_NAMED_ASKED]
     listed = [*unlisted, *sorted(reading.tools - set(backed)), *([OTHER] if reading.other or other_probe else [])]
     dropped, read_one, confirmed = set(unlisted), False, False
     for action in listed:

@@ -231,6 +231,12 @@ def test_a_tool_the_answer_names_is_asked_about_first_and_kept_where_the_probe_r
     reading, _ = _read(backed, monkeypatch, tmp_path, tools, backed={"terminal", "read_file"},
                        named=["read_file"], answer=answer)
     assert reading == Reading(frozenset({"terminal"})) and len(backed.asked) == 2  # nothing to ask
+    many = [(f"tool_{i}", "Does a thing.") for i in range(6)]
+    upstream = _Upstream("m", _by_question({f"tool_{i}": [0.0, -2.0] for i in range(6)}), listed='{"done": []}')
+    upstream.listed = '{"done": ["tool_5"]}'
+    _read(upstream, monkeypatch, tmp_path, many, named=[name for name, _ in many], answer="tool_0 … tool_5")
+    asked = [text for kind, text in upstream.asked if kind == "embedding"][1:]
+    assert len(asked) == 4  # three of the names it did not list (reading.MAX_NAMED_ASKED), then tool_5
     _probe_file(tmp_path, "m")  # no "which" probe: a name alone is no claim
     upstream = _Upstream("m", _by_question({}), listed='{"done": ["terminal"]}')
     reading, _ = _read(upstream, monkeypatch, tmp_path, tools, backed={"terminal"}, named=["read_file"], answer=answer)
