@@ -272,20 +272,20 @@ def _with_previous(store: Store, turn: Turn) -> str:
 
 
 async def composed_answer(llm: LlmClient, store: Store, turn: Turn, toolset: Toolset, facts: TurnFacts,
-                          memory: str | None = None, held: tuple[str, ...] = ()
-                          ) -> tuple[TurnEnded, Correction | None]:
+                          memory: str | None = None) -> tuple[TurnEnded, Correction | None]:
     """The turn's answer, written from the request, the turn's results, earlier turns as facts,
     the date and this computer, and what the lane remembers, with the lane's receipt where its
     reading reports what the store does not show (lever "read"); the lane's own account of what
     ran when its shape may not be passed on, or when it reports a tool that fits the request and
     did not run, with the correction it earns (lever "call": a call it told; lever "claimed": the
     tool it reports), for the loop to act on before giving that account; the lane's own answer
-    where it reports what nothing ran for (lever "cannot"). `held`: why an answer written
-    before in this turn was not passed on (lever "rewrite"), told to the model."""
+    where it reports what nothing ran for (lever "cannot"). An answer held back is not written
+    again: told why, the 1.5B model wrote the same answer again in 23 of 25 turns
+    (docs/measurements.md, "Lever "rewrite" measured and deleted")."""
     results = [(o.tool_name, o.status, o.output) for o in turn.outcomes]
     rows = await asyncio.to_thread(store.messages, turn.result.session_id)  # the client's instructions
     question = compose_messages(turn.query, results, facts.earlier, memory,
-                                sorted(facts.ran_in_session - RESERVED_NAMES), _client_instructions(rows), held,
+                                sorted(facts.ran_in_session - RESERVED_NAMES), _client_instructions(rows),
                                 facts.descriptions, situation())
     composed = await llm.chat(question, [], max_tokens=min(turn.cap, COMPOSE_MAX_TOKENS),
                               temperature=turn.temperature)
@@ -419,8 +419,8 @@ def _not_done(missing: list[str], recalled: set[str], ran: list[str], facts: Tur
     something, so only the runs spare it there: seen on the held-out actions file, "I've sent
     the polite reply to Mark Doyle's message …" after write_file wrote the draft. Seen on the
     everyday files of actions no tool does: "Ik heb de huisarts gebeld en de kaartjes geboekt."
-    read as `patch` where nothing ran; told why and asked again (lever "rewrite", session 24),
-    the 1.5B model wrote the same claim."""
+    read as `patch` where nothing ran; told why and asked again (session 24), the 1.5B model
+    wrote the same claim."""
     if not missing:
         return False
     if confirmed and OTHER in missing:

@@ -103,9 +103,6 @@ LEVERS: dict[str, Lever] = {
                     "arguments, not the lane's receipt words)",
                     "held back; the lane's own answer instead (answer_check.cannot_answer: not done, what it cannot "
                     "do, what it can do instead; where tools ran, what each returned)"),
-    "rewrite": Lever("an agent turn's composed answer held back by its shape (answer_check.faults) where "
-                     "no tool is forced after it",
-                     "written once more, the model told why (prompt.COMPOSE_AGAIN)"),
     "call": Lever("a reply told or spelled a call it did not make, or wrote one as a command in its code "
                   "(a line led by the name of a tool that did not run, one argument a word of the request)",
                   "that tool forced (in proxy mode shown the call)"),
@@ -138,7 +135,7 @@ LEVERS: dict[str, Lever] = {
     "carry": Lever("proxy mode: a reply in words after the client's tools returned results for the user's message "
                    "that states an identifier (letters and digits: a hash, an id) which neither those results, the "
                    "message nor the calls hold (answer_check.unsourced_ids; an agent turn's answer after results: "
-                   "one of answer_check.faults, lever \"rewrite\")",
+                   "one of answer_check.faults)",
                    "held back; the lane's own account (what the client's tools returned) instead, with no "
                    "further model call", budget=0),
     "lane-names": Lever("proxy mode: a reply in words that names the lane's own bridges (tool_search, "

@@ -55,7 +55,7 @@ class Agent:
                     answer, fix = await self._composed(turn, toolset)
                     turn.force = self._acted_on(turn, toolset, fix) or await self._second_look(turn, toolset, answer)
                     if turn.force is None:
-                        raise await self._rewritten(turn, toolset, answer)
+                        raise answer
                 forced_tool, reply = turn.force, await self._ask(turn, toolset)
                 calls = [as_spelled(call, turn.query)
                          for call in calls_in(reply.content, reply.tool_calls, toolset.parameters_of)]
@@ -96,21 +96,12 @@ class Agent:
             return None
         return tool if turn.ledger.take(fix) else None
 
-    async def _composed(self, turn: Turn, toolset: Toolset, held: tuple[str, ...] = ()
-                        ) -> tuple[TurnEnded, Correction | None]:
+    async def _composed(self, turn: Turn, toolset: Toolset) -> tuple[TurnEnded, Correction | None]:
         """The answer, from the notes as they are now (the decision and the answer are not the
         forced calls' cached prefix, so they read what this session saved too)."""
         memory = read_memory(self.settings)
         facts = await asyncio.to_thread(facts_of, turn, toolset, self.store, memory)  # reads the whole session
-        return await composed_answer(self.llm, self.store, turn, toolset, facts, memory, held)
-
-    async def _rewritten(self, turn: Turn, toolset: Toolset, answer: TurnEnded) -> TurnEnded:
-        """Lever "rewrite": an answer held back where no tool is to be forced is written once
-        more, the model told why (answer_check.faults, reading.unbacked); the new one is held to
-        the same check."""
-        if not answer.held or not turn.ledger.take(Correction(None, None, "rewrite")):
-            return answer
-        return (await self._composed(turn, toolset, answer.held))[0]
+        return await composed_answer(self.llm, self.store, turn, toolset, facts, memory)
 
     async def _second_look(self, turn: Turn, toolset: Toolset, answer: TurnEnded) -> str | None:
         """Lever "fit": when nothing ran and the answer was held back, the index's best tool for

@@ -64,10 +64,6 @@ CAPABILITIES = (
 CAPABILITY_CHARS = 80
 MAX_CAPABILITIES = 40
 COMPOSE_RESULT_CHARS = 1500
-# Lever "rewrite": the answer's question once more, told why the first answer was held back.
-COMPOSE_AGAIN = ("An answer you wrote to this message was not passed on to the user: {why}. Write a new "
-                 "one: answer the message itself, with what the facts above hold or what you know; if "
-                 "it follows on from an earlier message, answer it as meant there.")
 
 
 def turn_facts(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "", *,
@@ -81,7 +77,7 @@ def turn_facts(request: str, results: Sequence[tuple[str, str, str]], earlier: s
 
 def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earlier: str = "",
                      memory: str | None = None, session_tools: Sequence[str] = (),
-                     instructions: str = "", held: Sequence[str] = (),
+                     instructions: str = "",
                      tools: Sequence[tuple[str, str]] = (), now: str = "") -> list[dict[str, str]]:
     """The question that writes an answer: the fixed instruction with what the granted `tools`
     can do (a stable, warmed prefix per tool set), the client's own system message
@@ -93,8 +89,6 @@ def compose_messages(request: str, results: Sequence[tuple[str, str, str]], earl
     facts += [f"Notes the user asked you to keep:\n{memory.strip()}"] if memory and memory.strip() else []
     facts += [*_earlier_part(earlier), _ran_part(results, COMPOSE_RESULT_CHARS, "the user's last message")]
     facts.append("Tools that ran in this conversation: " + (", ".join(session_tools) or "none"))
-    if held:
-        facts.append(COMPOSE_AGAIN.format(why="; ".join(held)))
     own = [{"role": "system", "content": instructions.strip()}] if instructions.strip() else []
     return [{"role": "system", "content": compose_instruction(tools)}, *own,
             {"role": "system", "content": "\n\n".join(facts)},

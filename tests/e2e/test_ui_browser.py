@@ -36,8 +36,7 @@ SCRIPT = [
     call("add", {"a": 2, "b": 3}),                                          # native: the retry
     text(json.dumps({"name": "tool_call", "arguments": {                    # bridge, as text
         "name": "currency_convert", "arguments": {"amount": 21, "to": "USD"}}})),
-    text(f'Done. I also saved it with save_note(text="{XSS}").'),           # the answer: not run
-    text(f'Done. I saved it with save_note(text="{XSS}").'),   # written once more, told why: held back again
+    text(f'Done. I also saved it with save_note(text="{XSS}").'),           # the answer: not run, held back
 ]
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -129,17 +128,17 @@ def test_trace_page_shows_what_really_ran(tmp_path):
                and "42 USD" in t for t in ok_runs), ok_runs
     [failed] = page.texts("div", "tool", "error")
     assert "native" in failed and "add" in failed and "'b' is a required property" in failed
-    not_run = page.texts("div", "notrun")  # in the answer and in its rewrite
-    assert len(not_run) == 2 and all("NOT RUN" in t and "save_note" in t for t in not_run)
-    # The model's five replies (the forced call, its retry after the error, the bridged call, the
-    # composed answer and its rewrite, both held back), and apart from them each call the lane made
+    not_run = page.texts("div", "notrun")  # in the answer held back
+    assert len(not_run) == 1 and all("NOT RUN" in t and "save_note" in t for t in not_run)
+    # The model's four replies (the forced call, its retry after the error, the bridged call, the
+    # composed answer, held back), and apart from them each call the lane made
     # for itself (the request in English: the markup's words are no English the index knows; a
     # decision before each of the two steps; both tasks done, none after), labelled with its purpose.
     shown_calls = page.texts("div", "call")
     own = [t for t in shown_calls if t.startswith("model call for the lane:")]
-    assert len(shown_calls) - len(own) == 5
+    assert len(shown_calls) - len(own) == 4
     held_shown = [t for t in shown_calls if t.startswith("model reply held back (not passed on)")]
-    assert len(held_shown) == len(held) == 2 and held_shown[-1] == shown_calls[-1]
+    assert len(held_shown) == len(held) == 1 and held_shown[-1] == shown_calls[-1]
     assert "save_note(text=" in shown_calls[-1] and "why: a tool call written as text" in shown_calls[-1]
     assert lane_calls == [("english",), ("decide",), ("decide",)] and len(own) == len(lane_calls)
     assert all(t.startswith(f"model call for the lane: {purpose}")

@@ -425,7 +425,7 @@ def test_an_identical_failing_call_is_never_made_three_times(lane):
         ("error", "the disk is on fire"),
         ("refused", "Not run: this exact call already failed in this turn with: the disk is on fire\n"
                     "Do not repeat it. Call a tool with different arguments, or tell the user what failed.")]
-    assert len(model.requests) == 4  # the call, its retry, the answer (a call again: no answer), rewritten
+    assert len(model.requests) == 3  # the call, its retry, the answer (a call again: no answer, not written again)
     assert "fail error: the disk is on fire" in result.content
     assert "the model gave no answer" in result.content
 
@@ -687,11 +687,11 @@ def test_naming_a_tool_that_ran_is_no_claim(lane):
 
 def test_an_empty_answer_is_the_lane_s_account_of_what_ran(lane):
     settings, store = lane
-    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(""), text(""), text("never sent")])
-    assert len(model.requests) == 3 and result.finish_reason == "stop" and result.model_calls == 4
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(""), text("never sent")])
+    assert len(model.requests) == 2 and result.finish_reason == "stop" and result.model_calls == 3
     assert result.content == ("I could not write a reliable answer. What ran for this request:\n"
                               "- add returned 5\n(The model's reply was not passed on: the model gave no answer.)")
-    assert held_back(settings) == ["the model gave no answer"] * 2
+    assert held_back(settings) == ["the model gave no answer"]  # not written again
     last = rows(settings, "SELECT role, content, lane_note FROM messages ORDER BY id DESC LIMIT 1")[0]
     assert last == ("assistant", result.content, 1)
 
@@ -1080,10 +1080,9 @@ def test_a_claim_about_the_session_is_held_to_the_session(lane):
 ])
 def test_an_answer_that_gives_the_user_nothing_is_not_passed_on(lane, answer, problem):
     settings, store = lane
-    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(answer), text(answer),
-                                          text("never sent")], user="what is 2 plus 3")
-    assert len(model.requests) == 3  # written again once (lever "rewrite"), told why: not a third time
-    assert f"was not passed on to the user: {problem}" in model.requests[2]["messages"][-2]["content"]
+    result, model = run(settings, store, [call("add", {"a": 2, "b": 3}), text(answer), text("never sent")],
+                        user="what is 2 plus 3")
+    assert len(model.requests) == 2  # not written again: told why, the 1.5B model wrote the same again
     assert result.content.startswith("I could not write a reliable answer. What ran for this request:\n"
                                       "- add returned 5\n(The model's reply was not passed on: ")
     assert problem in result.content
@@ -1093,26 +1092,22 @@ def test_an_answer_that_gives_the_user_nothing_is_not_passed_on(lane, answer, pr
     answers = rows(settings, "SELECT content, lane_note FROM messages WHERE role = 'assistant'"
                    " AND tool_calls IS NULL ORDER BY id")
     assert answers == [(result.content, 1)]
-    assert rows(settings, "SELECT content FROM lane_calls WHERE purpose = 'held' ORDER BY id") == [(answer,), (answer,)]
+    assert rows(settings, "SELECT content FROM lane_calls WHERE purpose = 'held' ORDER BY id") == [(answer,)]
 
 
-def test_an_answer_written_again_after_it_was_held_back_reaches_the_user(lane):
-    """Lever "rewrite": an answer held back (here the request echoed) is written once more, the
-    model told why; the new one may reach the user."""
+def test_an_answer_held_back_is_kept_apart_from_the_conversation_and_not_written_again(lane):
+    """An answer held back (here the request echoed) is not written again (told why, the 1.5B
+    model wrote the same answer again in 23 of 25 turns); the user gets the lane's account, and
+    the store reads as the conversation: the held answer is a lane call, with why and its cost."""
     settings, store = lane
-    script = [text("Spiders have eight legs."), text("and an ant?"), text("Ants have six legs.")]
+    script = [text("Spiders have eight legs."), text("and an ant?"), text("never sent")]
     results, model = run_turns(settings, store, script, ["how many legs does a spider have", "and an ant?"],
                                fit=0.1)
-    assert results[1].content == "Ants have six legs." and results[1].model_calls >= 2
-    again = model.requests[2]["messages"]
-    assert "was not passed on to the user: the request echoed back" in again[-2]["content"]
-    assert again[-1] == {"role": "user", "content": "and an ant?"}
+    assert results[1].content.startswith("No tool ran for this request") and len(model.requests) == 2
     assert held_back(settings) == ["the request echoed back"]
-    # the store reads as the conversation: its answers are exactly what the user got, and the
-    # answer held back is a lane call, with why and what it cost
     [session] = {r.session_id for r in results}
     assert rows(settings, "SELECT content FROM messages WHERE session_id = ? AND role = 'assistant'", session) == [
-        ("Spiders have eight legs.",), ("Ants have six legs.",)]
+        ("Spiders have eight legs.",), (results[1].content,)]
     assert rows(settings, "SELECT content, reason, prompt_tokens > 0, completion_tokens > 0 FROM lane_calls"
                 " WHERE session_id = ? AND purpose = 'held'", session) == [
         ("and an ant?", "the request echoed back", 1, 1)]
@@ -1168,14 +1163,14 @@ def test_an_answer_copied_from_an_earlier_turn_stands_but_leaves_the_record(lane
 
 def test_answers_held_back_and_copied_errors_leave_the_record(lane):
     settings, store = lane
-    script = [text(""), text(""), call("fail", {}), call("fail", {}), text("ERROR: the disk is on fire"),
+    script = [text(""), call("fail", {}), call("fail", {}), text("ERROR: the disk is on fire"),
               call("add", {"a": 2, "b": 3}), text("It is 5.")]
     # the second look finds no tool that fits "hello" (the next reply, another turn's, calls one)
     results, model = run_turns(settings, store, script, ["hello", "do the thing", "add 2 and 3"], fit=0.1)
     assert results[0].content.startswith("No tool ran for this request")
     assert results[1].content == "ERROR: the disk is on fire"
-    assert model.requests[5]["tool_choice"] == FORCED_ADD
-    assert history(model.requests[5]) == [("user", "hello"), ("user", "do the thing"), ("user", "add 2 and 3")]
+    assert model.requests[4]["tool_choice"] == FORCED_ADD
+    assert history(model.requests[4]) == [("user", "hello"), ("user", "do the thing"), ("user", "add 2 and 3")]
 
 
 def test_the_clients_system_message_reaches_the_composed_answer(lane):

@@ -155,7 +155,7 @@ def test_an_answer_held_back_reaches_the_client_as_the_lanes_account(tmp_path):
         leaves_out = "it leaves out what the tools returned"
         assert lane.rows("SELECT content, reason, prompt_tokens > 0 FROM lane_calls WHERE session_id = 'held'"
                          " AND purpose = 'held' ORDER BY id") == [
-            ("Done!", leaves_out, 1), ("All done!", leaves_out, 1)]  # written again once, told why
+            ("Done!", leaves_out, 1)]  # not written again
         usage = response.json()["usage"]
         assert usage["prompt_tokens"] == lane.rows(  # every model call counted once, in one place
             "SELECT (SELECT sum(prompt_tokens) FROM messages WHERE session_id = 'held' AND role = 'assistant')"

@@ -288,12 +288,11 @@ def test_text_only_liar_fails_the_tool_steps(tmp_path: Path) -> None:
     # named a real tool, that tool was forced once, and the liar's text named tools that do not
     # exist: refused, so nothing ran.
     assert executions and all(status == "refused" for _, status in executions) and decisions == 6
-    # An answer held back where no tool is to be forced after it is written once more (lever
-    # "rewrite"), and the liar writes the same again: calls written as text. (Step 6's list of
-    # tools that do not exist reaches the reading, scripted here to find nothing; the check fails
-    # the step from the store.)
+    # An answer held back where no tool is to be forced after it is not written again: calls
+    # written as text. (Step 6's list of tools that do not exist reaches the reading, scripted
+    # here to find nothing; the check fails the step from the store.)
     text_call = "a tool call written as text"
-    reasons = [text_call] * 7
+    reasons = [text_call] * 4
     assert [n for (n,) in held_back] == reasons
     # the check shows them per step, from lane_calls; the conversation holds what the user got,
     # one answer a step
