@@ -187,25 +187,29 @@ def _write_file(arguments: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolRefused(f"not written: {_shown(path, ctx.settings)} holds {path.stat().st_size} bytes "
                           "and the content is empty; write the file's whole new text (to empty a "
                           "file on purpose, use the terminal)")
-    if ctx.later_step and path.is_file():
-        _keeps_every_line(path, content, ctx.settings)
+    lost, had = _lost_lines(path, content) if path.is_file() else ([], 0)
+    if lost and ctx.later_step:
+        raise ToolRefused(f"not written: this would delete {len(lost)} of the {had} lines of "
+                          f"{_shown(path, ctx.settings)} (first: {lost[0][:60]!r}) in a step the request did not "
+                          "start with; answer the user, or change the file with patch")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-    return f"wrote {len(data)} bytes to {_shown(path, ctx.settings)}"
+    wrote = f"wrote {len(data)} bytes to {_shown(path, ctx.settings)}"
+    # A first step may replace a file, and the result says what went: seen on a blind everyday
+    # file, "add a section 5 at the end of that file" wrote the new section alone over the
+    # outline, and the answer said it "now has 5 sections".
+    return f"{wrote}, replacing it: {len(lost)} of its {had} lines are gone (first: {lost[0][:60]!r})" if lost \
+        else wrote
 
 
-def _keeps_every_line(path: Path, content: str, settings: Settings) -> None:
-    """Refuses a later step's overwrite that deletes lines of the file. Seen on the 1.5B model,
-    asked "I started a packing list in lisbon_packing.txt, can you tell me what's on it?": it read
-    the file, then, as further steps it chose, wrote it empty, and next "the todo list is empty"
-    over the six items. A first step the request asked for may replace a file as it likes."""
+def _lost_lines(path: Path, content: str) -> tuple[list[str], int]:
+    """The lines of the file that `content` does not keep. A later step may not delete any: seen
+    on the 1.5B model, asked "I started a packing list in lisbon_packing.txt, can you tell me
+    what's on it?", it read the file, then, as further steps it chose, wrote it empty, and next
+    "the todo list is empty" over the six items. With the number of lines it holds."""
     kept = {line.strip() for line in content.splitlines()}
     old = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
-    lost = [line for line in old if line and line not in kept]
-    if lost:
-        raise ToolRefused(f"not written: this would delete {len(lost)} of the {len([o for o in old if o])} lines of "
-                          f"{_shown(path, settings)} (first: {lost[0][:60]!r}) in a step the request did not "
-                          "start with; answer the user, or change the file with patch")
+    return [line for line in old if line and line not in kept], len([line for line in old if line])
 
 
 # search_files

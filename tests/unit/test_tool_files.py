@@ -259,8 +259,13 @@ def test_a_later_step_of_a_turn_never_deletes_lines_of_a_file(ctx, ws):
     # keeping every line (adding one) is fine, and so is a new file
     assert call("write_file", {"path": "packing.txt", "content": "passport\nsunscreen\nswimsuit\n"}, ctx).status == "ok"
     assert call("write_file", {"path": "new.txt", "content": "x"}, ctx).status == "ok"
-    ctx.later_step = False  # the request's own first step may replace the file
-    assert call("write_file", {"path": "packing.txt", "content": "hat\n"}, ctx).status == "ok"
+    ctx.later_step = False  # the request's own first step may replace the file, and is told what went
+    replaced = call("write_file", {"path": "packing.txt", "content": "hat\n"}, ctx)
+    assert replaced.status == "ok" and (ws / "packing.txt").read_text() == "hat\n"
+    assert replaced.output == ("wrote 4 bytes to packing.txt, replacing it: 3 of its 3 lines are gone "
+                               "(first: 'passport')")
+    assert call("write_file", {"path": "packing.txt", "content": "hat\nscarf\n"}, ctx).output == (
+        "wrote 10 bytes to packing.txt")  # every line kept: nothing to say
 
 
 def test_write_file_onto_a_directory_is_an_error(ctx, ws):
