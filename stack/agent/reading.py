@@ -236,22 +236,18 @@ async def read_reported(llm: LlmClient, answer: str, request: str, tools: Sequen
     unlisted = [name for name in named if name in names and name not in backed
                 and name not in reading.tools][:MAX_NAMED_ASKED]
     listed = [*unlisted, *sorted(reading.tools - set(backed)), *([OTHER] if reading.other or other_probe else [])]
-    dropped, read_one, confirmed = set(unlisted), False, False
+    read: set[str] = set()  # what the "which" probe read
+    dropped: set[str] = set()  # what it did not
     for action in listed:
-        if first and read_one and action != OTHER:
+        if first and read - {OTHER} and action != OTHER:
             continue
         second = await probed(llm, answer, request, tools, action)
         if second is None:
             break  # no "which" probe: the list stands
         replies.append(second[1])
-        if second[0]:
-            dropped.discard(action)
-        else:
-            dropped.add(action)
-        confirmed = confirmed or second[0]
-        read_one = read_one or (second[0] and action != OTHER)
-    checked = Reading((reading.tools | set(unlisted)) - dropped,
-                      (reading.other or other_probe) and OTHER not in dropped, confirmed=confirmed)
+        (read if second[0] else dropped).add(action)
+    checked = Reading((reading.tools - dropped) | (set(unlisted) & read),
+                      (reading.other or other_probe) and OTHER not in dropped, confirmed=bool(read))
     # Which, never whether: the gate read a report, so a reading the second probe would leave
     # empty stands as the list gave it (emptied, a report in an unseen language passed unflagged).
     return (checked if checked.tools or checked.other else reading), replies

@@ -208,8 +208,9 @@ def _lost_lines(path: Path, content: str) -> tuple[list[str], int]:
     what's on it?", it read the file, then, as further steps it chose, wrote it empty, and next
     "the todo list is empty" over the six items. With the number of lines it holds."""
     kept = {line.strip() for line in content.splitlines()}
-    old = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()]
-    return [line for line in old if line and line not in kept], len([line for line in old if line])
+    old = [line for line in (raw.strip() for raw in path.read_text(encoding="utf-8", errors="replace").splitlines())
+           if line]
+    return [line for line in old if line not in kept], len(old)
 
 
 # search_files
